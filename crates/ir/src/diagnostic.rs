@@ -1,0 +1,33 @@
+//! Problems found while translating or resolving objects, kept with the object they belong to.
+
+use crate::Origin;
+
+/// How bad a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    /// Part of the object was not used.
+    Error,
+    /// The object works, but something was ignored or defaulted.
+    Warning,
+}
+
+/// One problem with one object, naming the field at fault.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Diagnostic {
+    /// The object at fault.
+    pub origin: Origin,
+    /// How bad it is.
+    pub severity: Severity,
+    /// The field path, such as `spec.rules[0].backendRefs[1]`.
+    pub field: String,
+    /// A machine-readable reason, in the vocabulary of the object's API (such as `BackendNotFound`).
+    pub reason: &'static str,
+    /// A human-readable message.
+    pub message: String,
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {} ({})", self.origin, self.field, self.message, self.reason)
+    }
+}

@@ -1,0 +1,152 @@
+//! HTTP routes: matches, filters and backends, shaped like the Gateway API's HTTPRoute.
+
+use crate::{Backend, Origin};
+
+/// An HTTP route attached to one or more listeners.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpRoute {
+    /// The object this route comes from.
+    pub origin: Origin,
+    /// `metadata.creationTimestamp` in seconds, the first tie-breaker between routes.
+    pub created: i64,
+    /// Hostnames this route serves; empty means the listener's hostname (or all).
+    pub hostnames: Vec<String>,
+    /// Rules, in the order of the source object.
+    pub rules: Vec<HttpRule>,
+}
+
+/// One rule: any of its matches selects it; filters apply, then backends are chosen by weight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpRule {
+    /// Matches, OR-ed. Never empty: a rule without matches gets a `/` prefix match.
+    pub matches: Vec<HttpMatch>,
+    /// Filters applied to matching requests.
+    pub filters: Vec<HttpFilter>,
+    /// Weighted backends. Empty with no redirect or direct response means 500.
+    pub backends: Vec<Backend>,
+    /// The request timeout in milliseconds, if set.
+    pub request_timeout_ms: Option<u64>,
+}
+
+/// The conditions of one match, AND-ed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HttpMatch {
+    /// The path condition.
+    pub path: PathMatch,
+    /// Header conditions.
+    pub headers: Vec<(String, StringMatch)>,
+    /// Query parameter conditions.
+    pub query: Vec<QueryMatch>,
+    /// The HTTP method, if restricted.
+    pub method: Option<String>,
+}
+
+impl Default for HttpMatch {
+    fn default() -> Self {
+        Self { path: PathMatch::Prefix("/".into()), headers: Vec::new(), query: Vec::new(), method: None }
+    }
+}
+
+/// A path condition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PathMatch {
+    /// The whole path equals the value.
+    Exact(String),
+    /// The path starts with the value, on a segment boundary.
+    Prefix(String),
+    /// The path matches an RE2 regular expression (already validated).
+    Regex(String),
+}
+
+/// A string condition on a header or query parameter value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum StringMatch {
+    /// Equal to the value.
+    Exact(String),
+    /// Matches an RE2 regular expression (already validated).
+    Regex(String),
+}
+
+/// A query parameter condition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct QueryMatch {
+    /// The parameter name (case-sensitive).
+    pub name: String,
+    /// The value condition.
+    pub value: StringMatch,
+}
+
+/// What a rule does to a request besides choosing a backend.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HttpFilter {
+    /// Change request headers before forwarding.
+    RequestHeaders(HeaderModifier),
+    /// Change response headers before answering.
+    ResponseHeaders(HeaderModifier),
+    /// Answer with a redirect instead of forwarding.
+    Redirect(Redirect),
+    /// Rewrite the host or path before forwarding.
+    UrlRewrite(UrlRewrite),
+    /// Copy requests to another backend, ignoring its answers.
+    Mirror(RequestMirror),
+    /// Answer directly with a status and body.
+    DirectResponse {
+        /// The HTTP status code.
+        status: u16,
+        /// The response body.
+        body: Option<String>,
+    },
+}
+
+/// Header changes: set replaces, add appends, remove deletes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeaderModifier {
+    /// Headers set to a value, replacing any existing value.
+    pub set: Vec<(String, String)>,
+    /// Headers appended.
+    pub add: Vec<(String, String)>,
+    /// Headers removed.
+    pub remove: Vec<String>,
+}
+
+/// A redirect response.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Redirect {
+    /// `http` or `https`; `None` keeps the request's scheme.
+    pub scheme: Option<String>,
+    /// The host to redirect to; `None` keeps the request's host.
+    pub hostname: Option<String>,
+    /// The port to redirect to; `None` follows the Gateway API rules for the scheme.
+    pub port: Option<u16>,
+    /// How the path changes.
+    pub path: Option<PathModifier>,
+    /// The status code (301 or 302, ...).
+    pub status: u16,
+}
+
+/// A URL rewrite before forwarding.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UrlRewrite {
+    /// The new Host header.
+    pub hostname: Option<String>,
+    /// How the path changes.
+    pub path: Option<PathModifier>,
+}
+
+/// How a redirect or rewrite changes the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathModifier {
+    /// Replace the whole path.
+    Full(String),
+    /// Replace the prefix that the rule's prefix match matched.
+    Prefix(String),
+}
+
+/// A mirrored copy of each request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestMirror {
+    /// Where the copy goes.
+    pub backend: Backend,
+    /// The share of requests mirrored, in percent (0-100).
+    pub percent: u32,
+}

@@ -1,0 +1,163 @@
+//! The Gateway-API-shaped intermediate representation every front end produces and the DAG consumes.
+//!
+//! Plain data: no Kubernetes client, no Envoy types. Every route keeps its [`Origin`] so status and
+//! diagnostics can name the object a piece of configuration came from.
+
+mod diagnostic;
+mod http;
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use http::{
+    HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, PathMatch, PathModifier, QueryMatch,
+    Redirect, RequestMirror, StringMatch, UrlRewrite,
+};
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// The name of the fleet that serves Ingress and HTTPProxy objects (the bootstrap default).
+pub const DEFAULT_FLEET: &str = "contour";
+
+/// The whole intermediate representation: one entry per Envoy fleet.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ir {
+    /// Fleets, sorted by id.
+    pub fleets: Vec<Fleet>,
+}
+
+/// A set of Envoys sharing one configuration: a Gateway (`namespace/name`) or the default fleet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fleet {
+    /// The fleet id, matched against the Envoy node's cluster.
+    pub id: String,
+    /// The address listeners bind to; `None` means the controller's default.
+    pub address: Option<IpAddr>,
+    /// The object the fleet comes from (the Gateway), for status.
+    pub origin: Option<Origin>,
+    /// Listeners, in the order of the source object.
+    pub listeners: Vec<Listener>,
+}
+
+/// One listener of a fleet: a port, a protocol, an optional hostname and the routes attached to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listener {
+    /// The listener name, unique within its fleet.
+    pub name: String,
+    /// The port Envoy binds.
+    pub port: u16,
+    /// What the listener speaks.
+    pub protocol: Protocol,
+    /// Only requests (or SNI names) matching this hostname are served; `None` matches all.
+    pub hostname: Option<String>,
+    /// TLS settings for HTTPS and TLS listeners.
+    pub tls: Option<ListenerTls>,
+    /// HTTP routes attached to this listener.
+    pub http_routes: Vec<Arc<HttpRoute>>,
+    /// TLS routes attached to this listener.
+    pub tls_routes: Vec<Arc<TlsRoute>>,
+}
+
+/// The protocol of a listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Protocol {
+    /// Plain-text HTTP.
+    Http,
+    /// HTTP over terminated TLS.
+    Https,
+    /// TLS, terminated or passed through, routed by SNI.
+    Tls,
+    /// Plain TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+}
+
+/// TLS settings of a listener.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListenerTls {
+    /// Terminate TLS in Envoy, or pass it through to the backend.
+    pub mode: TlsMode,
+    /// Certificates (Secrets of type `kubernetes.io/tls`), already checked for permission.
+    pub certificates: Vec<ObjectRef>,
+}
+
+/// Whether Envoy terminates TLS or passes it through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMode {
+    /// Envoy terminates TLS with the listener's certificates.
+    Terminate,
+    /// Envoy routes by SNI and forwards the encrypted stream.
+    Passthrough,
+}
+
+/// A TLS route: SNI hostnames forwarded to backends without terminating TLS.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsRoute {
+    /// The object this route comes from.
+    pub origin: Origin,
+    /// SNI hostnames this route serves; empty means the listener's hostname.
+    pub hostnames: Vec<String>,
+    /// Where the traffic goes.
+    pub backends: Vec<Backend>,
+}
+
+/// A weighted backend of a route.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Backend {
+    /// Where the traffic goes, or why it cannot go anywhere.
+    pub target: BackendTarget,
+    /// The relative share of traffic.
+    pub weight: u32,
+}
+
+/// The destination of a backend.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum BackendTarget {
+    /// A port of a Kubernetes Service.
+    Service(ServicePort),
+    /// A reference the front end could not accept; its share of traffic is answered with 500.
+    Invalid,
+}
+
+/// A port of a Kubernetes Service.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServicePort {
+    /// The Service's namespace.
+    pub namespace: String,
+    /// The Service's name.
+    pub name: String,
+    /// The Service port number.
+    pub port: u16,
+}
+
+/// A namespaced reference to an object.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectRef {
+    /// Namespace of the object.
+    pub namespace: String,
+    /// Name of the object.
+    pub name: String,
+}
+
+/// Where a piece of configuration came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Origin {
+    /// The object kind, such as `HTTPRoute`.
+    pub kind: &'static str,
+    /// The object's namespace (empty for cluster-scoped kinds).
+    pub namespace: String,
+    /// The object's name.
+    pub name: String,
+    /// `metadata.generation` of the object that was read.
+    pub generation: i64,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind, self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}

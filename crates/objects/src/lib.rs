@@ -1,0 +1,21 @@
+//! The Kubernetes objects the controller reads, held as an immutable snapshot.
+//!
+//! Every source (the Kubernetes watches, the `--from-dir` directory) fills the same [`Snapshot`];
+//! front ends and the DAG read it and never see where it came from.
+
+mod parse;
+mod snapshot;
+
+pub use parse::{ParseError, parse_documents};
+pub use snapshot::{Kind, Object, ObjectKey, Objects, Snapshot};
+
+/// Re-exports of the object types, so users need not name the generated crates.
+pub mod types {
+    pub use gateway_api::gatewayclasses::GatewayClass;
+    pub use gateway_api::gateways::Gateway;
+    pub use gateway_api::httproutes::HttpRoute as HTTPRoute;
+    pub use gateway_api::referencegrants::ReferenceGrant;
+    pub use gateway_api::tlsroutes::TlsRoute as TLSRoute;
+    pub use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+    pub use k8s_openapi::api::discovery::v1::EndpointSlice;
+}

@@ -1,0 +1,133 @@
+//! Multi-document YAML (or JSON) of Kubernetes objects into typed [`Object`]s.
+
+use serde::Deserialize;
+
+use crate::Object;
+
+/// Why one document could not be read. Other documents of the same file are unaffected.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// The text is not YAML.
+    #[error("document {index}: not valid YAML: {source}")]
+    Yaml {
+        /// The 0-based document index within the file.
+        index: usize,
+        /// The parser's error.
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// `apiVersion` or `kind` is missing.
+    #[error("document {index}: missing apiVersion or kind")]
+    MissingKind {
+        /// The 0-based document index within the file.
+        index: usize,
+    },
+    /// The kind is not one the controller reads.
+    #[error("document {index}: {api_version} {kind} {name}: kind not supported")]
+    Unsupported {
+        /// The 0-based document index within the file.
+        index: usize,
+        /// The document's `apiVersion`.
+        api_version: String,
+        /// The document's `kind`.
+        kind: String,
+        /// The document's `metadata.name`.
+        name: String,
+    },
+    /// The object does not match its kind's schema.
+    #[error("document {index}: {kind} {name}: {source}")]
+    Schema {
+        /// The 0-based document index within the file.
+        index: usize,
+        /// The document's `kind`.
+        kind: String,
+        /// The document's `metadata.name`.
+        name: String,
+        /// What did not match.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Reads every document of a multi-document YAML text. Objects without a namespace land in
+/// `default`, as `kubectl apply` would put them; a Secret's `stringData` is merged into `data`.
+pub fn parse_documents(text: &str) -> Vec<Result<Object, ParseError>> {
+    let mut out = Vec::new();
+    for (index, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let value = match serde_yaml::Value::deserialize(doc) {
+            Ok(serde_yaml::Value::Null) => continue,
+            Ok(v) => v,
+            Err(source) => {
+                out.push(Err(ParseError::Yaml { index, source }));
+                // A syntax error leaves the rest of the stream unreadable.
+                break;
+            }
+        };
+        out.push(parse_value(index, value));
+    }
+    out
+}
+
+fn parse_value(index: usize, value: serde_yaml::Value) -> Result<Object, ParseError> {
+    let json: serde_json::Value = serde_json::to_value(&value).map_err(|source| ParseError::Schema {
+        index,
+        kind: String::new(),
+        name: String::new(),
+        source,
+    })?;
+    let text = |field: &str| json.get(field).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    if api_version.is_empty() || kind.is_empty() {
+        return Err(ParseError::MissingKind { index });
+    }
+    let name = json.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+    let schema = |source| ParseError::Schema { index, kind: kind.clone(), name: name.clone(), source };
+    let mut object = match (group, kind.as_str()) {
+        ("gateway.networking.k8s.io", "GatewayClass") => Object::GatewayClass(from(json).map_err(schema)?),
+        ("gateway.networking.k8s.io", "Gateway") => Object::Gateway(from(json).map_err(schema)?),
+        ("gateway.networking.k8s.io", "HTTPRoute") => Object::HttpRoute(from(json).map_err(schema)?),
+        ("gateway.networking.k8s.io", "TLSRoute") => Object::TlsRoute(from(json).map_err(schema)?),
+        ("gateway.networking.k8s.io", "ReferenceGrant") => Object::ReferenceGrant(from(json).map_err(schema)?),
+        ("", "Service") => Object::Service(from(json).map_err(schema)?),
+        ("", "Secret") => Object::Secret(from(json).map_err(schema)?),
+        ("", "Namespace") => Object::Namespace(from(json).map_err(schema)?),
+        ("discovery.k8s.io", "EndpointSlice") => Object::EndpointSlice(from(json).map_err(schema)?),
+        _ => return Err(ParseError::Unsupported { index, api_version, kind, name }),
+    };
+    normalize(&mut object);
+    Ok(object)
+}
+
+fn from<T: serde::de::DeserializeOwned>(json: serde_json::Value) -> Result<T, serde_json::Error> {
+    serde_json::from_value(json)
+}
+
+fn normalize(object: &mut Object) {
+    let namespaced = !matches!(object, Object::GatewayClass(_) | Object::Namespace(_));
+    let meta = match object {
+        Object::GatewayClass(o) => &mut o.metadata,
+        Object::Gateway(o) => &mut o.metadata,
+        Object::HttpRoute(o) => &mut o.metadata,
+        Object::TlsRoute(o) => &mut o.metadata,
+        Object::ReferenceGrant(o) => &mut o.metadata,
+        Object::Service(o) => &mut o.metadata,
+        Object::EndpointSlice(o) => &mut o.metadata,
+        Object::Secret(o) => &mut o.metadata,
+        Object::Namespace(o) => &mut o.metadata,
+    };
+    if namespaced && meta.namespace.as_deref().unwrap_or_default().is_empty() {
+        meta.namespace = Some("default".into());
+    }
+    if meta.generation.is_none() {
+        meta.generation = Some(1);
+    }
+    if let Object::Secret(secret) = object
+        && let Some(strings) = secret.string_data.take()
+    {
+        let data = secret.data.get_or_insert_with(Default::default);
+        for (k, v) in strings {
+            data.insert(k, k8s_openapi::ByteString(v.into_bytes()));
+        }
+    }
+}
