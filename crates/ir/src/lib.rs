@@ -4,12 +4,13 @@
 //! diagnostics can name the object a piece of configuration came from.
 
 mod diagnostic;
+pub mod hostname;
 mod http;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use http::{
-    HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, PathMatch, PathModifier, QueryMatch,
-    Redirect, RequestMirror, StringMatch, UrlRewrite,
+    HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, PathMatch, PathModifier,
+    QueryMatch, Redirect, RequestMirror, StringMatch, UrlRewrite,
 };
 
 use std::net::IpAddr;

@@ -19,18 +19,28 @@ pub struct ObjectKey {
 impl ObjectKey {
     /// A key from a namespace and a name.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { namespace: namespace.into(), name: name.into() }
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
     }
 
     /// The key of an object from its metadata.
     pub fn of(meta: &ObjectMeta) -> Self {
-        Self::new(meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
+        Self::new(
+            meta.namespace.clone().unwrap_or_default(),
+            meta.name.clone().unwrap_or_default(),
+        )
     }
 }
 
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.namespace.is_empty() { f.write_str(&self.name) } else { write!(f, "{}/{}", self.namespace, self.name) }
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
     }
 }
 
@@ -179,7 +189,9 @@ impl Snapshot {
     pub fn changed_kinds(&self, other: &Snapshot) -> BTreeSet<Kind> {
         fn differs<T: PartialEq>(a: &Objects<T>, b: &Objects<T>) -> bool {
             a.len() != b.len()
-                || a.iter().zip(b).any(|((ka, va), (kb, vb))| ka != kb || !(Arc::ptr_eq(va, vb) || va == vb))
+                || a.iter()
+                    .zip(b)
+                    .any(|((ka, va), (kb, vb))| ka != kb || !(Arc::ptr_eq(va, vb) || va == vb))
         }
         let mut kinds = BTreeSet::new();
         let mut check = |changed: bool, kind: Kind| {
@@ -187,15 +199,30 @@ impl Snapshot {
                 kinds.insert(kind);
             }
         };
-        check(differs(&self.gateway_classes, &other.gateway_classes), Kind::GatewayClass);
+        check(
+            differs(&self.gateway_classes, &other.gateway_classes),
+            Kind::GatewayClass,
+        );
         check(differs(&self.gateways, &other.gateways), Kind::Gateway);
-        check(differs(&self.http_routes, &other.http_routes), Kind::HttpRoute);
+        check(
+            differs(&self.http_routes, &other.http_routes),
+            Kind::HttpRoute,
+        );
         check(differs(&self.tls_routes, &other.tls_routes), Kind::TlsRoute);
-        check(differs(&self.reference_grants, &other.reference_grants), Kind::ReferenceGrant);
+        check(
+            differs(&self.reference_grants, &other.reference_grants),
+            Kind::ReferenceGrant,
+        );
         check(differs(&self.services, &other.services), Kind::Service);
-        check(differs(&self.endpoint_slices, &other.endpoint_slices), Kind::EndpointSlice);
+        check(
+            differs(&self.endpoint_slices, &other.endpoint_slices),
+            Kind::EndpointSlice,
+        );
         check(differs(&self.secrets, &other.secrets), Kind::Secret);
-        check(differs(&self.namespaces, &other.namespaces), Kind::Namespace);
+        check(
+            differs(&self.namespaces, &other.namespaces),
+            Kind::Namespace,
+        );
         kinds
     }
 
@@ -210,7 +237,11 @@ impl Snapshot {
             .range(start..)
             .take_while(move |(k, _)| k.namespace == namespace)
             .filter(move |(_, s)| {
-                s.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")).map(String::as_str)
+                s.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("kubernetes.io/service-name"))
+                    .map(String::as_str)
                     == Some(service)
             })
             .map(|(_, s)| s)

@@ -1,0 +1,406 @@
+//! HTTPRoute into an IR route: matches, filters, backends and timeouts.
+
+use gateway_api::httproutes::{
+    HttpRouteRulesFilters, HttpRouteRulesFiltersRequestRedirectScheme as Scheme,
+    HttpRouteRulesFiltersType as FilterType, HttpRouteRulesMatches,
+    HttpRouteRulesMatchesHeadersType as HeaderType, HttpRouteRulesMatchesPathType as PathType,
+    HttpRouteRulesMatchesQueryParamsType as QueryType,
+};
+use ir::{
+    Diagnostic, HeaderModifier, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, PathModifier,
+    QueryMatch, StringMatch,
+};
+use objects::Snapshot;
+use objects::types::HTTPRoute;
+
+use super::backends::{self, BackendRef};
+use super::{ParentRef, error, origin};
+
+/// The longest regular expression accepted, in bytes; longer ones are refused before Envoy sees them.
+pub const MAX_REGEX_LEN: usize = 1024;
+
+/// The route's parentRefs, defaulted.
+pub(super) fn parent_refs(route: &HTTPRoute) -> Vec<ParentRef> {
+    let namespace = route.metadata.namespace.clone().unwrap_or_default();
+    route
+        .spec
+        .parent_refs
+        .iter()
+        .flatten()
+        .map(|p| ParentRef {
+            group: p.group.clone().unwrap_or_else(|| super::GROUP.into()),
+            kind: p.kind.clone().unwrap_or_else(|| "Gateway".into()),
+            namespace: p.namespace.clone().unwrap_or_else(|| namespace.clone()),
+            name: p.name.clone(),
+            section_name: p.section_name.clone(),
+            port: p.port,
+        })
+        .collect()
+}
+
+/// Translates one HTTPRoute. Rules with problems still produce a rule (answering 500) so that
+/// a mistake is visible to clients instead of silently falling through to another route.
+pub(super) fn translate(
+    snapshot: &Snapshot,
+    route: &HTTPRoute,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> ir::HttpRoute {
+    let origin = origin("HTTPRoute", &route.metadata);
+    let mut rules = Vec::new();
+    for (i, rule) in route.spec.rules.iter().flatten().enumerate() {
+        let field = format!("spec.rules[{i}]");
+        let mut broken = false;
+        let mut matches = Vec::new();
+        for (j, m) in rule.matches.iter().flatten().enumerate() {
+            match translate_match(m) {
+                Ok(m) => matches.push(m),
+                Err((sub, message)) => {
+                    diagnostics.push(error(
+                        &origin,
+                        format!("{field}.matches[{j}].{sub}"),
+                        "UnsupportedValue",
+                        message,
+                    ));
+                    broken = true;
+                }
+            }
+        }
+        if matches.is_empty() && !broken {
+            matches.push(HttpMatch::default());
+        }
+        let mut filters = Vec::new();
+        for (j, f) in rule.filters.iter().flatten().enumerate() {
+            match translate_filter(
+                snapshot,
+                &origin,
+                f,
+                &format!("{field}.filters[{j}]"),
+                diagnostics,
+            ) {
+                Some(f) => filters.push(f),
+                None => broken = true,
+            }
+        }
+        let backends = rule
+            .backend_refs
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(j, b)| {
+                let r = BackendRef {
+                    group: b.group.as_deref(),
+                    kind: b.kind.as_deref(),
+                    name: &b.name,
+                    namespace: b.namespace.as_deref(),
+                    port: b.port,
+                    weight: b.weight,
+                };
+                backends::translate(
+                    snapshot,
+                    &origin,
+                    "HTTPRoute",
+                    r,
+                    format!("{field}.backendRefs[{j}]"),
+                    diagnostics,
+                )
+            })
+            .collect();
+        let request_timeout_ms = rule
+            .timeouts
+            .as_ref()
+            .and_then(|t| t.request.as_deref())
+            .and_then(|d| {
+                let parsed = parse_duration_ms(d);
+                if parsed.is_none() {
+                    diagnostics.push(error(
+                        &origin,
+                        format!("{field}.timeouts.request"),
+                        "UnsupportedValue",
+                        format!("{d:?} is not a duration"),
+                    ));
+                }
+                parsed
+            });
+        if broken {
+            // Requests this rule would have matched get a 500 rather than another rule's answer.
+            filters = vec![HttpFilter::DirectResponse {
+                status: 500,
+                body: None,
+            }];
+            if matches.is_empty() {
+                continue;
+            }
+        }
+        rules.push(HttpRule {
+            matches,
+            filters,
+            backends,
+            request_timeout_ms,
+        });
+    }
+    ir::HttpRoute {
+        origin,
+        created: route
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_second())
+            .unwrap_or(0),
+        hostnames: route
+            .spec
+            .hostnames
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect(),
+        rules,
+    }
+}
+
+fn translate_match(m: &HttpRouteRulesMatches) -> Result<HttpMatch, (&'static str, String)> {
+    let path = match &m.path {
+        None => PathMatch::Prefix("/".into()),
+        Some(p) => {
+            let value = p.value.clone().unwrap_or_else(|| "/".into());
+            match p.r#type.clone().unwrap_or(PathType::PathPrefix) {
+                PathType::Exact | PathType::PathPrefix if !value.starts_with('/') => {
+                    return Err(("path", format!("path {value:?} must start with /")));
+                }
+                PathType::Exact => PathMatch::Exact(value),
+                PathType::PathPrefix => PathMatch::Prefix(value),
+                PathType::RegularExpression => {
+                    PathMatch::Regex(check_regex(value).map_err(|e| ("path", e))?)
+                }
+            }
+        }
+    };
+    let mut headers = Vec::new();
+    for h in m.headers.iter().flatten() {
+        let value = match h.r#type.clone().unwrap_or(HeaderType::Exact) {
+            HeaderType::Exact => StringMatch::Exact(h.value.clone()),
+            HeaderType::RegularExpression => {
+                StringMatch::Regex(check_regex(h.value.clone()).map_err(|e| ("headers", e))?)
+            }
+        };
+        // Header names are case-insensitive; the first condition on a name wins (Gateway API).
+        let name = h.name.to_ascii_lowercase();
+        if !headers.iter().any(|(n, _)| *n == name) {
+            headers.push((name, value));
+        }
+    }
+    let mut query = Vec::new();
+    for q in m.query_params.iter().flatten() {
+        let value = match q.r#type.clone().unwrap_or(QueryType::Exact) {
+            QueryType::Exact => StringMatch::Exact(q.value.clone()),
+            QueryType::RegularExpression => {
+                StringMatch::Regex(check_regex(q.value.clone()).map_err(|e| ("queryParams", e))?)
+            }
+        };
+        if !query.iter().any(|x: &QueryMatch| x.name == q.name) {
+            query.push(QueryMatch {
+                name: q.name.clone(),
+                value,
+            });
+        }
+    }
+    let method = m.method.as_ref().map(|m| {
+        serde_json::to_value(m)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    });
+    Ok(HttpMatch {
+        path,
+        headers,
+        query,
+        method,
+    })
+}
+
+/// Checks that a regular expression is valid RE2 syntax and not too large.
+pub fn check_regex(pattern: String) -> Result<String, String> {
+    if pattern.len() > MAX_REGEX_LEN {
+        return Err(format!(
+            "regular expression longer than {MAX_REGEX_LEN} bytes"
+        ));
+    }
+    regex_syntax::ParserBuilder::new()
+        .nest_limit(64)
+        .build()
+        .parse(&pattern)
+        .map_err(|e| {
+            format!(
+                "invalid regular expression {pattern:?}: {}",
+                e.to_string().lines().last().unwrap_or_default()
+            )
+        })?;
+    Ok(pattern)
+}
+
+fn translate_filter(
+    snapshot: &Snapshot,
+    origin: &Origin,
+    f: &HttpRouteRulesFilters,
+    field: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<HttpFilter> {
+    let modifier = |set: Option<Vec<(String, String)>>,
+                    add: Option<Vec<(String, String)>>,
+                    remove: Option<Vec<String>>| HeaderModifier {
+        set: set.unwrap_or_default(),
+        add: add.unwrap_or_default(),
+        remove: remove.unwrap_or_default(),
+    };
+    let missing = |diagnostics: &mut Vec<Diagnostic>, what: &str| {
+        diagnostics.push(error(
+            origin,
+            field.to_string(),
+            "UnsupportedValue",
+            format!("filter type {what} needs its field"),
+        ));
+        None
+    };
+    match f.r#type {
+        FilterType::RequestHeaderModifier => {
+            let Some(m) = &f.request_header_modifier else {
+                return missing(diagnostics, "RequestHeaderModifier");
+            };
+            Some(HttpFilter::RequestHeaders(modifier(
+                m.set.as_ref().map(|v| {
+                    v.iter()
+                        .map(|h| (h.name.clone(), h.value.clone()))
+                        .collect()
+                }),
+                m.add.as_ref().map(|v| {
+                    v.iter()
+                        .map(|h| (h.name.clone(), h.value.clone()))
+                        .collect()
+                }),
+                m.remove.clone(),
+            )))
+        }
+        FilterType::ResponseHeaderModifier => {
+            let Some(m) = &f.response_header_modifier else {
+                return missing(diagnostics, "ResponseHeaderModifier");
+            };
+            Some(HttpFilter::ResponseHeaders(modifier(
+                m.set.as_ref().map(|v| {
+                    v.iter()
+                        .map(|h| (h.name.clone(), h.value.clone()))
+                        .collect()
+                }),
+                m.add.as_ref().map(|v| {
+                    v.iter()
+                        .map(|h| (h.name.clone(), h.value.clone()))
+                        .collect()
+                }),
+                m.remove.clone(),
+            )))
+        }
+        FilterType::RequestRedirect => {
+            let Some(r) = &f.request_redirect else {
+                return missing(diagnostics, "RequestRedirect");
+            };
+            Some(HttpFilter::Redirect(ir::Redirect {
+                scheme: r.scheme.as_ref().map(|s| match s {
+                    Scheme::Http => "http".into(),
+                    Scheme::Https => "https".into(),
+                }),
+                hostname: r.hostname.clone(),
+                port: r.port.and_then(|p| u16::try_from(p).ok()),
+                path: r.path.as_ref().and_then(|p| {
+                    path_modifier(p.replace_full_path.clone(), p.replace_prefix_match.clone())
+                }),
+                status: r
+                    .status_code
+                    .and_then(|s| u16::try_from(s).ok())
+                    .unwrap_or(302),
+            }))
+        }
+        FilterType::UrlRewrite => {
+            let Some(r) = &f.url_rewrite else {
+                return missing(diagnostics, "URLRewrite");
+            };
+            Some(HttpFilter::UrlRewrite(ir::UrlRewrite {
+                hostname: r.hostname.clone(),
+                path: r.path.as_ref().and_then(|p| {
+                    path_modifier(p.replace_full_path.clone(), p.replace_prefix_match.clone())
+                }),
+            }))
+        }
+        FilterType::RequestMirror => {
+            let Some(m) = &f.request_mirror else {
+                return missing(diagnostics, "RequestMirror");
+            };
+            let b = &m.backend_ref;
+            let r = BackendRef {
+                group: b.group.as_deref(),
+                kind: b.kind.as_deref(),
+                name: &b.name,
+                namespace: b.namespace.as_deref(),
+                port: b.port,
+                weight: None,
+            };
+            let backend = backends::translate(
+                snapshot,
+                origin,
+                "HTTPRoute",
+                r,
+                format!("{field}.requestMirror.backendRef"),
+                diagnostics,
+            );
+            let percent = match (&m.percent, &m.fraction) {
+                (Some(p), _) => (*p).clamp(0, 100) as u32,
+                (None, Some(f)) => {
+                    let d = f.denominator.unwrap_or(100).max(1);
+                    ((f.numerator.max(0) as i64 * 100) / d as i64).clamp(0, 100) as u32
+                }
+                (None, None) => 100,
+            };
+            Some(HttpFilter::Mirror(ir::RequestMirror { backend, percent }))
+        }
+        FilterType::ExtensionRef | FilterType::Cors => {
+            diagnostics.push(error(
+                origin,
+                field.to_string(),
+                "UnsupportedValue",
+                format!("filter type {:?} is not supported", f.r#type),
+            ));
+            None
+        }
+    }
+}
+
+fn path_modifier(full: Option<String>, prefix: Option<String>) -> Option<PathModifier> {
+    full.map(PathModifier::Full)
+        .or_else(|| prefix.map(PathModifier::Prefix))
+}
+
+/// Parses a Gateway API duration (`1h`, `30s`, `250ms`, `1h30m`) into milliseconds.
+pub fn parse_duration_ms(text: &str) -> Option<u64> {
+    let mut total = 0u64;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let value: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, len) = if rest.starts_with("ms") {
+            (1, 2)
+        } else if rest.starts_with('h') {
+            (3_600_000, 1)
+        } else if rest.starts_with('m') {
+            (60_000, 1)
+        } else if rest.starts_with('s') {
+            (1000, 1)
+        } else {
+            return None;
+        };
+        total = total.checked_add(value.checked_mul(unit)?)?;
+        rest = &rest[len..];
+    }
+    Some(total)
+}

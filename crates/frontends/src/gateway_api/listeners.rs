@@ -1,0 +1,319 @@
+//! Gateway listeners into IR listeners: protocol, port, hostname, TLS and who may attach.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use gateway_api::gateways::{
+    GatewayListeners, GatewayListenersAllowedRoutesNamespacesFrom as From, GatewayListenersTlsMode,
+};
+use ir::{Diagnostic, ListenerTls, ObjectRef, Protocol, TlsMode};
+use objects::Snapshot;
+use objects::types::Gateway;
+
+use super::{error, origin, refs};
+
+/// Translates a Gateway into a fleet. Listeners that cannot be served are still present (so
+/// listener indices line up with the spec) but carry no TLS and are flagged by a diagnostic; the
+/// DAG skips listeners whose `port` is 0.
+pub(super) fn translate_gateway(
+    snapshot: &Snapshot,
+    gateway: &Gateway,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> ir::Fleet {
+    let origin = origin("Gateway", &gateway.metadata);
+    let namespace = origin.namespace.clone();
+    let mut address = None;
+    for (i, a) in gateway.spec.addresses.iter().flatten().enumerate() {
+        let kind = a.r#type.as_deref().unwrap_or("IPAddress");
+        match (kind, a.value.as_deref().map(str::parse::<IpAddr>)) {
+            ("IPAddress", Some(Ok(ip))) if address.is_none() => address = Some(ip),
+            ("IPAddress", Some(Err(_))) => diagnostics.push(error(
+                &origin,
+                format!("spec.addresses[{i}].value"),
+                "UnsupportedAddress",
+                format!(
+                    "{:?} is not an IP address",
+                    a.value.as_deref().unwrap_or_default()
+                ),
+            )),
+            _ => {}
+        }
+    }
+
+    let mut listeners: Vec<ir::Listener> = Vec::new();
+    for (i, spec) in gateway.spec.listeners.iter().enumerate() {
+        let field = format!("spec.listeners[{i}]");
+        let mut listener = ir::Listener {
+            name: spec.name.clone(),
+            port: 0,
+            protocol: Protocol::Http,
+            hostname: spec
+                .hostname
+                .clone()
+                .filter(|h| !h.is_empty())
+                .map(|h| h.to_ascii_lowercase()),
+            tls: None,
+            http_routes: Vec::new(),
+            tls_routes: Vec::new(),
+        };
+        let protocol = match spec.protocol.as_str() {
+            "HTTP" => Some(Protocol::Http),
+            "HTTPS" => Some(Protocol::Https),
+            "TLS" => Some(Protocol::Tls),
+            _ => None,
+        };
+        let Some(protocol) = protocol else {
+            diagnostics.push(error(
+                &origin,
+                format!("{field}.protocol"),
+                "UnsupportedProtocol",
+                format!(
+                    "listener {}: protocol {} is not supported",
+                    spec.name, spec.protocol
+                ),
+            ));
+            listeners.push(listener);
+            continue;
+        };
+        listener.protocol = protocol;
+        let Ok(port) = u16::try_from(spec.port)
+            .map_err(drop)
+            .and_then(|p| if p == 0 { Err(()) } else { Ok(p) })
+        else {
+            diagnostics.push(error(
+                &origin,
+                format!("{field}.port"),
+                "PortUnavailable",
+                format!("port {} is out of range", spec.port),
+            ));
+            listeners.push(listener);
+            continue;
+        };
+        match tls(snapshot, gateway, spec, protocol, &field, diagnostics) {
+            Ok(tls) => {
+                listener.tls = tls;
+                listener.port = port;
+            }
+            Err(()) => {}
+        }
+        listeners.push(listener);
+    }
+    flag_conflicts(&origin, &mut listeners, diagnostics);
+    ir::Fleet {
+        id: format!("{}/{}", namespace, origin.name),
+        address,
+        origin: Some(origin),
+        listeners,
+    }
+}
+
+/// Listeners on one port must agree on the protocol family, and their hostnames must differ.
+fn flag_conflicts(
+    origin: &ir::Origin,
+    listeners: &mut [ir::Listener],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let family = |p: Protocol| if p == Protocol::Http { 0 } else { 1 };
+    let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    for (i, l) in listeners.iter().enumerate() {
+        if l.port != 0 {
+            by_port.entry(l.port).or_default().push(i);
+        }
+    }
+    let mut refused = Vec::new();
+    for indices in by_port.values() {
+        let first = family(listeners[indices[0]].protocol);
+        if indices
+            .iter()
+            .any(|&i| family(listeners[i].protocol) != first)
+        {
+            for &i in indices {
+                refused.push((
+                    i,
+                    "ProtocolConflict",
+                    "listeners on one port mix HTTP with HTTPS or TLS".to_string(),
+                ));
+            }
+            continue;
+        }
+        for (n, &i) in indices.iter().enumerate() {
+            let dup = indices[..n]
+                .iter()
+                .any(|&j| listeners[j].hostname == listeners[i].hostname);
+            if dup {
+                refused.push((
+                    i,
+                    "HostnameConflict",
+                    format!(
+                        "another listener on port {} has the same hostname",
+                        listeners[i].port
+                    ),
+                ));
+            }
+        }
+    }
+    for (i, reason, message) in refused {
+        diagnostics.push(error(
+            origin,
+            format!("spec.listeners[{i}]"),
+            reason,
+            format!("listener {}: {message}", listeners[i].name),
+        ));
+        listeners[i].port = 0;
+    }
+}
+
+fn tls(
+    snapshot: &Snapshot,
+    gateway: &Gateway,
+    spec: &GatewayListeners,
+    protocol: Protocol,
+    field: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Option<ListenerTls>, ()> {
+    let origin = origin("Gateway", &gateway.metadata);
+    if protocol == Protocol::Http {
+        return Ok(None);
+    }
+    let Some(tls) = &spec.tls else {
+        diagnostics.push(error(
+            &origin,
+            format!("{field}.tls"),
+            "InvalidTLSConfig",
+            format!("listener {}: {:?} needs tls", spec.name, protocol),
+        ));
+        return Err(());
+    };
+    let mode = match tls.mode {
+        Some(GatewayListenersTlsMode::Passthrough) => TlsMode::Passthrough,
+        _ => TlsMode::Terminate,
+    };
+    if mode == TlsMode::Passthrough {
+        if protocol == Protocol::Https {
+            diagnostics.push(error(
+                &origin,
+                format!("{field}.tls.mode"),
+                "UnsupportedValue",
+                format!("listener {}: HTTPS cannot pass TLS through", spec.name),
+            ));
+            return Err(());
+        }
+        return Ok(Some(ListenerTls {
+            mode,
+            certificates: Vec::new(),
+        }));
+    }
+    let mut certificates = Vec::new();
+    for (i, cert) in tls.certificate_refs.iter().flatten().enumerate() {
+        let group = cert.group.as_deref().unwrap_or("");
+        let kind = cert.kind.as_deref().unwrap_or("Secret");
+        let namespace = cert
+            .namespace
+            .clone()
+            .unwrap_or_else(|| origin.namespace.clone());
+        let field = format!("{field}.tls.certificateRefs[{i}]");
+        if group != "" || kind != "Secret" {
+            diagnostics.push(error(
+                &origin,
+                field,
+                "InvalidCertificateRef",
+                format!("{group}/{kind} is not a Secret"),
+            ));
+            continue;
+        }
+        if namespace != origin.namespace
+            && !refs::granted(
+                snapshot,
+                super::GROUP,
+                "Gateway",
+                &origin.namespace,
+                "",
+                "Secret",
+                &namespace,
+                &cert.name,
+            )
+        {
+            diagnostics.push(error(
+                &origin,
+                field,
+                "RefNotPermitted",
+                format!(
+                    "no ReferenceGrant in {namespace} allows Secret {}",
+                    cert.name
+                ),
+            ));
+            continue;
+        }
+        certificates.push(ObjectRef {
+            namespace,
+            name: cert.name.clone(),
+        });
+    }
+    if certificates.is_empty() {
+        diagnostics.push(error(
+            &origin,
+            format!("{field}.tls.certificateRefs"),
+            "InvalidCertificateRef",
+            format!("listener {}: no usable certificate", spec.name),
+        ));
+        return Err(());
+    }
+    Ok(Some(ListenerTls { mode, certificates }))
+}
+
+/// Whether a listener lets a route of `kind` from `namespace` attach.
+pub(super) fn allows(
+    snapshot: &Snapshot,
+    gateway: &Gateway,
+    spec: &GatewayListeners,
+    kind: &str,
+    namespace: &str,
+) -> bool {
+    let allowed = spec.allowed_routes.as_ref();
+    let kinds: Vec<(String, String)> = match allowed
+        .and_then(|a| a.kinds.as_ref())
+        .filter(|k| !k.is_empty())
+    {
+        Some(kinds) => kinds
+            .iter()
+            .map(|k| {
+                (
+                    k.group.clone().unwrap_or_else(|| super::GROUP.into()),
+                    k.kind.clone(),
+                )
+            })
+            .collect(),
+        None => match spec.protocol.as_str() {
+            "HTTP" | "HTTPS" => vec![(super::GROUP.into(), "HTTPRoute".into())],
+            "TLS" => vec![(super::GROUP.into(), "TLSRoute".into())],
+            _ => Vec::new(),
+        },
+    };
+    if !kinds.iter().any(|(g, k)| g == super::GROUP && k == kind) {
+        return false;
+    }
+    let gateway_ns = gateway.metadata.namespace.as_deref().unwrap_or_default();
+    let namespaces = allowed.and_then(|a| a.namespaces.as_ref());
+    match namespaces.and_then(|n| n.from.as_ref()) {
+        None | Some(From::Same) => namespace == gateway_ns,
+        Some(From::All) => true,
+        Some(From::Selector) => {
+            let Some(selector) = namespaces.and_then(|n| n.selector.as_ref()) else {
+                return false;
+            };
+            let labels = snapshot
+                .namespaces
+                .get(&objects::ObjectKey::new("", namespace))
+                .and_then(|n| n.metadata.labels.clone())
+                .unwrap_or_default();
+            let expressions = selector.match_expressions.iter().flatten().map(|e| {
+                (
+                    e.key.as_str(),
+                    e.operator.as_str(),
+                    e.values.as_deref().unwrap_or_default(),
+                )
+            });
+            refs::selects(selector.match_labels.as_ref(), expressions, &labels)
+        }
+    }
+}

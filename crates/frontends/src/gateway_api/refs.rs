@@ -1,0 +1,56 @@
+//! Cross-namespace permission (ReferenceGrant) and label selectors.
+
+use std::collections::BTreeMap;
+
+use objects::Snapshot;
+
+/// Whether a ReferenceGrant in `to_namespace` lets objects of `from_group/from_kind` in
+/// `from_namespace` refer to `to_group/to_kind` named `to_name`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn granted(
+    snapshot: &Snapshot,
+    from_group: &str,
+    from_kind: &str,
+    from_namespace: &str,
+    to_group: &str,
+    to_kind: &str,
+    to_namespace: &str,
+    to_name: &str,
+) -> bool {
+    let start = objects::ObjectKey::new(to_namespace, "");
+    snapshot
+        .reference_grants
+        .range(start..)
+        .take_while(|(k, _)| k.namespace == to_namespace)
+        .any(|(_, grant)| {
+            grant.spec.from.iter().any(|f| {
+                f.group == from_group && f.kind == from_kind && f.namespace == from_namespace
+            }) && grant.spec.to.iter().any(|t| {
+                t.group == to_group
+                    && t.kind == to_kind
+                    && t.name.as_deref().is_none_or(|n| n == to_name)
+            })
+        })
+}
+
+/// Whether labels satisfy a label selector (matchLabels AND every matchExpression).
+pub(crate) fn selects<'a>(
+    match_labels: Option<&BTreeMap<String, String>>,
+    expressions: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    let labels_match = match_labels
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    labels_match
+        && expressions
+            .into_iter()
+            .all(|(key, operator, values)| match operator {
+                "In" => labels.get(key).is_some_and(|v| values.contains(v)),
+                "NotIn" => labels.get(key).is_none_or(|v| !values.contains(v)),
+                "Exists" => labels.contains_key(key),
+                "DoesNotExist" => !labels.contains_key(key),
+                _ => false,
+            })
+}

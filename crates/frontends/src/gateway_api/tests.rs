@@ -1,0 +1,164 @@
+use super::*;
+use ir::{BackendTarget, HttpFilter, PathMatch, Protocol};
+
+fn snapshot(yaml: &str) -> Snapshot {
+    let mut s = Snapshot::default();
+    for o in objects::parse_documents(yaml) {
+        s.insert(o.expect("fixture parses"));
+    }
+    s
+}
+
+const BASE: &str = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec: {controllerName: projectcontour.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: other}
+spec: {controllerName: example.com/other}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: contour
+  addresses: [{type: IPAddress, value: 127.0.0.9}]
+  listeners:
+  - {name: http, port: 8080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
+  - {name: same-ns, port: 8081, protocol: HTTP}
+  - {name: udp, port: 53, protocol: UDP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: foreign, namespace: infra}
+spec:
+  gatewayClassName: other
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+"#;
+
+#[test]
+fn only_gateways_of_our_classes_become_fleets() {
+    let t = translate(&snapshot(BASE), &Options::default());
+    assert_eq!(t.ir.fleets.len(), 1);
+    let fleet = &t.ir.fleets[0];
+    assert_eq!(fleet.id, "infra/gw");
+    assert_eq!(fleet.address, Some("127.0.0.9".parse().unwrap()));
+    assert_eq!(fleet.listeners[0].protocol, Protocol::Http);
+    assert_eq!(fleet.listeners[0].port, 8080);
+    assert_eq!(fleet.listeners[2].port, 0, "UDP listener is refused");
+    assert!(
+        t.diagnostics
+            .iter()
+            .any(|d| d.reason == "UnsupportedProtocol" && d.field == "spec.listeners[2].protocol")
+    );
+}
+
+#[test]
+fn routes_attach_where_listeners_allow_them() {
+    let yaml = format!(
+        "{BASE}{}",
+        r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: apps}
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  hostnames: [www.example.com]
+  rules:
+  - matches: [{path: {type: Exact, value: /exact}}]
+    backendRefs: [{name: web, port: 80}, {name: other, namespace: elsewhere, port: 80}]
+  - matches: [{path: {type: RegularExpression, value: "/(unclosed"}}]
+    backendRefs: [{name: web, port: 80}]
+"#
+    );
+    let t = translate(&snapshot(&yaml), &Options::default());
+    let fleet = &t.ir.fleets[0];
+    assert_eq!(
+        fleet.listeners[0].http_routes.len(),
+        1,
+        "From: All admits apps/web"
+    );
+    assert!(
+        fleet.listeners[1].http_routes.is_empty(),
+        "default Same refuses apps/web"
+    );
+    let route = &fleet.listeners[0].http_routes[0];
+    assert_eq!(
+        route.rules[0].matches[0].path,
+        PathMatch::Exact("/exact".into())
+    );
+    assert_eq!(route.rules[0].backends[1].target, BackendTarget::Invalid);
+    assert!(
+        t.diagnostics
+            .iter()
+            .any(|d| d.reason == "RefNotPermitted" && d.field == "spec.rules[0].backendRefs[1]")
+    );
+    assert!(
+        t.diagnostics
+            .iter()
+            .any(|d| d.field == "spec.rules[1].matches[0].path"),
+        "{:?}",
+        t.diagnostics
+    );
+    assert_eq!(
+        route.rules.len(),
+        1,
+        "a rule with no usable match is dropped"
+    );
+}
+
+#[test]
+fn reference_grant_admits_cross_namespace_backend() {
+    let yaml = format!(
+        "{BASE}{}",
+        r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: infra}
+spec:
+  parentRefs: [{name: gw, sectionName: same-ns}]
+  rules:
+  - backendRefs: [{name: other, namespace: elsewhere, port: 80}]
+    filters:
+    - {type: RequestRedirect, requestRedirect: {scheme: https, statusCode: 301}}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: allow, namespace: elsewhere}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: infra}]
+  to: [{group: "", kind: Service}]
+"#
+    );
+    let t = translate(&snapshot(&yaml), &Options::default());
+    let fleet = &t.ir.fleets[0];
+    assert!(
+        fleet.listeners[0].http_routes.is_empty(),
+        "sectionName picks same-ns only"
+    );
+    let rule = &fleet.listeners[1].http_routes[0].rules[0];
+    assert!(
+        matches!(rule.backends[0].target, BackendTarget::Service(ref s) if s.namespace == "elsewhere")
+    );
+    assert!(
+        matches!(&rule.filters[0], HttpFilter::Redirect(r) if r.status == 301 && r.scheme.as_deref() == Some("https"))
+    );
+    assert!(
+        t.diagnostics.is_empty() || t.diagnostics.iter().all(|d| d.origin.kind == "Gateway"),
+        "{:?}",
+        t.diagnostics
+    );
+}
+
+#[test]
+fn durations_parse_like_the_gateway_api() {
+    assert_eq!(http_route::parse_duration_ms("1h30m"), Some(5_400_000));
+    assert_eq!(http_route::parse_duration_ms("250ms"), Some(250));
+    assert_eq!(http_route::parse_duration_ms("10"), None);
+    assert_eq!(http_route::parse_duration_ms(""), None);
+}

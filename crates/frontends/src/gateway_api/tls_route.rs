@@ -1,0 +1,68 @@
+//! TLSRoute into an IR TLS route.
+
+use ir::Diagnostic;
+use objects::Snapshot;
+use objects::types::TLSRoute;
+
+use super::backends::{self, BackendRef};
+use super::{ParentRef, origin};
+
+/// The route's parentRefs, defaulted.
+pub(super) fn parent_refs(route: &TLSRoute) -> Vec<ParentRef> {
+    let namespace = route.metadata.namespace.clone().unwrap_or_default();
+    route
+        .spec
+        .parent_refs
+        .iter()
+        .flatten()
+        .map(|p| ParentRef {
+            group: p.group.clone().unwrap_or_else(|| super::GROUP.into()),
+            kind: p.kind.clone().unwrap_or_else(|| "Gateway".into()),
+            namespace: p.namespace.clone().unwrap_or_else(|| namespace.clone()),
+            name: p.name.clone(),
+            section_name: p.section_name.clone(),
+            port: p.port,
+        })
+        .collect()
+}
+
+/// Translates one TLSRoute; backends of all rules are merged (TLSRoute rules carry no matches).
+pub(super) fn translate(
+    snapshot: &Snapshot,
+    route: &TLSRoute,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> ir::TlsRoute {
+    let origin = origin("TLSRoute", &route.metadata);
+    let mut backends_out = Vec::new();
+    for (i, rule) in route.spec.rules.iter().enumerate() {
+        for (j, b) in rule.backend_refs.iter().enumerate() {
+            let r = BackendRef {
+                group: b.group.as_deref(),
+                kind: b.kind.as_deref(),
+                name: &b.name,
+                namespace: b.namespace.as_deref(),
+                port: b.port,
+                weight: b.weight,
+            };
+            let field = format!("spec.rules[{i}].backendRefs[{j}]");
+            backends_out.push(backends::translate(
+                snapshot,
+                &origin,
+                "TLSRoute",
+                r,
+                field,
+                diagnostics,
+            ));
+        }
+    }
+    ir::TlsRoute {
+        origin,
+        hostnames: route
+            .spec
+            .hostnames
+            .iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect(),
+        backends: backends_out,
+    }
+}

@@ -1,0 +1,81 @@
+//! Gateway API hostname rules: how a listener's hostname and a route's hostnames combine.
+
+/// The hostname a request must carry to reach a route hostname through a listener hostname, or
+/// `None` when the two can never both match. `*.example.com` matches any name ending in
+/// `.example.com`; with two wildcards the more specific one wins. Comparison ignores case.
+pub fn intersect(listener: Option<&str>, route: &str) -> Option<String> {
+    let route = route.to_ascii_lowercase();
+    let Some(listener) = listener.map(str::to_ascii_lowercase) else {
+        return Some(route);
+    };
+    if listener == route {
+        return Some(route);
+    }
+    match (wildcard_suffix(&listener), wildcard_suffix(&route)) {
+        (Some(l), Some(r)) if r.ends_with(l) => Some(route),
+        (Some(l), Some(r)) if l.ends_with(r) => Some(listener),
+        (Some(l), None) if route.ends_with(l) && route.len() > l.len() => Some(route),
+        (None, Some(r)) if listener.ends_with(r) && listener.len() > r.len() => Some(listener),
+        _ => None,
+    }
+}
+
+/// The hostnames a route serves through a listener; `["*"]` when neither names any.
+pub fn effective(listener: Option<&str>, route_hostnames: &[String]) -> Vec<String> {
+    if route_hostnames.is_empty() {
+        return vec![
+            listener
+                .map(str::to_ascii_lowercase)
+                .unwrap_or_else(|| "*".into()),
+        ];
+    }
+    let mut names: Vec<String> = route_hostnames
+        .iter()
+        .filter_map(|h| intersect(listener, h))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// `.example.com` for `*.example.com`.
+fn wildcard_suffix(name: &str) -> Option<&str> {
+    name.strip_prefix('*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intersections_follow_the_gateway_api() {
+        assert_eq!(
+            intersect(None, "Foo.example.com").as_deref(),
+            Some("foo.example.com")
+        );
+        assert_eq!(
+            intersect(Some("*.example.com"), "a.example.com").as_deref(),
+            Some("a.example.com")
+        );
+        assert_eq!(
+            intersect(Some("*.example.com"), "a.b.example.com").as_deref(),
+            Some("a.b.example.com")
+        );
+        assert_eq!(intersect(Some("*.example.com"), "example.com"), None);
+        assert_eq!(
+            intersect(Some("a.example.com"), "*.example.com").as_deref(),
+            Some("a.example.com")
+        );
+        assert_eq!(
+            intersect(Some("*.example.com"), "*.a.example.com").as_deref(),
+            Some("*.a.example.com")
+        );
+        assert_eq!(
+            intersect(Some("*.a.example.com"), "*.example.com").as_deref(),
+            Some("*.a.example.com")
+        );
+        assert_eq!(intersect(Some("a.example.com"), "b.example.com"), None);
+        assert_eq!(effective(None, &[]), vec!["*".to_string()]);
+        assert_eq!(effective(Some("x.io"), &[]), vec!["x.io".to_string()]);
+    }
+}
