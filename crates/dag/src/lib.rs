@@ -1,1 +1,182 @@
-//! dag
+//! The DAG: IR fleets resolved against Services, EndpointSlices and Secrets, ready to compile.
+//!
+//! [`build`] groups listeners by port, merges routes into virtual hosts in Gateway API precedence
+//! order, turns backends into clusters, and loads certificates. What cannot be resolved becomes a
+//! diagnostic naming the object and field; the rest keeps working.
+
+mod build;
+mod endpoints;
+mod order;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+pub use build::build;
+pub use endpoints::endpoints;
+pub use ir::{Diagnostic, HeaderModifier, HttpMatch, Origin, Redirect, ServicePort, UrlRewrite};
+
+/// The resolved configuration of every fleet, and the problems found on the way.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dag {
+    /// Fleets by id.
+    pub fleets: BTreeMap<String, FleetDag>,
+    /// Problems found by the front ends and the DAG builder, sorted.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The resolved configuration of one fleet.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FleetDag {
+    /// The fleet id.
+    pub id: String,
+    /// The object the fleet comes from, if any.
+    pub origin: Option<Origin>,
+    /// One listener per port, sorted by port.
+    pub listeners: Vec<DagListener>,
+    /// Upstream clusters by name.
+    pub clusters: BTreeMap<String, Cluster>,
+    /// TLS certificates by name.
+    pub secrets: BTreeMap<String, TlsSecret>,
+}
+
+/// One port Envoy listens on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DagListener {
+    /// A name unique within the fleet, such as `http-8080`.
+    pub name: String,
+    /// The bind address; `None` means the controller's default.
+    pub address: Option<IpAddr>,
+    /// The port.
+    pub port: u16,
+    /// What the port serves.
+    pub kind: ListenerKind,
+}
+
+/// What a port serves.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ListenerKind {
+    /// Plain HTTP, routed by Host header.
+    Http(RouteTable),
+    /// TLS, chosen by SNI: terminated HTTPS or passed-through TLS.
+    Tls(Vec<TlsChain>),
+}
+
+/// One SNI-selected branch of a TLS port.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsChain {
+    /// SNI names this chain serves; empty means any.
+    pub server_names: Vec<String>,
+    /// What happens to the connection.
+    pub action: TlsAction,
+}
+
+/// What a TLS chain does with a connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TlsAction {
+    /// Terminate TLS with these certificates and route the HTTP inside.
+    Terminate {
+        /// Secret names (keys of [`FleetDag::secrets`]).
+        secrets: Vec<String>,
+        /// The routes for the decrypted HTTP.
+        routes: RouteTable,
+    },
+    /// Forward the encrypted stream.
+    Passthrough {
+        /// Weighted clusters.
+        backends: Vec<WeightedCluster>,
+    },
+}
+
+/// A named set of virtual hosts: one Envoy RouteConfiguration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteTable {
+    /// The RouteConfiguration name.
+    pub name: String,
+    /// Virtual hosts, sorted by hostname.
+    pub virtual_hosts: Vec<VirtualHost>,
+}
+
+/// The routes for one hostname.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VirtualHost {
+    /// The hostname, `*.example.com`, or `*` for any.
+    pub hostname: String,
+    /// Routes in match order.
+    pub routes: Vec<Route>,
+}
+
+/// One match and what to do with requests that satisfy it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    /// The conditions.
+    pub matcher: HttpMatch,
+    /// The action.
+    pub action: RouteAction,
+    /// Request header changes.
+    pub request_headers: HeaderModifier,
+    /// Response header changes.
+    pub response_headers: HeaderModifier,
+    /// The request timeout in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// The route object this came from.
+    pub origin: Origin,
+}
+
+/// What a route does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RouteAction {
+    /// Forward to weighted clusters.
+    Forward {
+        /// Weighted clusters; a `None` cluster stands for an invalid backend (answered with 500).
+        backends: Vec<WeightedCluster>,
+        /// Host and path rewrite.
+        rewrite: Option<UrlRewrite>,
+        /// Mirrors: cluster name and percent.
+        mirrors: Vec<(String, u32)>,
+    },
+    /// Answer with a redirect.
+    Redirect(Redirect),
+    /// Answer directly.
+    Direct {
+        /// HTTP status.
+        status: u16,
+        /// Body.
+        body: Option<String>,
+    },
+}
+
+/// A cluster and its share of traffic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WeightedCluster {
+    /// The cluster name, or `None` for a backend that could not be resolved.
+    pub cluster: Option<String>,
+    /// The relative weight.
+    pub weight: u32,
+}
+
+/// An upstream cluster: one port of one Service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cluster {
+    /// The cluster name, `namespace/service/port`.
+    pub name: String,
+    /// The Service port.
+    pub service: ServicePort,
+    /// The Service port's name, matched against EndpointSlice ports.
+    pub port_name: String,
+    /// Whether to speak HTTP/2 (cleartext) upstream.
+    pub http2: bool,
+}
+
+/// A TLS certificate and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSecret {
+    /// The secret name, `namespace/name`.
+    pub name: String,
+    /// PEM certificate chain.
+    pub certificate_chain: Vec<u8>,
+    /// PEM private key.
+    pub private_key: Vec<u8>,
+}

@@ -1,0 +1,439 @@
+//! IR + snapshot into the DAG.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ir::{
+    Backend, BackendTarget, Diagnostic, HeaderModifier, HttpFilter, Ir, Origin, Protocol, Severity,
+    TlsMode,
+};
+use objects::{ObjectKey, Snapshot};
+
+use crate::order::{Precedence, compare};
+use crate::{
+    Cluster, Dag, DagListener, FleetDag, ListenerKind, Route, RouteAction, RouteTable, TlsAction,
+    TlsChain, TlsSecret, VirtualHost, WeightedCluster,
+};
+
+/// Resolves the IR against the snapshot. `diagnostics` are the front ends' findings; the DAG's
+/// own are added and the whole list is returned sorted in [`Dag::diagnostics`].
+pub fn build(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>) -> Dag {
+    let mut b = Builder {
+        snapshot,
+        diagnostics,
+    };
+    let mut fleets = BTreeMap::new();
+    for fleet in &ir.fleets {
+        fleets.insert(fleet.id.clone(), b.fleet(fleet));
+    }
+    let mut diagnostics = b.diagnostics;
+    diagnostics.sort();
+    diagnostics.dedup();
+    Dag {
+        fleets,
+        diagnostics,
+    }
+}
+
+struct Builder<'a> {
+    snapshot: &'a Snapshot,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Builder<'_> {
+    fn fleet(&mut self, fleet: &ir::Fleet) -> FleetDag {
+        let mut out = FleetDag {
+            id: fleet.id.clone(),
+            origin: fleet.origin.clone(),
+            ..Default::default()
+        };
+        let mut ports: BTreeMap<u16, Vec<(usize, &ir::Listener)>> = BTreeMap::new();
+        for (i, l) in fleet.listeners.iter().enumerate() {
+            if l.port != 0 {
+                ports.entry(l.port).or_default().push((i, l));
+            }
+        }
+        for (port, listeners) in ports {
+            let kind = if listeners[0].1.protocol == Protocol::Http {
+                let name = format!("http-{port}");
+                ListenerKind::Http(self.route_table(name, &listeners, &mut out))
+            } else {
+                ListenerKind::Tls(self.tls_chains(fleet, port, &listeners, &mut out))
+            };
+            let prefix = if matches!(kind, ListenerKind::Http(_)) {
+                "http"
+            } else {
+                "https"
+            };
+            out.listeners.push(DagListener {
+                name: format!("{prefix}-{port}"),
+                address: fleet.address,
+                port,
+                kind,
+            });
+        }
+        out
+    }
+
+    fn tls_chains(
+        &mut self,
+        fleet: &ir::Fleet,
+        port: u16,
+        listeners: &[(usize, &ir::Listener)],
+        out: &mut FleetDag,
+    ) -> Vec<TlsChain> {
+        let mut chains = Vec::new();
+        let mut used: BTreeSet<String> = BTreeSet::new();
+        for &(index, listener) in listeners {
+            let Some(tls) = &listener.tls else { continue };
+            match tls.mode {
+                TlsMode::Terminate => {
+                    let secrets = self.secrets(fleet, index, tls, out);
+                    if secrets.is_empty() {
+                        continue;
+                    }
+                    let sni = listener.hostname.clone().unwrap_or_default();
+                    if !used.insert(sni.clone()) {
+                        continue;
+                    }
+                    let name = format!("https-{port}-{}", listener.name);
+                    let routes = self.route_table(name, &[(index, listener)], out);
+                    let server_names = if sni.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![sni]
+                    };
+                    chains.push(TlsChain {
+                        server_names,
+                        action: TlsAction::Terminate { secrets, routes },
+                    });
+                }
+                TlsMode::Passthrough => {
+                    let mut routes: Vec<_> = listener.tls_routes.iter().collect();
+                    routes.sort_by(|a, b| {
+                        (&a.origin.namespace, &a.origin.name)
+                            .cmp(&(&b.origin.namespace, &b.origin.name))
+                    });
+                    for route in routes {
+                        let backends = self.backends(&route.origin, 0, &route.backends, out);
+                        for sni in
+                            ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames)
+                        {
+                            let key = if sni == "*" { String::new() } else { sni };
+                            if !used.insert(key.clone()) {
+                                self.error(
+                                    &route.origin,
+                                    "spec.hostnames".into(),
+                                    "HostnameConflict",
+                                    format!(
+                                        "SNI {key:?} on port {port} is served by another route"
+                                    ),
+                                );
+                                continue;
+                            }
+                            let server_names = if key.is_empty() {
+                                Vec::new()
+                            } else {
+                                vec![key]
+                            };
+                            chains.push(TlsChain {
+                                server_names,
+                                action: TlsAction::Passthrough {
+                                    backends: backends.clone(),
+                                },
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        // Envoy picks the most specific server name itself; a stable order keeps versions stable.
+        chains.sort_by(|a, b| a.server_names.cmp(&b.server_names));
+        chains
+    }
+
+    fn secrets(
+        &mut self,
+        fleet: &ir::Fleet,
+        index: usize,
+        tls: &ir::ListenerTls,
+        out: &mut FleetDag,
+    ) -> Vec<String> {
+        let mut names = Vec::new();
+        for (i, cert) in tls.certificates.iter().enumerate() {
+            let name = format!("{}/{}", cert.namespace, cert.name);
+            let secret = self
+                .snapshot
+                .secrets
+                .get(&ObjectKey::new(&cert.namespace, &cert.name));
+            let data = secret.and_then(|s| s.data.as_ref());
+            let pair =
+                data.and_then(|d| Some((d.get("tls.crt")?.0.clone(), d.get("tls.key")?.0.clone())));
+            match pair {
+                Some((crt, key)) if is_pem(&crt) && is_pem(&key) => {
+                    out.secrets.insert(
+                        name.clone(),
+                        TlsSecret {
+                            name: name.clone(),
+                            certificate_chain: crt,
+                            private_key: key,
+                        },
+                    );
+                    names.push(name);
+                }
+                _ => {
+                    if let Some(origin) = &fleet.origin {
+                        let why = if secret.is_none() {
+                            "does not exist"
+                        } else {
+                            "has no PEM tls.crt and tls.key"
+                        };
+                        self.error(
+                            origin,
+                            format!("spec.listeners[{index}].tls.certificateRefs[{i}]"),
+                            "InvalidCertificateRef",
+                            format!("Secret {name} {why}"),
+                        );
+                    }
+                }
+            }
+        }
+        names
+    }
+
+    fn route_table(
+        &mut self,
+        name: String,
+        listeners: &[(usize, &ir::Listener)],
+        out: &mut FleetDag,
+    ) -> RouteTable {
+        // hostname -> (precedence inputs, route) pairs; a route reaches a hostname once.
+        let mut hosts: BTreeMap<String, Vec<(std::sync::Arc<ir::HttpRoute>, usize, usize)>> =
+            BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        for (_, listener) in listeners {
+            for route in &listener.http_routes {
+                for host in ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames)
+                {
+                    if !seen.insert((host.clone(), route.origin.clone())) {
+                        continue;
+                    }
+                    let entry = hosts.entry(host).or_default();
+                    for (r, rule) in route.rules.iter().enumerate() {
+                        for m in 0..rule.matches.len() {
+                            entry.push((std::sync::Arc::clone(route), r, m));
+                        }
+                    }
+                }
+            }
+        }
+        let mut virtual_hosts = Vec::new();
+        for (hostname, mut entries) in hosts {
+            entries.sort_by(|(ra, a_rule, a_m), (rb, b_rule, b_m)| {
+                let pa = Precedence {
+                    matcher: &ra.rules[*a_rule].matches[*a_m],
+                    created: ra.created,
+                    namespace: &ra.origin.namespace,
+                    name: &ra.origin.name,
+                    rule: *a_rule,
+                    index: *a_m,
+                };
+                let pb = Precedence {
+                    matcher: &rb.rules[*b_rule].matches[*b_m],
+                    created: rb.created,
+                    namespace: &rb.origin.namespace,
+                    name: &rb.origin.name,
+                    rule: *b_rule,
+                    index: *b_m,
+                };
+                compare(&pa, &pb)
+            });
+            let routes = entries
+                .iter()
+                .map(|(route, r, m)| self.route(route, *r, *m, out))
+                .collect();
+            virtual_hosts.push(VirtualHost { hostname, routes });
+        }
+        RouteTable {
+            name,
+            virtual_hosts,
+        }
+    }
+
+    fn route(
+        &mut self,
+        route: &ir::HttpRoute,
+        rule_index: usize,
+        match_index: usize,
+        out: &mut FleetDag,
+    ) -> Route {
+        let rule = &route.rules[rule_index];
+        let mut request_headers = HeaderModifier::default();
+        let mut response_headers = HeaderModifier::default();
+        let mut rewrite = None;
+        let mut mirrors = Vec::new();
+        let mut action = None;
+        for filter in &rule.filters {
+            match filter {
+                HttpFilter::RequestHeaders(m) => merge(&mut request_headers, m),
+                HttpFilter::ResponseHeaders(m) => merge(&mut response_headers, m),
+                HttpFilter::UrlRewrite(r) => rewrite = Some(r.clone()),
+                HttpFilter::Redirect(r) => action = Some(RouteAction::Redirect(r.clone())),
+                HttpFilter::DirectResponse { status, body } => {
+                    action = Some(RouteAction::Direct {
+                        status: *status,
+                        body: body.clone(),
+                    })
+                }
+                HttpFilter::Mirror(m) => {
+                    if let Some(cluster) = self
+                        .backends(
+                            &route.origin,
+                            rule_index,
+                            std::slice::from_ref(&m.backend),
+                            out,
+                        )
+                        .pop()
+                        .and_then(|w| w.cluster)
+                    {
+                        mirrors.push((cluster, m.percent));
+                    }
+                }
+            }
+        }
+        let action = action.unwrap_or_else(|| {
+            let backends: Vec<_> = self
+                .backends(&route.origin, rule_index, &rule.backends, out)
+                .into_iter()
+                .filter(|b| b.weight > 0)
+                .collect();
+            if backends.iter().all(|b| b.cluster.is_none()) {
+                // No backend, only invalid ones, or all weights zero: the Gateway API asks for 500.
+                RouteAction::Direct {
+                    status: 500,
+                    body: None,
+                }
+            } else {
+                RouteAction::Forward {
+                    backends,
+                    rewrite,
+                    mirrors,
+                }
+            }
+        });
+        Route {
+            matcher: rule.matches[match_index].clone(),
+            action,
+            request_headers,
+            response_headers,
+            timeout_ms: rule.request_timeout_ms,
+            origin: route.origin.clone(),
+        }
+    }
+
+    /// Resolves backends to clusters; unresolvable ones keep their weight with no cluster.
+    fn backends(
+        &mut self,
+        origin: &Origin,
+        rule: usize,
+        backends: &[Backend],
+        out: &mut FleetDag,
+    ) -> Vec<WeightedCluster> {
+        let mut result = Vec::new();
+        for (j, backend) in backends.iter().enumerate() {
+            let cluster = match &backend.target {
+                BackendTarget::Invalid => None,
+                BackendTarget::Service(sp) => {
+                    let field = format!("spec.rules[{rule}].backendRefs[{j}]");
+                    self.cluster(origin, sp, field, out)
+                }
+            };
+            result.push(WeightedCluster {
+                cluster,
+                weight: backend.weight,
+            });
+        }
+        result
+    }
+
+    fn cluster(
+        &mut self,
+        origin: &Origin,
+        sp: &ir::ServicePort,
+        field: String,
+        out: &mut FleetDag,
+    ) -> Option<String> {
+        let Some(service) = self
+            .snapshot
+            .services
+            .get(&ObjectKey::new(&sp.namespace, &sp.name))
+        else {
+            self.error(
+                origin,
+                field,
+                "BackendNotFound",
+                format!("Service {}/{} does not exist", sp.namespace, sp.name),
+            );
+            return None;
+        };
+        let spec = service.spec.as_ref();
+        if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
+            self.error(
+                origin,
+                field,
+                "UnsupportedValue",
+                format!(
+                    "Service {}/{} is ExternalName, which is disabled",
+                    sp.namespace, sp.name
+                ),
+            );
+            return None;
+        }
+        let Some(port) = spec
+            .and_then(|s| s.ports.as_ref())
+            .and_then(|ports| ports.iter().find(|p| p.port == i32::from(sp.port)))
+        else {
+            self.error(
+                origin,
+                field,
+                "BackendNotFound",
+                format!(
+                    "Service {}/{} has no port {}",
+                    sp.namespace, sp.name, sp.port
+                ),
+            );
+            return None;
+        };
+        let name = format!("{}/{}/{}", sp.namespace, sp.name, sp.port);
+        let http2 = matches!(
+            port.app_protocol.as_deref(),
+            Some("kubernetes.io/h2c" | "h2c")
+        );
+        out.clusters.entry(name.clone()).or_insert_with(|| Cluster {
+            name: name.clone(),
+            service: sp.clone(),
+            port_name: port.name.clone().unwrap_or_default(),
+            http2,
+        });
+        Some(name)
+    }
+
+    fn error(&mut self, origin: &Origin, field: String, reason: &'static str, message: String) {
+        self.diagnostics.push(Diagnostic {
+            origin: origin.clone(),
+            severity: Severity::Error,
+            field,
+            reason,
+            message,
+        });
+    }
+}
+
+fn merge(into: &mut HeaderModifier, from: &HeaderModifier) {
+    into.set.extend(from.set.iter().cloned());
+    into.add.extend(from.add.iter().cloned());
+    into.remove.extend(from.remove.iter().cloned());
+}
+
+fn is_pem(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|s| s.contains("-----BEGIN "))
+}

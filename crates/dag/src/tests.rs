@@ -1,0 +1,162 @@
+use super::*;
+use ir::PathMatch;
+use objects::Snapshot;
+
+fn snapshot(yaml: &str) -> Snapshot {
+    let mut s = Snapshot::default();
+    for o in objects::parse_documents(yaml) {
+        s.insert(o.expect("fixture parses"));
+    }
+    s
+}
+
+fn dag(yaml: &str) -> Dag {
+    let s = snapshot(yaml);
+    let t = frontends::gateway_api::translate(&s, &Default::default());
+    build(&t.ir, &s, t.diagnostics)
+}
+
+const FIXTURE: &str = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec: {controllerName: projectcontour.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: contour
+  listeners:
+  - {name: http, port: 8080, protocol: HTTP}
+  - name: https
+    port: 8443
+    protocol: HTTPS
+    hostname: secure.example.com
+    tls: {certificateRefs: [{name: cert}]}
+  - name: https-missing
+    port: 8443
+    protocol: HTTPS
+    hostname: other.example.com
+    tls: {certificateRefs: [{name: missing}]}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: cert}
+type: kubernetes.io/tls
+stringData: {tls.crt: "-----BEGIN CERTIFICATE-----\nx\n", tls.key: "-----BEGIN PRIVATE KEY-----\nx\n"}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {ports: [{name: http, port: 80, targetPort: 8000}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: 8000}]
+endpoints:
+- addresses: [127.0.0.1]
+- addresses: [127.0.0.2]
+  conditions: {ready: false}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: a-general, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [www.example.com, secure.example.com]
+  rules:
+  - backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /api}}]
+    backendRefs: [{name: web, port: 80}, {name: gone, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: b-exact, creationTimestamp: "2026-02-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [www.example.com]
+  rules:
+  - matches: [{path: {type: Exact, value: /api/v1}}]
+    backendRefs: [{name: gone, port: 80}]
+"#;
+
+#[test]
+fn routes_merge_per_hostname_in_precedence_order() {
+    let dag = dag(FIXTURE);
+    let fleet = &dag.fleets["default/gw"];
+    assert_eq!(fleet.listeners.len(), 2);
+    let ListenerKind::Http(table) = &fleet.listeners[0].kind else {
+        panic!("http first")
+    };
+    assert_eq!(
+        table
+            .virtual_hosts
+            .iter()
+            .map(|v| v.hostname.as_str())
+            .collect::<Vec<_>>(),
+        ["secure.example.com", "www.example.com"]
+    );
+    let www = &table.virtual_hosts[1];
+    let paths: Vec<_> = www.routes.iter().map(|r| r.matcher.path.clone()).collect();
+    assert_eq!(
+        paths,
+        [
+            PathMatch::Exact("/api/v1".into()),
+            PathMatch::Prefix("/api".into()),
+            PathMatch::Prefix("/".into())
+        ]
+    );
+    assert_eq!(
+        www.routes[0].action,
+        RouteAction::Direct {
+            status: 500,
+            body: None
+        },
+        "only backend missing"
+    );
+    let RouteAction::Forward { backends, .. } = &www.routes[1].action else {
+        panic!()
+    };
+    assert_eq!(backends[0].cluster.as_deref(), Some("default/web/80"));
+    assert_eq!(backends[1].cluster, None);
+    assert!(dag.diagnostics.iter().any(|d| d.reason == "BackendNotFound"
+        && d.origin.name == "b-exact"
+        && d.field == "spec.rules[0].backendRefs[0]"));
+}
+
+#[test]
+fn https_chains_only_for_listeners_with_usable_certificates() {
+    let dag = dag(FIXTURE);
+    let fleet = &dag.fleets["default/gw"];
+    let ListenerKind::Tls(chains) = &fleet.listeners[1].kind else {
+        panic!("tls second")
+    };
+    assert_eq!(chains.len(), 1);
+    assert_eq!(chains[0].server_names, ["secure.example.com"]);
+    let TlsAction::Terminate { secrets, routes } = &chains[0].action else {
+        panic!()
+    };
+    assert_eq!(secrets, &["default/cert"]);
+    assert_eq!(routes.virtual_hosts[0].hostname, "secure.example.com");
+    assert!(fleet.secrets.contains_key("default/cert"));
+    assert!(
+        dag.diagnostics
+            .iter()
+            .any(|d| d.reason == "InvalidCertificateRef"
+                && d.message.contains("default/missing does not exist"))
+    );
+}
+
+#[test]
+fn endpoints_are_ready_addresses_on_the_named_port() {
+    let s = snapshot(FIXTURE);
+    let dag = dag(FIXTURE);
+    let cluster = &dag.fleets["default/gw"].clusters["default/web/80"];
+    assert_eq!(
+        endpoints(cluster, &s),
+        vec!["127.0.0.1:8000".parse().unwrap()]
+    );
+}
