@@ -1,0 +1,104 @@
+//! Clusters (CDS) and their load assignments (EDS).
+
+use std::collections::HashMap;
+
+use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
+use envoy_types::pb::envoy::config::core::v3::Http2ProtocolOptions;
+use envoy_types::pb::envoy::config::core::v3::{Address, SocketAddress, address, socket_address};
+use envoy_types::pb::envoy::config::endpoint::v3::{
+    ClusterLoadAssignment, LbEndpoint, LocalityLbEndpoints, lb_endpoint,
+};
+use envoy_types::pb::envoy::extensions::upstreams::http::v3::{
+    HttpProtocolOptions, http_protocol_options,
+};
+use envoy_types::util::pack_any;
+use objects::Snapshot;
+
+use crate::{Resource, ResourceType, Resources, ads, duration_ms};
+
+/// The connect timeout of every upstream cluster (upstream Contour's default).
+const CONNECT_TIMEOUT_MS: u64 = 2000;
+
+pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
+    let mut typed_extension_protocol_options = HashMap::new();
+    if c.http2 {
+        let options = HttpProtocolOptions {
+            upstream_protocol_options: Some(http_protocol_options::UpstreamProtocolOptions::ExplicitHttpConfig(
+                http_protocol_options::ExplicitHttpConfig {
+                    protocol_config: Some(http_protocol_options::explicit_http_config::ProtocolConfig::Http2ProtocolOptions(
+                        Http2ProtocolOptions::default(),
+                    )),
+                },
+            )),
+            ..Default::default()
+        };
+        // One entry: encoding stays deterministic.
+        typed_extension_protocol_options.insert(
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions".into(),
+            pack_any(options),
+        );
+    }
+    let message = Cluster {
+        name: c.name.clone(),
+        alt_stat_name: c.name.replace('/', "_"),
+        cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(
+            cluster::DiscoveryType::Eds as i32,
+        )),
+        eds_cluster_config: Some(cluster::EdsClusterConfig {
+            eds_config: Some(ads()),
+            service_name: c.name.clone(),
+        }),
+        connect_timeout: Some(duration_ms(CONNECT_TIMEOUT_MS)),
+        typed_extension_protocol_options,
+        ..Default::default()
+    };
+    Resource::new(&c.name, message)
+}
+
+/// The load assignment of every cluster of a fleet, from the snapshot's EndpointSlices.
+pub fn endpoints(fleet: &dag::FleetDag, snapshot: &Snapshot) -> Resources {
+    let mut out = Resources::new();
+    for c in fleet.clusters.values() {
+        let r = load_assignment(&c.name, &dag::endpoints(c, snapshot));
+        out.insert(r.name.clone(), r);
+    }
+    debug_assert!(
+        out.values()
+            .all(|r| r.body.type_url == ResourceType::Endpoint.type_url())
+    );
+    out
+}
+
+pub(crate) fn load_assignment(name: &str, addresses: &[std::net::SocketAddr]) -> Resource {
+    let lb_endpoints = addresses
+        .iter()
+        .map(|a| LbEndpoint {
+            host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(
+                envoy_types::pb::envoy::config::endpoint::v3::Endpoint {
+                    address: Some(socket(a.ip().to_string(), a.port())),
+                    ..Default::default()
+                },
+            )),
+            ..Default::default()
+        })
+        .collect();
+    let message = ClusterLoadAssignment {
+        cluster_name: name.to_string(),
+        endpoints: vec![LocalityLbEndpoints {
+            lb_endpoints,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    Resource::new(name, message)
+}
+
+pub(crate) fn socket(address: String, port: u16) -> Address {
+    Address {
+        address: Some(address::Address::SocketAddress(SocketAddress {
+            address,
+            port_specifier: Some(socket_address::PortSpecifier::PortValue(u32::from(port))),
+            ..Default::default()
+        })),
+    }
+}

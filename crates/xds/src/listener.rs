@@ -1,0 +1,163 @@
+//! Listeners (LDS): one per port, HTTP connection managers over RDS, TLS chains chosen by SNI.
+
+use dag::{DagListener, ListenerKind, RouteTable, TlsAction};
+use envoy_types::pb::envoy::config::core::v3::{TransportSocket, transport_socket};
+use envoy_types::pb::envoy::config::listener::v3::{
+    Filter, FilterChain, FilterChainMatch, Listener, ListenerFilter, filter, listener_filter,
+};
+use envoy_types::pb::envoy::extensions::filters::http::router::v3::Router;
+use envoy_types::pb::envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+    HttpConnectionManager, HttpFilter, Rds, http_connection_manager, http_filter,
+};
+use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{TcpProxy, tcp_proxy};
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
+    CommonTlsContext, DownstreamTlsContext, SdsSecretConfig,
+};
+use envoy_types::pb::google::protobuf::BoolValue;
+use envoy_types::util::pack_any;
+
+use crate::cluster::socket;
+use crate::route::INVALID_BACKEND_CLUSTER;
+use crate::{CompileOptions, Resource, ads};
+
+/// The listener and the route tables it refers to.
+pub(crate) fn listener<'a>(
+    l: &'a DagListener,
+    options: &CompileOptions,
+) -> (Resource, Vec<&'a RouteTable>) {
+    let address = l.address.unwrap_or(options.default_address).to_string();
+    let mut tables = Vec::new();
+    let mut message = Listener {
+        name: l.name.clone(),
+        address: Some(socket(address, l.port)),
+        ..Default::default()
+    };
+    match &l.kind {
+        ListenerKind::Http(table) => {
+            message.filter_chains.push(FilterChain {
+                filters: vec![http_connection_manager(&l.name, &table.name)],
+                ..Default::default()
+            });
+            tables.push(table);
+        }
+        ListenerKind::Tls(chains) => {
+            message.listener_filters.push(ListenerFilter {
+                name: "envoy.filters.listener.tls_inspector".into(),
+                config_type: Some(listener_filter::ConfigType::TypedConfig(pack_any(
+                    TlsInspector::default(),
+                ))),
+                ..Default::default()
+            });
+            for chain in chains {
+                let filter_chain_match = Some(FilterChainMatch {
+                    server_names: chain.server_names.clone(),
+                    ..Default::default()
+                });
+                let fc = match &chain.action {
+                    TlsAction::Terminate { secrets, routes } => {
+                        tables.push(routes);
+                        FilterChain {
+                            filter_chain_match,
+                            filters: vec![http_connection_manager(&l.name, &routes.name)],
+                            transport_socket: Some(downstream_tls(secrets)),
+                            ..Default::default()
+                        }
+                    }
+                    TlsAction::Passthrough { backends } => FilterChain {
+                        filter_chain_match,
+                        filters: vec![tcp_proxy(&l.name, backends)],
+                        ..Default::default()
+                    },
+                };
+                message.filter_chains.push(fc);
+            }
+        }
+    }
+    (Resource::new(&l.name, message), tables)
+}
+
+fn http_connection_manager(stat_prefix: &str, route_config_name: &str) -> Filter {
+    let hcm = HttpConnectionManager {
+        stat_prefix: stat_prefix.to_string(),
+        codec_type: http_connection_manager::CodecType::Auto as i32,
+        route_specifier: Some(http_connection_manager::RouteSpecifier::Rds(Rds {
+            config_source: Some(ads()),
+            route_config_name: route_config_name.to_string(),
+        })),
+        http_filters: vec![HttpFilter {
+            name: "envoy.filters.http.router".into(),
+            config_type: Some(http_filter::ConfigType::TypedConfig(pack_any(
+                Router::default(),
+            ))),
+            ..Default::default()
+        }],
+        normalize_path: Some(BoolValue { value: true }),
+        merge_slashes: true,
+        use_remote_address: Some(BoolValue { value: true }),
+        // Virtual hosts name bare hostnames; a Host header with a port still matches.
+        strip_matching_host_port: false,
+        strip_port_mode: Some(http_connection_manager::StripPortMode::StripAnyHostPort(
+            true,
+        )),
+        ..Default::default()
+    };
+    Filter {
+        name: "envoy.filters.network.http_connection_manager".into(),
+        config_type: Some(filter::ConfigType::TypedConfig(pack_any(hcm))),
+    }
+}
+
+fn downstream_tls(secrets: &[String]) -> TransportSocket {
+    let context = DownstreamTlsContext {
+        common_tls_context: Some(CommonTlsContext {
+            tls_certificate_sds_secret_configs: secrets
+                .iter()
+                .map(|name| SdsSecretConfig {
+                    name: name.clone(),
+                    sds_config: Some(ads()),
+                })
+                .collect(),
+            alpn_protocols: vec!["h2".into(), "http/1.1".into()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    TransportSocket {
+        name: "envoy.transport_sockets.tls".into(),
+        config_type: Some(transport_socket::ConfigType::TypedConfig(pack_any(context))),
+    }
+}
+
+fn tcp_proxy(stat_prefix: &str, backends: &[dag::WeightedCluster]) -> Filter {
+    let live: Vec<_> = backends.iter().filter(|b| b.weight > 0).collect();
+    let specifier = match live.as_slice() {
+        [one] => tcp_proxy::ClusterSpecifier::Cluster(
+            one.cluster
+                .clone()
+                .unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into()),
+        ),
+        many => tcp_proxy::ClusterSpecifier::WeightedClusters(tcp_proxy::WeightedCluster {
+            clusters: many
+                .iter()
+                .map(|b| tcp_proxy::weighted_cluster::ClusterWeight {
+                    name: b
+                        .cluster
+                        .clone()
+                        .unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into()),
+                    weight: b.weight,
+                    ..Default::default()
+                })
+                .collect(),
+        }),
+    };
+    let proxy = TcpProxy {
+        stat_prefix: stat_prefix.to_string(),
+        cluster_specifier: Some(specifier),
+        ..Default::default()
+    };
+    Filter {
+        name: "envoy.filters.network.tcp_proxy".into(),
+        config_type: Some(filter::ConfigType::TypedConfig(pack_any(proxy))),
+    }
+}

@@ -1,0 +1,321 @@
+//! Route configurations (RDS).
+
+use dag::{Route, RouteAction, RouteTable};
+use envoy_types::pb::envoy::config::core::v3::{
+    HeaderValue, HeaderValueOption, RuntimeFractionalPercent, header_value_option,
+};
+use envoy_types::pb::envoy::config::route::v3 as r;
+use envoy_types::pb::envoy::r#type::matcher::v3::{
+    RegexMatchAndSubstitute, RegexMatcher, StringMatcher, string_matcher,
+};
+use envoy_types::pb::envoy::r#type::v3::{FractionalPercent, fractional_percent};
+use envoy_types::pb::google::protobuf::UInt32Value;
+use ir::{HttpMatch, PathMatch, PathModifier, StringMatch};
+
+use crate::{Resource, duration_ms};
+
+/// The cluster name invalid backends point at. It never exists, so Envoy answers their share of
+/// requests with `cluster_not_found_response_code` (500), as the Gateway API asks.
+pub const INVALID_BACKEND_CLUSTER: &str = "contour/invalid-backend";
+
+pub(crate) fn route_configuration(table: &RouteTable) -> Resource {
+    let virtual_hosts = table
+        .virtual_hosts
+        .iter()
+        .map(|vh| r::VirtualHost {
+            name: vh.hostname.clone(),
+            domains: vec![vh.hostname.clone()],
+            routes: vh.routes.iter().map(route).collect(),
+            ..Default::default()
+        })
+        .collect();
+    Resource::new(
+        &table.name,
+        r::RouteConfiguration {
+            name: table.name.clone(),
+            virtual_hosts,
+            ..Default::default()
+        },
+    )
+}
+
+fn route(route: &Route) -> r::Route {
+    let action = match &route.action {
+        RouteAction::Forward { backends, rewrite, mirrors } => r::route::Action::Route(forward(route, backends, rewrite.as_ref(), mirrors)),
+        RouteAction::Redirect(redirect) => r::route::Action::Redirect(redirect_action(&route.matcher, redirect)),
+        RouteAction::Direct { status, body } => r::route::Action::DirectResponse(r::DirectResponseAction {
+            status: u32::from(*status),
+            body: body.as_ref().map(|b| envoy_types::pb::envoy::config::core::v3::DataSource {
+                specifier: Some(envoy_types::pb::envoy::config::core::v3::data_source::Specifier::InlineString(b.clone())),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+    };
+    r::Route {
+        name: format!(
+            "{}/{}/{}",
+            route.origin.kind, route.origin.namespace, route.origin.name
+        ),
+        r#match: Some(route_match(&route.matcher)),
+        action: Some(action),
+        request_headers_to_add: header_options(&route.request_headers),
+        request_headers_to_remove: route.request_headers.remove.clone(),
+        response_headers_to_add: header_options(&route.response_headers),
+        response_headers_to_remove: route.response_headers.remove.clone(),
+        ..Default::default()
+    }
+}
+
+fn route_match(m: &HttpMatch) -> r::RouteMatch {
+    let path_specifier = match &m.path {
+        PathMatch::Exact(p) => r::route_match::PathSpecifier::Path(p.clone()),
+        PathMatch::Regex(p) => r::route_match::PathSpecifier::SafeRegex(regex(p)),
+        PathMatch::Prefix(p) => {
+            let trimmed = p.trim_end_matches('/');
+            if trimmed.is_empty() {
+                r::route_match::PathSpecifier::Prefix("/".into())
+            } else {
+                // Segment-aware: /foo matches /foo and /foo/bar, never /foobar.
+                r::route_match::PathSpecifier::PathSeparatedPrefix(trimmed.into())
+            }
+        }
+    };
+    let mut headers: Vec<r::HeaderMatcher> = m
+        .headers
+        .iter()
+        .map(|(name, value)| r::HeaderMatcher {
+            name: name.clone(),
+            header_match_specifier: Some(r::header_matcher::HeaderMatchSpecifier::StringMatch(
+                string_match(value),
+            )),
+            ..Default::default()
+        })
+        .collect();
+    if let Some(method) = &m.method {
+        headers.push(r::HeaderMatcher {
+            name: ":method".into(),
+            header_match_specifier: Some(r::header_matcher::HeaderMatchSpecifier::StringMatch(
+                string_match(&StringMatch::Exact(method.clone())),
+            )),
+            ..Default::default()
+        });
+    }
+    let query_parameters = m
+        .query
+        .iter()
+        .map(|q| r::QueryParameterMatcher {
+            name: q.name.clone(),
+            query_parameter_match_specifier: Some(
+                r::query_parameter_matcher::QueryParameterMatchSpecifier::StringMatch(
+                    string_match(&q.value),
+                ),
+            ),
+        })
+        .collect();
+    r::RouteMatch {
+        path_specifier: Some(path_specifier),
+        headers,
+        query_parameters,
+        ..Default::default()
+    }
+}
+
+fn forward(
+    route: &Route,
+    backends: &[dag::WeightedCluster],
+    rewrite: Option<&ir::UrlRewrite>,
+    mirrors: &[(String, u32)],
+) -> r::RouteAction {
+    let name = |b: &dag::WeightedCluster| {
+        b.cluster
+            .clone()
+            .unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into())
+    };
+    let cluster_specifier = match backends {
+        [one] => r::route_action::ClusterSpecifier::Cluster(name(one)),
+        many => r::route_action::ClusterSpecifier::WeightedClusters(r::WeightedCluster {
+            clusters: many
+                .iter()
+                .map(|b| r::weighted_cluster::ClusterWeight {
+                    name: name(b),
+                    weight: Some(UInt32Value { value: b.weight }),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+    };
+    let mut action = r::RouteAction {
+        cluster_specifier: Some(cluster_specifier),
+        cluster_not_found_response_code:
+            r::route_action::ClusterNotFoundResponseCode::InternalServerError as i32,
+        timeout: route.timeout_ms.map(duration_ms),
+        request_mirror_policies: mirrors
+            .iter()
+            .map(|(cluster, percent)| r::route_action::RequestMirrorPolicy {
+                cluster: cluster.clone(),
+                runtime_fraction: (*percent < 100).then(|| RuntimeFractionalPercent {
+                    default_value: Some(FractionalPercent {
+                        numerator: *percent,
+                        denominator: fractional_percent::DenominatorType::Hundred as i32,
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    if let Some(rewrite) = rewrite {
+        if let Some(host) = &rewrite.hostname {
+            action.host_rewrite_specifier = Some(
+                r::route_action::HostRewriteSpecifier::HostRewriteLiteral(host.clone()),
+            );
+        }
+        match (&rewrite.path, &route.matcher.path) {
+            (Some(PathModifier::Full(path)), _) => {
+                action.regex_rewrite = Some(substitute("^/.*$", path))
+            }
+            (Some(PathModifier::Prefix(replacement)), PathMatch::Prefix(prefix)) => prefix_rewrite(
+                prefix,
+                replacement,
+                &mut action.prefix_rewrite,
+                &mut action.regex_rewrite,
+            ),
+            _ => {}
+        }
+    }
+    action
+}
+
+/// Replaces a matched prefix. Envoy's plain prefix rewrite would turn `/foo/bar` with `/foo` → `/`
+/// into `//bar`, so a replacement of `/` strips the prefix and its slashes with a regex instead.
+fn prefix_rewrite(
+    prefix: &str,
+    replacement: &str,
+    prefix_out: &mut String,
+    regex_out: &mut Option<RegexMatchAndSubstitute>,
+) {
+    let prefix = prefix.trim_end_matches('/');
+    let replacement = if replacement.len() > 1 {
+        replacement.trim_end_matches('/')
+    } else {
+        replacement
+    };
+    if replacement == "/" || replacement.is_empty() {
+        *regex_out = Some(substitute(&format!("^{}/*", regex_escape(prefix)), "/"));
+    } else {
+        *prefix_out = replacement.to_string();
+    }
+}
+
+fn redirect_action(m: &HttpMatch, redirect: &ir::Redirect) -> r::RedirectAction {
+    use r::redirect_action::{PathRewriteSpecifier, RedirectResponseCode, SchemeRewriteSpecifier};
+    let response_code = match redirect.status {
+        301 => RedirectResponseCode::MovedPermanently,
+        303 => RedirectResponseCode::SeeOther,
+        307 => RedirectResponseCode::TemporaryRedirect,
+        308 => RedirectResponseCode::PermanentRedirect,
+        _ => RedirectResponseCode::Found,
+    };
+    // With a scheme and no port, the Gateway API wants the scheme's well-known port, which the
+    // Location header then leaves out.
+    let port = redirect.port.or(match redirect.scheme.as_deref() {
+        Some("https") => Some(443),
+        Some("http") => Some(80),
+        _ => None,
+    });
+    let mut action = r::RedirectAction {
+        host_redirect: redirect.hostname.clone().unwrap_or_default(),
+        port_redirect: port.map(u32::from).unwrap_or(0),
+        response_code: response_code as i32,
+        scheme_rewrite_specifier: redirect
+            .scheme
+            .clone()
+            .map(SchemeRewriteSpecifier::SchemeRedirect),
+        ..Default::default()
+    };
+    match (&redirect.path, &m.path) {
+        (Some(PathModifier::Full(p)), _) => {
+            action.path_rewrite_specifier = Some(PathRewriteSpecifier::PathRedirect(p.clone()))
+        }
+        (Some(PathModifier::Prefix(replacement)), PathMatch::Prefix(prefix)) => {
+            let mut prefix_out = String::new();
+            let mut regex_out = None;
+            prefix_rewrite(prefix, replacement, &mut prefix_out, &mut regex_out);
+            action.path_rewrite_specifier = Some(match regex_out {
+                Some(re) => PathRewriteSpecifier::RegexRewrite(re),
+                None => PathRewriteSpecifier::PrefixRewrite(prefix_out),
+            });
+        }
+        _ => {}
+    }
+    action
+}
+
+fn header_options(m: &ir::HeaderModifier) -> Vec<HeaderValueOption> {
+    let option = |(key, value): &(String, String),
+                  action: header_value_option::HeaderAppendAction| {
+        HeaderValueOption {
+            header: Some(HeaderValue {
+                key: key.clone(),
+                value: value.clone(),
+                ..Default::default()
+            }),
+            append_action: action as i32,
+            ..Default::default()
+        }
+    };
+    m.set
+        .iter()
+        .map(|h| {
+            option(
+                h,
+                header_value_option::HeaderAppendAction::OverwriteIfExistsOrAdd,
+            )
+        })
+        .chain(m.add.iter().map(|h| {
+            option(
+                h,
+                header_value_option::HeaderAppendAction::AppendIfExistsOrAdd,
+            )
+        }))
+        .collect()
+}
+
+fn string_match(m: &StringMatch) -> StringMatcher {
+    let pattern = match m {
+        StringMatch::Exact(v) => string_matcher::MatchPattern::Exact(v.clone()),
+        StringMatch::Regex(v) => string_matcher::MatchPattern::SafeRegex(regex(v)),
+    };
+    StringMatcher {
+        match_pattern: Some(pattern),
+        ..Default::default()
+    }
+}
+
+fn regex(pattern: &str) -> RegexMatcher {
+    RegexMatcher {
+        regex: pattern.to_string(),
+        ..Default::default()
+    }
+}
+
+fn substitute(pattern: &str, substitution: &str) -> RegexMatchAndSubstitute {
+    RegexMatchAndSubstitute {
+        pattern: Some(regex(pattern)),
+        substitution: substitution.to_string(),
+    }
+}
+
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
