@@ -1,1 +1,175 @@
-//! xds-server
+//! The xDS server: ADS (State-of-the-World and Delta) and the per-type discovery services.
+//!
+//! Fleets of resources come in from the compiler ([`XdsServer::set_fleets`],
+//! [`XdsServer::set_endpoints`]); each Envoy stream serves the fleet its node cluster names.
+//! The per-stream state machine ([`stream`]) enforces make-before-break ordering and tracks
+//! ACKs and NACKs; a rejected resource is replaced by its last accepted version fleet-wide.
+
+mod fleets;
+mod protocol;
+mod services;
+pub mod stream;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::watch;
+pub use xds::{FleetResources, Resource, ResourceType, Resources};
+
+pub use fleets::Rejection;
+pub use services::serve;
+
+/// The fleet Envoys join when their node names no cluster.
+pub const DEFAULT_FLEET: &str = "contour";
+
+/// Tunables of the server.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How long listeners and routes wait for Envoy to ask for the endpoints of new clusters
+    /// before they are sent anyway.
+    pub eds_wait: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            eds_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The xDS server. Cheap to clone; all clones share state.
+#[derive(Clone)]
+pub struct XdsServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: Options,
+    fleets: std::sync::Mutex<fleets::Fleets>,
+    ready: watch::Sender<bool>,
+    stats: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    connections: AtomicI64,
+    streams_total: AtomicU64,
+    unknown_fleet: AtomicU64,
+    pushes: [AtomicU64; 5],
+    resources_sent: [AtomicU64; 5],
+    nacks: [AtomicU64; 5],
+}
+
+/// Counters, read at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Open xDS streams.
+    pub connections: i64,
+    /// Streams opened since start.
+    pub streams_total: u64,
+    /// Streams whose node named a fleet the controller has no configuration for.
+    pub unknown_fleet: u64,
+    /// Responses sent, by type.
+    pub pushes: BTreeMap<ResourceType, u64>,
+    /// Resources sent (in responses), by type.
+    pub resources_sent: BTreeMap<ResourceType, u64>,
+    /// NACKs received, by type.
+    pub nacks: BTreeMap<ResourceType, u64>,
+}
+
+impl Stats {
+    /// All NACKs of all types.
+    pub fn nacks_total(&self) -> u64 {
+        self.nacks.values().sum()
+    }
+}
+
+fn index(t: ResourceType) -> usize {
+    ResourceType::ALL.iter().position(|x| *x == t).unwrap_or(0)
+}
+
+impl Default for XdsServer {
+    fn default() -> Self {
+        Self::new(Options::default())
+    }
+}
+
+impl XdsServer {
+    /// A server with no fleets that serves nothing until [`XdsServer::set_ready`].
+    pub fn new(options: Options) -> Self {
+        let (ready, _) = watch::channel(false);
+        Self {
+            inner: Arc::new(Inner {
+                options,
+                fleets: Default::default(),
+                ready,
+                stats: Counters::default(),
+            }),
+        }
+    }
+
+    /// Replaces the configuration of every fleet except endpoints. Fleets absent from `fleets`
+    /// become empty.
+    pub fn set_fleets(&self, fleets: BTreeMap<String, FleetResources>) {
+        self.inner
+            .fleets
+            .lock()
+            .expect("fleets lock")
+            .set_all(fleets);
+    }
+
+    /// Replaces the endpoints (EDS) of one fleet, leaving every other type untouched.
+    pub fn set_endpoints(&self, fleet: &str, endpoints: Resources) {
+        self.inner.fleets.lock().expect("fleets lock").set_type(
+            fleet,
+            ResourceType::Endpoint,
+            endpoints,
+        );
+    }
+
+    /// Marks the first build done: streams start receiving configuration.
+    pub fn set_ready(&self) {
+        self.inner.ready.send_replace(true);
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Stats {
+        let c = &self.inner.stats;
+        let by_type = |a: &[AtomicU64; 5]| {
+            ResourceType::ALL
+                .iter()
+                .map(|t| (*t, a[index(*t)].load(Ordering::Relaxed)))
+                .collect()
+        };
+        Stats {
+            connections: c.connections.load(Ordering::Relaxed),
+            streams_total: c.streams_total.load(Ordering::Relaxed),
+            unknown_fleet: c.unknown_fleet.load(Ordering::Relaxed),
+            pushes: by_type(&c.pushes),
+            resources_sent: by_type(&c.resources_sent),
+            nacks: by_type(&c.nacks),
+        }
+    }
+
+    /// Resources Envoy rejected that are still part of the desired configuration, for status.
+    pub fn rejections(&self) -> Vec<Rejection> {
+        self.inner.fleets.lock().expect("fleets lock").rejections()
+    }
+
+    /// Replaces one resource of a fleet as if the compiler had produced it. Test-only: lets a
+    /// test make Envoy reject something.
+    #[cfg(feature = "testing")]
+    pub fn inject_for_test(&self, fleet: &str, t: ResourceType, resource: Resource) {
+        self.inner
+            .fleets
+            .lock()
+            .expect("fleets lock")
+            .inject(fleet, t, resource);
+    }
+}

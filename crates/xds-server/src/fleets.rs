@@ -1,0 +1,185 @@
+//! Per-fleet configuration: what the compiler wants, what Envoy accepted and rejected, and what
+//! streams are served (the wanted set with rejected resources replaced by their last good version).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use xds::{FleetResources, Resource, ResourceType, Resources};
+
+/// A resource Envoy rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The fleet.
+    pub fleet: String,
+    /// The resource type.
+    pub resource_type: ResourceType,
+    /// The resource name.
+    pub name: String,
+    /// The rejected version.
+    pub version: String,
+    /// Envoy's `error_detail` message.
+    pub error: String,
+}
+
+#[derive(Default)]
+pub(crate) struct Fleets {
+    fleets: HashMap<String, Fleet>,
+}
+
+struct Fleet {
+    known: bool,
+    desired: FleetResources,
+    accepted: HashMap<(ResourceType, Arc<str>), Resource>,
+    rejected: BTreeMap<(ResourceType, Arc<str>), (Arc<str>, String)>,
+    served: watch::Sender<Arc<FleetResources>>,
+}
+
+impl Fleet {
+    fn new(known: bool) -> Self {
+        let (served, _) = watch::channel(Arc::new(FleetResources::default()));
+        Self {
+            known,
+            desired: FleetResources::default(),
+            accepted: HashMap::new(),
+            rejected: BTreeMap::new(),
+            served,
+        }
+    }
+
+    /// Recomputes what streams see; only notifies them when it changed.
+    fn publish(&mut self) {
+        let desired = &self.desired;
+        self.rejected.retain(|(t, name), (version, _)| {
+            desired
+                .of(*t)
+                .get(name)
+                .is_some_and(|r| r.version == *version)
+        });
+        let mut served = self.desired.clone();
+        for (t, name) in self.rejected.keys() {
+            let map = served.by_type.entry(*t).or_default();
+            match self.accepted.get(&(*t, Arc::clone(name))) {
+                Some(good) => {
+                    map.insert(Arc::clone(name), good.clone());
+                }
+                None => {
+                    map.remove(name);
+                }
+            }
+        }
+        self.served.send_if_modified(|current| {
+            if **current == served {
+                false
+            } else {
+                *current = Arc::new(served);
+                true
+            }
+        });
+    }
+}
+
+impl Fleets {
+    pub(crate) fn set_all(&mut self, fleets: BTreeMap<String, FleetResources>) {
+        for (id, fleet) in self.fleets.iter_mut() {
+            if !fleets.contains_key(id) {
+                fleet.known = false;
+                fleet.desired = FleetResources::default();
+                fleet.publish();
+            }
+        }
+        for (id, mut resources) in fleets {
+            let fleet = self.fleets.entry(id).or_insert_with(|| Fleet::new(true));
+            fleet.known = true;
+            // Endpoints arrive separately; keep the current ones when the build carries none.
+            if !resources.by_type.contains_key(&ResourceType::Endpoint)
+                && let Some(eds) = fleet.desired.by_type.get(&ResourceType::Endpoint)
+            {
+                resources
+                    .by_type
+                    .insert(ResourceType::Endpoint, eds.clone());
+            }
+            fleet.desired = resources;
+            fleet.publish();
+        }
+        self.fleets
+            .retain(|_, f| f.known || f.served.receiver_count() > 0);
+    }
+
+    pub(crate) fn set_type(&mut self, id: &str, t: ResourceType, resources: Resources) {
+        let fleet = self
+            .fleets
+            .entry(id.to_string())
+            .or_insert_with(|| Fleet::new(true));
+        fleet.desired.by_type.insert(t, resources);
+        fleet.publish();
+    }
+
+    #[cfg(feature = "testing")]
+    pub(crate) fn inject(&mut self, id: &str, t: ResourceType, resource: Resource) {
+        let fleet = self
+            .fleets
+            .entry(id.to_string())
+            .or_insert_with(|| Fleet::new(true));
+        fleet.desired.insert(t, resource);
+        fleet.publish();
+    }
+
+    /// A receiver of the fleet's served configuration, and whether the fleet is known.
+    pub(crate) fn watch(&mut self, id: &str) -> (watch::Receiver<Arc<FleetResources>>, bool) {
+        let fleet = self
+            .fleets
+            .entry(id.to_string())
+            .or_insert_with(|| Fleet::new(false));
+        (fleet.served.subscribe(), fleet.known)
+    }
+
+    pub(crate) fn accepted(&mut self, id: &str, t: ResourceType, resources: &[Resource]) {
+        if let Some(fleet) = self.fleets.get_mut(id) {
+            for r in resources {
+                fleet.accepted.insert((t, Arc::clone(&r.name)), r.clone());
+            }
+        }
+    }
+
+    /// Records a rejection; returns true when the served configuration changed.
+    pub(crate) fn rejected(
+        &mut self,
+        id: &str,
+        t: ResourceType,
+        resources: &[Resource],
+        error: &str,
+    ) {
+        if let Some(fleet) = self.fleets.get_mut(id) {
+            for r in resources {
+                fleet.rejected.insert(
+                    (t, Arc::clone(&r.name)),
+                    (Arc::clone(&r.version), error.to_string()),
+                );
+            }
+            fleet.publish();
+        }
+    }
+
+    pub(crate) fn rejections(&self) -> Vec<Rejection> {
+        let mut out: Vec<_> = self
+            .fleets
+            .iter()
+            .flat_map(|(id, f)| {
+                f.rejected
+                    .iter()
+                    .map(move |((t, name), (version, error))| Rejection {
+                        fleet: id.clone(),
+                        resource_type: *t,
+                        name: name.to_string(),
+                        version: version.to_string(),
+                        error: error.clone(),
+                    })
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            (&a.fleet, a.resource_type, &a.name).cmp(&(&b.fleet, b.resource_type, &b.name))
+        });
+        out
+    }
+}

@@ -1,0 +1,274 @@
+//! The tonic services and the task that drives one stream.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use envoy_types::pb::envoy::service::cluster::v3::cluster_discovery_service_server::{
+    ClusterDiscoveryService, ClusterDiscoveryServiceServer,
+};
+use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::{
+    AggregatedDiscoveryService, AggregatedDiscoveryServiceServer,
+};
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+};
+use envoy_types::pb::envoy::service::endpoint::v3::endpoint_discovery_service_server::{
+    EndpointDiscoveryService, EndpointDiscoveryServiceServer,
+};
+use envoy_types::pb::envoy::service::listener::v3::listener_discovery_service_server::{
+    ListenerDiscoveryService, ListenerDiscoveryServiceServer,
+};
+use envoy_types::pb::envoy::service::route::v3::route_discovery_service_server::{
+    RouteDiscoveryService, RouteDiscoveryServiceServer,
+};
+use envoy_types::pb::envoy::service::secret::v3::secret_discovery_service_server::{
+    SecretDiscoveryService, SecretDiscoveryServiceServer,
+};
+use futures::Stream;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+use tracing::{debug, info, warn};
+
+use crate::protocol::{Delta, Protocol, Sotw};
+use crate::stream::{Feedback, StreamState};
+use crate::{DEFAULT_FLEET, Inner, ResourceType, XdsServer, index};
+
+type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// Serves ADS and the per-type services on a bound listener until `shutdown` completes.
+pub async fn serve(
+    server: XdsServer,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(std::time::Duration::from_secs(60)))
+        .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
+        .add_service(AggregatedDiscoveryServiceServer::new(server.clone()))
+        .add_service(ClusterDiscoveryServiceServer::new(server.clone()))
+        .add_service(EndpointDiscoveryServiceServer::new(server.clone()))
+        .add_service(ListenerDiscoveryServiceServer::new(server.clone()))
+        .add_service(RouteDiscoveryServiceServer::new(server.clone()))
+        .add_service(SecretDiscoveryServiceServer::new(server))
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await
+}
+
+impl XdsServer {
+    fn open<P: Protocol>(
+        &self,
+        inbound: Streaming<P::Req>,
+        only: Option<ResourceType>,
+    ) -> ResponseStream<P::Resp>
+    where
+        P::Req: prost::Message + Default,
+    {
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(drive::<P>(Arc::clone(&self.inner), inbound, tx, only));
+        Box::pin(ReceiverStream::new(rx))
+    }
+}
+
+async fn drive<P: Protocol>(
+    inner: Arc<Inner>,
+    mut inbound: Streaming<P::Req>,
+    tx: mpsc::Sender<Result<P::Resp, Status>>,
+    only: Option<ResourceType>,
+) where
+    P::Req: prost::Message + Default,
+{
+    let Ok(Some(first)) = inbound.message().await else {
+        return;
+    };
+    let node = P::node(&first).cloned().unwrap_or_default();
+    let fleet = if node.cluster.is_empty() {
+        DEFAULT_FLEET.to_string()
+    } else {
+        node.cluster.clone()
+    };
+    inner.stats.connections.fetch_add(1, Ordering::Relaxed);
+    inner.stats.streams_total.fetch_add(1, Ordering::Relaxed);
+    let _guard = ConnectionGuard(Arc::clone(&inner));
+    info!(node = %node.id, %fleet, mode = ?P::MODE, "xDS stream opened");
+
+    // Nothing is served before the first build is done.
+    let mut ready = inner.ready.subscribe();
+    if ready.wait_for(|r| *r).await.is_err() {
+        return;
+    }
+    let (mut served, known) = inner.fleets.lock().expect("fleets lock").watch(&fleet);
+    if !known {
+        inner.stats.unknown_fleet.fetch_add(1, Ordering::Relaxed);
+        warn!(node = %node.id, %fleet, "Envoy names a fleet with no configuration; it gets none until the fleet exists");
+    }
+    let mut state = StreamState::new(P::MODE, only, inner.options.eds_wait);
+    let mut pending = Some(first);
+    loop {
+        if let Some(req) = pending.take() {
+            let incoming = P::incoming(req);
+            match state.on_request(&incoming) {
+                Ok(Some(feedback)) => record(&inner, &fleet, &node.id, feedback),
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = tx.send(Err(Status::invalid_argument(e))).await;
+                    return;
+                }
+            }
+        }
+        let snapshot = Arc::clone(&served.borrow_and_update());
+        for out in state.pump(&snapshot, std::time::Instant::now()) {
+            let i = index(out.resource_type);
+            inner.stats.pushes[i].fetch_add(1, Ordering::Relaxed);
+            inner.stats.resources_sent[i].fetch_add(out.resources.len() as u64, Ordering::Relaxed);
+            debug!(node = %node.id, %fleet, r#type = out.resource_type.short(), nonce = %out.nonce, resources = out.resources.len(), removed = out.removed.len(), "xDS push");
+            if tx.send(Ok(P::outgoing(out))).await.is_err() {
+                return;
+            }
+        }
+        let deadline = state.deadline().map(tokio::time::Instant::from_std);
+        tokio::select! {
+            msg = inbound.message() => match msg {
+                Ok(Some(req)) => pending = Some(req),
+                Ok(None) => return,
+                Err(status) => {
+                    debug!(node = %node.id, %status, "xDS stream ended");
+                    return;
+                }
+            },
+            changed = served.changed() => if changed.is_err() { return },
+            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
+                warn!(node = %node.id, %fleet, "Envoy did not ask for the endpoints of new clusters in time; sending listeners and routes anyway");
+            }
+        }
+    }
+}
+
+fn record(inner: &Inner, fleet: &str, node: &str, feedback: Feedback) {
+    let mut fleets = inner.fleets.lock().expect("fleets lock");
+    match feedback {
+        Feedback::Ack(t, resources) => fleets.accepted(fleet, t, &resources),
+        Feedback::Nack(t, resources, error) => {
+            inner.stats.nacks[index(t)].fetch_add(1, Ordering::Relaxed);
+            let names: Vec<&str> = resources.iter().map(|r| &*r.name).collect();
+            warn!(%node, %fleet, r#type = t.short(), ?names, %error, "Envoy rejected configuration; serving the last accepted version");
+            fleets.rejected(fleet, t, &resources, &error);
+        }
+    }
+}
+
+struct ConnectionGuard(Arc<Inner>);
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.0.stats.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[tonic::async_trait]
+impl AggregatedDiscoveryService for XdsServer {
+    type StreamAggregatedResourcesStream = ResponseStream<DiscoveryResponse>;
+    type DeltaAggregatedResourcesStream = ResponseStream<DeltaDiscoveryResponse>;
+
+    async fn stream_aggregated_resources(
+        &self,
+        request: Request<Streaming<DiscoveryRequest>>,
+    ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
+        Ok(Response::new(self.open::<Sotw>(request.into_inner(), None)))
+    }
+
+    async fn delta_aggregated_resources(
+        &self,
+        request: Request<Streaming<DeltaDiscoveryRequest>>,
+    ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
+        Ok(Response::new(
+            self.open::<Delta>(request.into_inner(), None),
+        ))
+    }
+}
+
+/// Implements one per-type discovery service over the shared stream driver.
+macro_rules! per_type_service {
+    ($trait:ident, $t:expr, $stream:ident, $delta_stream:ident, $stream_fn:ident, $delta_fn:ident, $fetch_fn:ident) => {
+        #[tonic::async_trait]
+        impl $trait for XdsServer {
+            type $stream = ResponseStream<DiscoveryResponse>;
+            type $delta_stream = ResponseStream<DeltaDiscoveryResponse>;
+
+            async fn $stream_fn(
+                &self,
+                request: Request<Streaming<DiscoveryRequest>>,
+            ) -> Result<Response<Self::$stream>, Status> {
+                Ok(Response::new(
+                    self.open::<Sotw>(request.into_inner(), Some($t)),
+                ))
+            }
+
+            async fn $delta_fn(
+                &self,
+                request: Request<Streaming<DeltaDiscoveryRequest>>,
+            ) -> Result<Response<Self::$delta_stream>, Status> {
+                Ok(Response::new(
+                    self.open::<Delta>(request.into_inner(), Some($t)),
+                ))
+            }
+
+            async fn $fetch_fn(
+                &self,
+                _request: Request<DiscoveryRequest>,
+            ) -> Result<Response<DiscoveryResponse>, Status> {
+                Err(Status::unimplemented(
+                    "REST-style fetch is not served; use a stream",
+                ))
+            }
+        }
+    };
+}
+
+per_type_service!(
+    ClusterDiscoveryService,
+    ResourceType::Cluster,
+    StreamClustersStream,
+    DeltaClustersStream,
+    stream_clusters,
+    delta_clusters,
+    fetch_clusters
+);
+per_type_service!(
+    EndpointDiscoveryService,
+    ResourceType::Endpoint,
+    StreamEndpointsStream,
+    DeltaEndpointsStream,
+    stream_endpoints,
+    delta_endpoints,
+    fetch_endpoints
+);
+per_type_service!(
+    ListenerDiscoveryService,
+    ResourceType::Listener,
+    StreamListenersStream,
+    DeltaListenersStream,
+    stream_listeners,
+    delta_listeners,
+    fetch_listeners
+);
+per_type_service!(
+    RouteDiscoveryService,
+    ResourceType::Route,
+    StreamRoutesStream,
+    DeltaRoutesStream,
+    stream_routes,
+    delta_routes,
+    fetch_routes
+);
+per_type_service!(
+    SecretDiscoveryService,
+    ResourceType::Secret,
+    StreamSecretsStream,
+    DeltaSecretsStream,
+    stream_secrets,
+    delta_secrets,
+    fetch_secrets
+);

@@ -1,0 +1,394 @@
+//! The state machine of one xDS stream, free of I/O so its protocol rules can be tested directly.
+//!
+//! It decides what to send and when: types in make-before-break order (clusters, endpoints,
+//! secrets, listeners, routes), one unacknowledged response per type, listeners and routes held
+//! back until Envoy has the clusters and endpoints they need, and clusters or secrets that are no
+//! longer wanted removed only after listeners and routes stopped using them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use xds::{FleetResources, Resource, ResourceType};
+
+/// How a stream speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// State-of-the-World: responses carry the whole set of a type.
+    Sotw,
+    /// Incremental: responses carry changes and explicit removals.
+    Delta,
+}
+
+/// A request, reduced to what the state machine needs.
+#[derive(Debug, Clone, Default)]
+pub struct Incoming {
+    /// The type the request is about.
+    pub type_url: String,
+    /// The nonce of the response it answers (empty for the first request of a type).
+    pub nonce: String,
+    /// Envoy's `error_detail` message when the request is a NACK.
+    pub error: Option<String>,
+    /// State-of-the-World: the full list of names wanted.
+    pub names: Vec<String>,
+    /// Delta: names added to the subscription.
+    pub subscribe: Vec<String>,
+    /// Delta: names removed from the subscription.
+    pub unsubscribe: Vec<String>,
+    /// Delta: the versions Envoy already has (first request after a reconnect).
+    pub initial_versions: BTreeMap<String, String>,
+}
+
+/// A response to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    /// The type.
+    pub resource_type: ResourceType,
+    /// The nonce Envoy will echo.
+    pub nonce: String,
+    /// The version of the whole set (State-of-the-World).
+    pub version_info: String,
+    /// The resources.
+    pub resources: Vec<Resource>,
+    /// Names removed (Delta only).
+    pub removed: Vec<Arc<str>>,
+}
+
+/// What a request said about an earlier response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Feedback {
+    /// Envoy accepted these resources.
+    Ack(ResourceType, Vec<Resource>),
+    /// Envoy rejected a response; these are the resources it most likely rejected.
+    Nack(ResourceType, Vec<Resource>, String),
+}
+
+#[derive(Debug, Default)]
+struct TypeState {
+    subscribed: bool,
+    wildcard: bool,
+    names: BTreeSet<String>,
+    /// What Envoy has, as far as we know (updated when we send).
+    sent: BTreeMap<Arc<str>, Resource>,
+    /// What Envoy confirmed.
+    acked: BTreeMap<Arc<str>, Resource>,
+    in_flight: Option<InFlight>,
+    latest_nonce: String,
+}
+
+#[derive(Debug)]
+struct InFlight {
+    resources: Vec<Resource>,
+    removed: Vec<Arc<str>>,
+    previous: BTreeMap<Arc<str>, Resource>,
+}
+
+/// The state of one stream.
+#[derive(Debug)]
+pub struct StreamState {
+    mode: Mode,
+    /// Per-type streams order nothing across types; ADS does.
+    ordered: bool,
+    only: Option<ResourceType>,
+    types: BTreeMap<ResourceType, TypeState>,
+    eds_owed: BTreeSet<Arc<str>>,
+    eds_deadline: Option<Instant>,
+    eds_wait: Duration,
+    nonce: u64,
+}
+
+impl StreamState {
+    /// A new stream. `only` restricts it to one type (the per-type services).
+    pub fn new(mode: Mode, only: Option<ResourceType>, eds_wait: Duration) -> Self {
+        Self {
+            mode,
+            ordered: only.is_none(),
+            only,
+            types: ResourceType::ALL
+                .into_iter()
+                .map(|t| (t, TypeState::default()))
+                .collect(),
+            eds_owed: BTreeSet::new(),
+            eds_deadline: None,
+            eds_wait,
+            nonce: 0,
+        }
+    }
+
+    /// When [`StreamState::pump`] should run again even without news.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.eds_deadline.filter(|_| !self.eds_owed.is_empty())
+    }
+
+    /// Takes in a request: ACK or NACK of an earlier response, and subscription changes.
+    pub fn on_request(&mut self, req: &Incoming) -> Result<Option<Feedback>, String> {
+        let t = ResourceType::from_type_url(&req.type_url)
+            .ok_or_else(|| format!("unknown type {}", req.type_url))?;
+        if self.only.is_some_and(|o| o != t) {
+            return Err(format!("type {} not served on this stream", req.type_url));
+        }
+        let mode = self.mode;
+        let ts = self.types.get_mut(&t).expect("all types present");
+        let first = !ts.subscribed;
+        let mut feedback = None;
+        if !req.nonce.is_empty() {
+            if req.nonce != ts.latest_nonce {
+                // A stale nonce: Envoy has not seen our latest response yet. State-of-the-World
+                // requests are ignored whole; Delta subscription changes still count.
+                if mode == Mode::Sotw {
+                    return Ok(None);
+                }
+            } else if let Some(flight) = ts.in_flight.take() {
+                if let Some(error) = &req.error {
+                    let suspects = suspects(&flight, &ts.acked, error);
+                    ts.sent = flight.previous;
+                    // Envoy keeps what it had; so do we.
+                    for r in &ts.acked {
+                        ts.sent.insert(Arc::clone(r.0), r.1.clone());
+                    }
+                    if t == ResourceType::Cluster {
+                        for r in &flight.resources {
+                            self.eds_owed.remove(&r.name);
+                        }
+                    }
+                    feedback = Some(Feedback::Nack(t, suspects, error.clone()));
+                } else {
+                    match mode {
+                        Mode::Sotw if t.is_wildcard() => {
+                            ts.acked = flight
+                                .resources
+                                .iter()
+                                .map(|r| (Arc::clone(&r.name), r.clone()))
+                                .collect();
+                        }
+                        _ => {
+                            for r in &flight.resources {
+                                ts.acked.insert(Arc::clone(&r.name), r.clone());
+                            }
+                            for name in &flight.removed {
+                                ts.acked.remove(name);
+                            }
+                        }
+                    }
+                    feedback = Some(Feedback::Ack(t, flight.resources));
+                }
+            }
+        }
+        ts.subscribed = true;
+        match mode {
+            Mode::Sotw => {
+                ts.wildcard =
+                    t.is_wildcard() && (req.names.is_empty() || req.names.iter().any(|n| n == "*"));
+                ts.names = req.names.iter().cloned().collect();
+                if !ts.wildcard {
+                    let names = &ts.names;
+                    ts.sent.retain(|n, _| names.contains(&**n));
+                }
+            }
+            Mode::Delta => {
+                if first {
+                    ts.wildcard = t.is_wildcard() && req.subscribe.is_empty();
+                }
+                for name in &req.subscribe {
+                    if name == "*" {
+                        ts.wildcard = true;
+                    } else {
+                        ts.names.insert(name.clone());
+                    }
+                }
+                for name in &req.unsubscribe {
+                    if name == "*" {
+                        ts.wildcard = false;
+                    }
+                    ts.names.remove(name);
+                    ts.sent.remove(name.as_str());
+                    ts.acked.remove(name.as_str());
+                }
+                // After a reconnect Envoy tells us what it has; do not send it again.
+                for (name, version) in &req.initial_versions {
+                    let resource = Resource {
+                        name: name.as_str().into(),
+                        version: version.as_str().into(),
+                        body: Arc::new(Default::default()),
+                    };
+                    ts.sent.insert(Arc::clone(&resource.name), resource.clone());
+                    ts.acked.insert(Arc::clone(&resource.name), resource);
+                }
+            }
+        }
+        Ok(feedback)
+    }
+
+    /// What to send now, given the fleet's served configuration.
+    pub fn pump(&mut self, served: &FleetResources, now: Instant) -> Vec<Outgoing> {
+        if self.eds_deadline.is_some_and(|d| now >= d) {
+            self.eds_owed.clear();
+            self.eds_deadline = None;
+        }
+        let mut out = Vec::new();
+        let mut hold_dependents = false;
+        let dependents_synced =
+            self.synced(ResourceType::Listener, served) && self.synced(ResourceType::Route, served);
+        for t in ResourceType::ALL {
+            if self.only.is_some_and(|o| o != t) {
+                continue;
+            }
+            let prerequisite = matches!(
+                t,
+                ResourceType::Cluster | ResourceType::Endpoint | ResourceType::Secret
+            );
+            if self.ordered && !prerequisite && (hold_dependents || !self.eds_owed.is_empty()) {
+                continue;
+            }
+            let ts = &self.types[&t];
+            if !ts.subscribed {
+                continue;
+            }
+            if ts.in_flight.is_some() {
+                hold_dependents |= self.ordered && prerequisite;
+                continue;
+            }
+            let keep_stale = self.ordered && prerequisite && !dependents_synced;
+            let mut want = self.want(t, served);
+            if keep_stale {
+                for (name, r) in &ts.sent {
+                    want.entry(Arc::clone(name)).or_insert_with(|| r.clone());
+                }
+            }
+            let forced: BTreeSet<Arc<str>> = if t == ResourceType::Endpoint {
+                self.eds_owed
+                    .iter()
+                    .filter(|n| want.contains_key(*n))
+                    .cloned()
+                    .collect()
+            } else {
+                BTreeSet::new()
+            };
+            if t == ResourceType::Endpoint {
+                // Owed names Envoy does not ask for (any more) and cannot get: stop waiting.
+                let names = &ts.names;
+                let subscribed = |n: &str| ts.wildcard || names.contains(n);
+                self.eds_owed
+                    .retain(|n| !subscribed(n) || want.contains_key(n));
+            }
+            let ts = &self.types[&t];
+            let changed: Vec<Resource> = want
+                .values()
+                .filter(|r| {
+                    forced.contains(&r.name)
+                        || ts.sent.get(&r.name).is_none_or(|s| s.version != r.version)
+                })
+                .cloned()
+                .collect();
+            let removed: Vec<Arc<str>> = ts
+                .sent
+                .keys()
+                .filter(|n| !want.contains_key(*n))
+                .cloned()
+                .collect();
+            // State-of-the-World removes non-wildcard resources implicitly: nothing to say.
+            let implicit = self.mode == Mode::Sotw && !t.is_wildcard();
+            if changed.is_empty() && (removed.is_empty() || implicit) {
+                if implicit {
+                    let ts = self.types.get_mut(&t).expect("all types present");
+                    ts.sent.retain(|n, _| want.contains_key(n));
+                }
+                continue;
+            }
+            let resources = match self.mode {
+                Mode::Sotw => want.values().cloned().collect(),
+                Mode::Delta => changed.clone(),
+            };
+            let removed = if self.mode == Mode::Delta {
+                removed
+            } else {
+                Vec::new()
+            };
+            self.nonce += 1;
+            let nonce = self.nonce.to_string();
+            let version_info = set_version(&want);
+            let ts = self.types.get_mut(&t).expect("all types present");
+            let previous = std::mem::replace(&mut ts.sent, want);
+            ts.in_flight = Some(InFlight {
+                resources: resources.clone(),
+                removed: removed.clone(),
+                previous,
+            });
+            ts.latest_nonce = nonce.clone();
+            match t {
+                ResourceType::Cluster => {
+                    self.eds_owed
+                        .extend(changed.iter().map(|r| Arc::clone(&r.name)));
+                    self.eds_deadline = Some(now + self.eds_wait);
+                }
+                ResourceType::Endpoint => {
+                    for r in &resources {
+                        self.eds_owed.remove(&r.name);
+                    }
+                }
+                _ => {}
+            }
+            hold_dependents |= self.ordered && prerequisite;
+            out.push(Outgoing {
+                resource_type: t,
+                nonce,
+                version_info,
+                resources,
+                removed,
+            });
+        }
+        out
+    }
+
+    /// The resources of a type this stream should have, before ordering concerns.
+    fn want(&self, t: ResourceType, served: &FleetResources) -> BTreeMap<Arc<str>, Resource> {
+        let ts = &self.types[&t];
+        served
+            .of(t)
+            .iter()
+            .filter(|(name, _)| ts.wildcard || ts.names.contains(&***name))
+            .map(|(n, r)| (Arc::clone(n), r.clone()))
+            .collect()
+    }
+
+    /// Whether a type is sent, acknowledged and current.
+    fn synced(&self, t: ResourceType, served: &FleetResources) -> bool {
+        let ts = &self.types[&t];
+        if !ts.subscribed {
+            return true;
+        }
+        let want = self.want(t, served);
+        ts.in_flight.is_none()
+            && ts.acked.len() == want.len()
+            && want
+                .iter()
+                .all(|(n, r)| ts.acked.get(n).is_some_and(|a| a.version == r.version))
+    }
+}
+
+/// The resources of a rejected response that Envoy most likely refused: those that changed, and
+/// of those, the ones its message names (when it names any).
+fn suspects(flight: &InFlight, acked: &BTreeMap<Arc<str>, Resource>, error: &str) -> Vec<Resource> {
+    let changed: Vec<Resource> = flight
+        .resources
+        .iter()
+        .filter(|r| acked.get(&r.name).is_none_or(|a| a.version != r.version))
+        .cloned()
+        .collect();
+    let named: Vec<Resource> = changed
+        .iter()
+        .filter(|r| error.contains(&*r.name))
+        .cloned()
+        .collect();
+    if named.is_empty() { changed } else { named }
+}
+
+fn set_version(resources: &BTreeMap<Arc<str>, Resource>) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for (n, r) in resources {
+        n.hash(&mut h);
+        r.version.hash(&mut h);
+    }
+    format!("{:016x}", h.finish())
+}

@@ -1,0 +1,613 @@
+//! Protocol tests with a recording client that behaves like Envoy: it ACKs (or NACKs) every
+//! response, subscribes to the endpoints of the clusters and the routes of the listeners it holds,
+//! and records every response plus any moment a route names a cluster it does not have warm.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
+use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::listener::v3::{Filter, FilterChain, Listener, filter};
+use envoy_types::pb::envoy::config::route::v3 as r;
+use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+    HttpConnectionManager, Rds, http_connection_manager,
+};
+use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
+use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DiscoveryRequest};
+use envoy_types::pb::google::protobuf::Any;
+use envoy_types::pb::google::rpc::Status as RpcStatus;
+use envoy_types::util::pack_any;
+use prost::Message;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::*;
+
+fn cluster(name: &str) -> Resource {
+    Resource::new(
+        name,
+        Cluster {
+            name: name.into(),
+            cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(
+                cluster::DiscoveryType::Eds as i32,
+            )),
+            ..Default::default()
+        },
+    )
+}
+
+fn cla(name: &str, port: u32) -> Resource {
+    Resource::new(
+        name,
+        ClusterLoadAssignment {
+            cluster_name: format!("{name}:{port}"),
+            ..Default::default()
+        },
+    )
+}
+
+fn listener(name: &str, route: &str) -> Resource {
+    let hcm = HttpConnectionManager {
+        route_specifier: Some(http_connection_manager::RouteSpecifier::Rds(Rds {
+            route_config_name: route.into(),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let filter = Filter {
+        name: "hcm".into(),
+        config_type: Some(filter::ConfigType::TypedConfig(pack_any(hcm))),
+    };
+    Resource::new(
+        name,
+        Listener {
+            name: name.into(),
+            filter_chains: vec![FilterChain {
+                filters: vec![filter],
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    )
+}
+
+fn route(name: &str, vhost: &str, clusters: &[&str]) -> Resource {
+    let routes = clusters
+        .iter()
+        .map(|c| r::Route {
+            action: Some(r::route::Action::Route(r::RouteAction {
+                cluster_specifier: Some(r::route_action::ClusterSpecifier::Cluster(c.to_string())),
+                ..Default::default()
+            })),
+            ..Default::default()
+        })
+        .collect();
+    Resource::new(
+        name,
+        r::RouteConfiguration {
+            name: name.into(),
+            virtual_hosts: vec![r::VirtualHost {
+                name: vhost.into(),
+                routes,
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    )
+}
+
+fn fleet(clusters: &[&str], route_clusters: &[&str], vhost: &str, port: u32) -> FleetResources {
+    let mut f = FleetResources::default();
+    for c in clusters {
+        f.insert(ResourceType::Cluster, cluster(c));
+        f.insert(ResourceType::Endpoint, cla(c, port));
+    }
+    f.insert(ResourceType::Listener, listener("http-8080", "http-8080"));
+    f.insert(
+        ResourceType::Route,
+        route("http-8080", vhost, route_clusters),
+    );
+    f
+}
+
+/// One response as the client saw it.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    t: ResourceType,
+    names: Vec<String>,
+    removed: Vec<String>,
+}
+
+#[derive(Default)]
+struct EnvoyModel {
+    held: BTreeMap<ResourceType, BTreeMap<String, Any>>,
+    warm: BTreeSet<String>,
+    violations: Vec<String>,
+}
+
+impl EnvoyModel {
+    fn apply(
+        &mut self,
+        t: ResourceType,
+        sotw: bool,
+        resources: Vec<(String, Any)>,
+        removed: &[String],
+    ) {
+        let held = self.held.entry(t).or_default();
+        let previous = held.clone();
+        if sotw && t.is_wildcard() {
+            held.clear();
+        }
+        for n in removed {
+            held.remove(n);
+        }
+        for (n, body) in resources {
+            if t == ResourceType::Cluster {
+                // A changed cluster warms again until its endpoints arrive.
+                if previous.get(&n) != Some(&body) {
+                    self.warm.remove(&n);
+                }
+            }
+            if t == ResourceType::Endpoint {
+                self.warm.insert(n.clone());
+            }
+            held.insert(n, body);
+        }
+        // The invariant the ordering exists for: every route names a warm cluster Envoy has.
+        let clusters: BTreeSet<&String> = self
+            .held
+            .get(&ResourceType::Cluster)
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        for (rname, body) in self.held.get(&ResourceType::Route).into_iter().flatten() {
+            let rc = r::RouteConfiguration::decode(body.value.as_slice()).unwrap();
+            for vh in &rc.virtual_hosts {
+                for route in &vh.routes {
+                    if let Some(r::route::Action::Route(a)) = &route.action
+                        && let Some(r::route_action::ClusterSpecifier::Cluster(c)) =
+                            &a.cluster_specifier
+                        && (!clusters.contains(c) || !self.warm.contains(c))
+                    {
+                        self.violations.push(format!(
+                            "route {rname} names {c}, which is missing or warming"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    fn wanted(&self, t: ResourceType) -> BTreeSet<String> {
+        match t {
+            ResourceType::Endpoint => self
+                .held
+                .get(&ResourceType::Cluster)
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default(),
+            ResourceType::Route => self
+                .held
+                .get(&ResourceType::Listener)
+                .into_iter()
+                .flatten()
+                .filter_map(|(_, body)| {
+                    let l = Listener::decode(body.value.as_slice()).ok()?;
+                    let Some(filter::ConfigType::TypedConfig(any)) =
+                        &l.filter_chains.first()?.filters.first()?.config_type
+                    else {
+                        return None;
+                    };
+                    let hcm = HttpConnectionManager::decode(any.value.as_slice()).ok()?;
+                    match hcm.route_specifier? {
+                        http_connection_manager::RouteSpecifier::Rds(rds) => {
+                            Some(rds.route_config_name)
+                        }
+                        _ => None,
+                    }
+                })
+                .collect(),
+            _ => BTreeSet::new(),
+        }
+    }
+}
+
+/// A client speaking State-of-the-World or Delta ADS like Envoy does.
+struct FakeEnvoy {
+    delta: bool,
+    sotw_tx: Option<mpsc::Sender<DiscoveryRequest>>,
+    delta_tx: Option<mpsc::Sender<DeltaDiscoveryRequest>>,
+    sotw_rx:
+        Option<tonic::Streaming<envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse>>,
+    delta_rx: Option<
+        tonic::Streaming<envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryResponse>,
+    >,
+    model: EnvoyModel,
+    subscribed: BTreeMap<ResourceType, BTreeSet<String>>,
+    nonces: BTreeMap<ResourceType, String>,
+    seen: Vec<Seen>,
+    nacks_sent: usize,
+    reject_vhost: Option<String>,
+}
+
+async fn start(server: &XdsServer) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(server.clone(), listener, std::future::pending()));
+    format!("http://{addr}")
+}
+
+impl FakeEnvoy {
+    async fn connect(url: &str, fleet: &str, delta: bool) -> Self {
+        let mut client = AggregatedDiscoveryServiceClient::connect(url.to_string())
+            .await
+            .unwrap();
+        let node = Some(envoy_types::pb::envoy::config::core::v3::Node {
+            id: "fake".into(),
+            cluster: fleet.into(),
+            ..Default::default()
+        });
+        let mut me = FakeEnvoy {
+            delta,
+            sotw_tx: None,
+            delta_tx: None,
+            sotw_rx: None,
+            delta_rx: None,
+            model: EnvoyModel::default(),
+            subscribed: BTreeMap::new(),
+            nonces: BTreeMap::new(),
+            seen: Vec::new(),
+            nacks_sent: 0,
+            reject_vhost: None,
+        };
+        if delta {
+            let (tx, rx) = mpsc::channel(64);
+            for t in [ResourceType::Cluster, ResourceType::Listener] {
+                tx.send(DeltaDiscoveryRequest {
+                    node: node.clone(),
+                    type_url: t.type_url().into(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            }
+            me.delta_rx = Some(
+                client
+                    .delta_aggregated_resources(ReceiverStream::new(rx))
+                    .await
+                    .unwrap()
+                    .into_inner(),
+            );
+            me.delta_tx = Some(tx);
+        } else {
+            let (tx, rx) = mpsc::channel(64);
+            for t in [ResourceType::Cluster, ResourceType::Listener] {
+                tx.send(DiscoveryRequest {
+                    node: node.clone(),
+                    type_url: t.type_url().into(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            }
+            me.sotw_rx = Some(
+                client
+                    .stream_aggregated_resources(ReceiverStream::new(rx))
+                    .await
+                    .unwrap()
+                    .into_inner(),
+            );
+            me.sotw_tx = Some(tx);
+        }
+        me
+    }
+
+    /// Handles responses until none arrives for a while; returns what was seen in that time.
+    async fn settle(&mut self) -> Vec<Seen> {
+        let start = self.seen.len();
+        for _ in 0..200 {
+            let got = if self.delta {
+                let rx = self.delta_rx.as_mut().unwrap();
+                match tokio::time::timeout(Duration::from_millis(300), rx.message()).await {
+                    Ok(m) => m.unwrap().map(|m| {
+                        let t = ResourceType::from_type_url(&m.type_url).unwrap();
+                        let res = m
+                            .resources
+                            .into_iter()
+                            .map(|r| (r.name, r.resource.unwrap()))
+                            .collect();
+                        (t, m.nonce, m.system_version_info, res, m.removed_resources)
+                    }),
+                    Err(_) => None,
+                }
+            } else {
+                let rx = self.sotw_rx.as_mut().unwrap();
+                match tokio::time::timeout(Duration::from_millis(300), rx.message()).await {
+                    Ok(m) => m.unwrap().map(|m| {
+                        let t = ResourceType::from_type_url(&m.type_url).unwrap();
+                        let res = m
+                            .resources
+                            .into_iter()
+                            .map(|a| (name_of(t, &a), a))
+                            .collect();
+                        (t, m.nonce, m.version_info, res, Vec::new())
+                    }),
+                    Err(_) => None,
+                }
+            };
+            let Some((t, nonce, version, resources, removed)) = got else {
+                break;
+            };
+            self.handle(t, nonce, version, resources, removed).await;
+        }
+        self.seen[start..].to_vec()
+    }
+
+    async fn handle(
+        &mut self,
+        t: ResourceType,
+        nonce: String,
+        version: String,
+        resources: Vec<(String, Any)>,
+        removed: Vec<String>,
+    ) {
+        self.seen.push(Seen {
+            t,
+            names: resources.iter().map(|(n, _)| n.clone()).collect(),
+            removed: removed.clone(),
+        });
+        let poisoned = t == ResourceType::Route
+            && self.reject_vhost.as_ref().is_some_and(|bad| {
+                resources.iter().any(|(_, a)| {
+                    r::RouteConfiguration::decode(a.value.as_slice())
+                        .unwrap()
+                        .virtual_hosts
+                        .iter()
+                        .any(|v| &v.name == bad)
+                })
+            });
+        let error = poisoned.then(|| RpcStatus {
+            code: 3,
+            message: "route http-8080: poisoned virtual host".into(),
+            ..Default::default()
+        });
+        if poisoned {
+            self.nacks_sent += 1;
+        } else {
+            self.model.apply(t, !self.delta, resources, &removed);
+        }
+        self.nonces.insert(t, nonce.clone());
+        self.send(t, Some(nonce), Some(version), error).await;
+        for dependent in [ResourceType::Endpoint, ResourceType::Route] {
+            let want = self.model.wanted(dependent);
+            if self.subscribed.get(&dependent) != Some(&want) {
+                self.send(dependent, None, None, None).await;
+            }
+        }
+    }
+
+    async fn send(
+        &mut self,
+        t: ResourceType,
+        nonce: Option<String>,
+        version: Option<String>,
+        error: Option<RpcStatus>,
+    ) {
+        let nonce = nonce
+            .or_else(|| self.nonces.get(&t).cloned())
+            .unwrap_or_default();
+        let want = if t.is_wildcard() {
+            BTreeSet::new()
+        } else {
+            self.model.wanted(t)
+        };
+        let before = self.subscribed.insert(t, want.clone()).unwrap_or_default();
+        if self.delta {
+            let req = DeltaDiscoveryRequest {
+                type_url: t.type_url().into(),
+                response_nonce: nonce,
+                error_detail: error,
+                resource_names_subscribe: want.difference(&before).cloned().collect(),
+                resource_names_unsubscribe: before.difference(&want).cloned().collect(),
+                ..Default::default()
+            };
+            self.delta_tx.as_ref().unwrap().send(req).await.unwrap();
+        } else {
+            let req = DiscoveryRequest {
+                type_url: t.type_url().into(),
+                response_nonce: nonce,
+                version_info: version.unwrap_or_default(),
+                error_detail: error,
+                resource_names: want.into_iter().collect(),
+                ..Default::default()
+            };
+            self.sotw_tx.as_ref().unwrap().send(req).await.unwrap();
+        }
+    }
+}
+
+fn name_of(t: ResourceType, a: &Any) -> String {
+    match t {
+        ResourceType::Cluster => Cluster::decode(a.value.as_slice()).unwrap().name,
+        ResourceType::Endpoint => {
+            let cla = ClusterLoadAssignment::decode(a.value.as_slice()).unwrap();
+            cla.cluster_name.split(':').next().unwrap().to_string()
+        }
+        ResourceType::Listener => Listener::decode(a.value.as_slice()).unwrap().name,
+        ResourceType::Route => {
+            r::RouteConfiguration::decode(a.value.as_slice())
+                .unwrap()
+                .name
+        }
+        ResourceType::Secret => String::new(),
+    }
+}
+
+fn types(seen: &[Seen]) -> Vec<ResourceType> {
+    seen.iter().map(|s| s.t).collect()
+}
+
+fn fleets(id: &str, f: FleetResources) -> BTreeMap<String, FleetResources> {
+    BTreeMap::from([(id.to_string(), f)])
+}
+
+use ResourceType::{Cluster as CDS, Endpoint as EDS, Listener as LDS, Route as RDS};
+
+async fn make_before_break(delta: bool) {
+    let server = XdsServer::default();
+    server.set_fleets(fleets("f", fleet(&["a"], &["a"], "v1", 1)));
+    server.set_ready();
+    let url = start(&server).await;
+    let mut envoy = FakeEnvoy::connect(&url, "f", delta).await;
+    let first = envoy.settle().await;
+    assert_eq!(types(&first), [CDS, EDS, LDS, RDS], "initial order");
+
+    // Swap the route from cluster a to a new cluster b.
+    server.set_fleets(fleets("f", fleet(&["b"], &["b"], "v2", 1)));
+    let swap = envoy.settle().await;
+    let expected: &[ResourceType] = if delta {
+        &[CDS, EDS, RDS, CDS, EDS]
+    } else {
+        &[CDS, EDS, RDS, CDS]
+    };
+    assert_eq!(
+        types(&swap),
+        expected,
+        "add clusters, endpoints, switch routes, then remove: {swap:?}"
+    );
+    let last = swap.last().unwrap();
+    if delta {
+        assert_eq!(
+            (&swap[0].names, &swap[0].removed),
+            (&vec!["b".to_string()], &vec![]),
+            "{swap:?}"
+        );
+        assert_eq!(
+            (&swap[3].removed, &last.removed),
+            (&vec!["a".to_string()], &vec!["a".to_string()])
+        );
+    } else {
+        assert_eq!(
+            swap[0].names,
+            ["a", "b"],
+            "old cluster kept at first: {swap:?}"
+        );
+        assert_eq!(last.names, ["b"]);
+    }
+    assert!(
+        envoy.model.violations.is_empty(),
+        "{:?}",
+        envoy.model.violations
+    );
+    assert_eq!(server.stats().nacks_total(), 0);
+}
+
+#[tokio::test]
+async fn sotw_orders_make_before_break() {
+    make_before_break(false).await;
+}
+
+#[tokio::test]
+async fn delta_orders_make_before_break() {
+    make_before_break(true).await;
+}
+
+#[tokio::test]
+async fn delta_resends_nothing_unchanged_and_endpoint_changes_push_eds_only() {
+    let server = XdsServer::default();
+    server.set_fleets(fleets("f", fleet(&["a", "b"], &["a", "b"], "v1", 1)));
+    server.set_ready();
+    let url = start(&server).await;
+    let mut envoy = FakeEnvoy::connect(&url, "f", true).await;
+    envoy.settle().await;
+
+    server.set_fleets(fleets("f", fleet(&["a", "b"], &["a", "b"], "v1", 1)));
+    assert_eq!(envoy.settle().await, [], "an identical build sends nothing");
+
+    server.set_fleets(fleets("f", fleet(&["a", "b"], &["a", "b"], "v2", 1)));
+    let seen = envoy.settle().await;
+    assert_eq!(
+        seen,
+        [Seen {
+            t: RDS,
+            names: vec!["http-8080".into()],
+            removed: vec![]
+        }],
+        "only the changed route"
+    );
+
+    let mut eds = Resources::new();
+    for (name, port) in [("a", 1), ("b", 2)] {
+        let r = cla(name, port);
+        eds.insert(r.name.clone(), r);
+    }
+    server.set_endpoints("f", eds);
+    let seen = envoy.settle().await;
+    assert_eq!(
+        seen,
+        [Seen {
+            t: EDS,
+            names: vec!["b".into()],
+            removed: vec![]
+        }],
+        "only the changed endpoints"
+    );
+}
+
+#[tokio::test]
+async fn a_nack_keeps_the_last_accepted_version() {
+    for delta in [false, true] {
+        let server = XdsServer::default();
+        server.set_fleets(fleets("f", fleet(&["a"], &["a"], "good", 1)));
+        server.set_ready();
+        let url = start(&server).await;
+        let mut envoy = FakeEnvoy::connect(&url, "f", delta).await;
+        envoy.reject_vhost = Some("poison".into());
+        envoy.settle().await;
+
+        server.set_fleets(fleets("f", fleet(&["a"], &["a"], "poison", 1)));
+        envoy.settle().await;
+        assert_eq!(
+            envoy.nacks_sent, 1,
+            "the bad route is sent once, not again and again"
+        );
+        assert_eq!(server.stats().nacks[&RDS], 1);
+        let rejections = server.rejections();
+        assert_eq!(rejections.len(), 1);
+        assert_eq!(
+            (rejections[0].name.as_str(), rejections[0].error.as_str()),
+            ("http-8080", "route http-8080: poisoned virtual host")
+        );
+
+        // A new Envoy gets the last accepted version, not the rejected one.
+        let mut late = FakeEnvoy::connect(&url, "f", delta).await;
+        late.reject_vhost = Some("poison".into());
+        late.settle().await;
+        assert_eq!(late.nacks_sent, 0);
+
+        // A fixed build clears the rejection.
+        server.set_fleets(fleets("f", fleet(&["a"], &["a"], "fixed", 1)));
+        envoy.settle().await;
+        assert!(server.rejections().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_fleet_gets_nothing_and_is_counted() {
+    let server = XdsServer::default();
+    server.set_fleets(fleets("f", fleet(&["a"], &["a"], "v1", 1)));
+    server.set_ready();
+    let url = start(&server).await;
+    let mut envoy = FakeEnvoy::connect(&url, "someone-else", false).await;
+    assert_eq!(envoy.settle().await, []);
+    assert_eq!(server.stats().unknown_fleet, 1);
+}
+
+#[tokio::test]
+async fn nothing_is_served_before_the_first_build() {
+    let server = XdsServer::default();
+    let url = start(&server).await;
+    let mut envoy = FakeEnvoy::connect(&url, "f", true).await;
+    assert_eq!(envoy.settle().await, []);
+    server.set_fleets(fleets("f", fleet(&["a"], &["a"], "v1", 1)));
+    server.set_ready();
+    assert_eq!(types(&envoy.settle().await), [CDS, EDS, LDS, RDS]);
+}
