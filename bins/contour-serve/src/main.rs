@@ -1,1 +1,120 @@
-fn main() {}
+//! `contour-serve`: the controller and xDS server.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use tracing::info;
+
+/// Watches Gateway API objects and programs Envoy over xDS.
+#[derive(Debug, Parser)]
+#[command(name = "contour-serve", version)]
+struct Args {
+    /// Read objects from YAML files in this directory (standalone mode) instead of Kubernetes.
+    #[arg(long, value_name = "DIR")]
+    from_dir: Option<PathBuf>,
+    /// Address the xDS server listens on.
+    #[arg(long, default_value = "127.0.0.1")]
+    xds_address: IpAddr,
+    /// Port the xDS server listens on.
+    #[arg(long, default_value_t = 8001)]
+    xds_port: u16,
+    /// Address Envoy binds for listeners whose Gateway requests no address.
+    #[arg(long, default_value = "0.0.0.0")]
+    envoy_service_http_address: IpAddr,
+    /// Port of the default fleet's HTTP listener (Ingress and HTTPProxy).
+    #[arg(long, default_value_t = 8080)]
+    envoy_service_http_port: u16,
+    /// Address of the default fleet's HTTPS listener.
+    #[arg(long, default_value = "0.0.0.0")]
+    envoy_service_https_address: IpAddr,
+    /// Port of the default fleet's HTTPS listener.
+    #[arg(long, default_value_t = 8443)]
+    envoy_service_https_port: u16,
+    /// GatewayClasses with this controllerName are reconciled.
+    #[arg(long, default_value = frontends::gateway_api::DEFAULT_CONTROLLER_NAME)]
+    gateway_controller_name: String,
+    /// Quiet time after a change before rebuilding (such as 100ms).
+    #[arg(long, default_value = "100ms", value_parser = duration)]
+    rebuild_holdoff: Duration,
+    /// The longest a rebuild is held back while changes keep coming.
+    #[arg(long, default_value = "500ms", value_parser = duration)]
+    rebuild_holdoff_max: Duration,
+    /// How often the directory is re-read even without change events.
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    resync_period: Duration,
+    /// Log format.
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
+    /// Log at debug level.
+    #[arg(short, long)]
+    debug: bool,
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    frontends::gateway_api::parse_duration_ms(text)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is not a duration such as 100ms, 5s or 1m"))
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if args.debug { "debug" } else { "info" })
+    });
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if args.log_format == "json" {
+        logs.json().init();
+    } else {
+        logs.init();
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(args))
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let Some(dir) = args.from_dir.clone() else {
+        anyhow::bail!("Kubernetes mode is not available yet: pass --from-dir DIR");
+    };
+    let options = controller::Options {
+        gateway_api: frontends::gateway_api::Options {
+            controller_name: args.gateway_controller_name.clone(),
+        },
+        compile: xds::CompileOptions {
+            default_address: args.envoy_service_http_address,
+        },
+        holdoff: args.rebuild_holdoff,
+        holdoff_max: args.rebuild_holdoff_max,
+    };
+    let store = store::Store::new();
+    let server = xds_server::XdsServer::default();
+    let xds_addr = SocketAddr::new(args.xds_address, args.xds_port);
+    let listener = tokio::net::TcpListener::bind(xds_addr)
+        .await
+        .with_context(|| format!("binding xDS on {xds_addr}"))?;
+    info!(%xds_addr, dir = %dir.display(), "contour-serve starting");
+
+    tokio::spawn(store::DirectorySource::new(dir).run(store.clone(), args.resync_period));
+    tokio::spawn(controller::Controller::new(options, server.clone()).run(store.clone()));
+    xds_server::serve(server, listener, shutdown_signal())
+        .await
+        .context("xDS server")?;
+    info!("contour-serve stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    info!("shutting down");
+}

@@ -4,7 +4,7 @@
 //! (shared) to every listener they are allowed on.
 
 mod backends;
-mod http_route;
+pub(crate) mod http_route;
 mod listeners;
 mod refs;
 mod tls_route;
@@ -26,6 +26,8 @@ pub const DEFAULT_CONTROLLER_NAME: &str = "projectcontour.io/gateway-controller"
 
 /// The API group of the Gateway API.
 pub const GROUP: &str = "gateway.networking.k8s.io";
+
+pub use http_route::{MAX_REGEX_LEN, check_regex, parse_duration_ms};
 
 /// Settings of the Gateway API front end.
 #[derive(Debug, Clone)]

@@ -1,1 +1,76 @@
-//! store
+//! The object store and its sources.
+//!
+//! The store holds the current [`Snapshot`] and signals every change; sources fill it. The
+//! directory source (`--from-dir`) is here; the Kubernetes watches feed the same store.
+
+mod directory;
+
+use std::sync::Arc;
+
+use objects::Snapshot;
+use tokio::sync::watch;
+
+pub use directory::{DirectorySource, FileProblem};
+
+/// The current snapshot of every object, with a change signal. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    snapshot: watch::Sender<Arc<Snapshot>>,
+    synced: watch::Sender<bool>,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Store {
+    /// An empty, unsynced store.
+    pub fn new() -> Self {
+        Self {
+            snapshot: watch::channel(Arc::new(Snapshot::default())).0,
+            synced: watch::channel(false).0,
+        }
+    }
+
+    /// A receiver that sees every new snapshot.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Snapshot>> {
+        self.snapshot.subscribe()
+    }
+
+    /// The current snapshot.
+    pub fn current(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.snapshot.borrow())
+    }
+
+    /// Replaces the snapshot; subscribers are woken only if it differs.
+    pub fn replace(&self, snapshot: Snapshot) {
+        self.snapshot.send_if_modified(|current| {
+            if **current == snapshot {
+                false
+            } else {
+                *current = Arc::new(snapshot);
+                true
+            }
+        });
+    }
+
+    /// Changes the snapshot in place (copy-on-write); subscribers are woken only if it differs.
+    pub fn update(&self, change: impl FnOnce(&mut Snapshot)) {
+        let mut next = Snapshot::clone(&self.current());
+        change(&mut next);
+        self.replace(next);
+    }
+
+    /// Marks every source as having delivered its initial state.
+    pub fn set_synced(&self) {
+        self.synced.send_replace(true);
+    }
+
+    /// Waits until every source has delivered its initial state.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}

@@ -1,1 +1,46 @@
-//! testkit
+//! Real parts for tests: the Envoy binary, echo backends (HTTP and TLS), an HTTP(S) client,
+//! certificates, and free loopback ports. Everything started here stops when dropped.
+
+mod backend;
+mod certs;
+mod client;
+mod envoy;
+
+pub use backend::{Backend, serve_echo};
+pub use certs::{Ca, Issued};
+pub use client::{Request, Response, request, request_tls};
+pub use envoy::Envoy;
+
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+
+/// A port that was free a moment ago on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A free loopback socket address.
+pub fn free_addr() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], free_port()))
+}
+
+/// Polls `check` every 50 ms until it returns `Some`, for at most `timeout`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, mut check: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return Some(v);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,86 @@
+use super::*;
+
+const FIXTURE: &str = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec: {controllerName: projectcontour.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw}
+spec: {gatewayClassName: contour, listeners: [{name: http, port: 8080, protocol: HTTP}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{port: 9000}]
+endpoints: [{addresses: [127.0.0.1]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web}
+spec: {parentRefs: [{name: gw}], rules: [{backendRefs: [{name: web, port: 80}]}]}
+"#;
+
+fn snapshot(yaml: &str) -> Snapshot {
+    let mut s = Snapshot::default();
+    for o in objects::parse_documents(yaml) {
+        s.insert(o.unwrap());
+    }
+    s
+}
+
+#[test]
+fn endpoint_only_changes_skip_the_rebuild() {
+    let server = XdsServer::default();
+    let mut c = Controller::new(Options::default(), server);
+    let counters = c.counters();
+    c.apply(Arc::new(snapshot(FIXTURE)));
+    c.apply(Arc::new(snapshot(&FIXTURE.replace("9000", "9001"))));
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 1);
+    assert_eq!(counters.endpoint_updates.load(Ordering::Relaxed), 1);
+    c.apply(Arc::new(snapshot(
+        &FIXTURE
+            .replace("9000", "9001")
+            .replace("port: 80}", "port: 81}"),
+    )));
+    assert_eq!(
+        counters.rebuilds.load(Ordering::Relaxed),
+        2,
+        "a Service change rebuilds"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn changes_are_debounced() {
+    let store = Store::new();
+    let server = XdsServer::default();
+    let c = Controller::new(Options::default(), server);
+    let counters = c.counters();
+    store.replace(snapshot(FIXTURE));
+    store.set_synced();
+    tokio::spawn(c.run(store.clone()));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(
+        counters.rebuilds.load(Ordering::Relaxed),
+        1,
+        "first build right after sync"
+    );
+    // A burst of changes every 50 ms for a second: rebuilt at most every 500 ms, not 20 times.
+    for i in 0..20 {
+        store.replace(snapshot(
+            &FIXTURE.replace("port: 80}", &format!("port: {}}}", 100 + i)),
+        ));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let rebuilds = counters.rebuilds.load(Ordering::Relaxed);
+    assert!((3..=4).contains(&rebuilds), "{rebuilds} rebuilds");
+}

@@ -1,0 +1,134 @@
+//! A minimal HTTP/1.1 client: one connection per request, plain or TLS with a chosen SNI.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// A request to send.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The method.
+    pub method: String,
+    /// The Host header.
+    pub host: String,
+    /// Path and query.
+    pub path: String,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Request {
+    /// A GET for `host` and `path`.
+    pub fn get(host: &str, path: &str) -> Self {
+        Self {
+            method: "GET".into(),
+            host: host.into(),
+            path: path.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// What came back.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The status code.
+    pub status: u16,
+    /// Response headers (lower-case names).
+    pub headers: Vec<(String, String)>,
+    /// The body as text.
+    pub body: String,
+}
+
+impl Response {
+    /// The first value of a header.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body parsed as the echo backend's JSON.
+    pub fn echo(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Sends a plain-HTTP request to `addr`.
+pub async fn request(addr: SocketAddr, req: &Request) -> anyhow::Result<Response> {
+    let stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+        .await??;
+    send(stream, req).await
+}
+
+/// Sends an HTTPS request to `addr` with this SNI, trusting only `ca_pem`.
+pub async fn request_tls(
+    addr: SocketAddr,
+    sni: &str,
+    ca_pem: &str,
+    req: &Request,
+) -> anyhow::Result<Response> {
+    use rustls::pki_types::pem::PemObject;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+        .await??;
+    let name = rustls::pki_types::ServerName::try_from(sni.to_string())?;
+    let stream =
+        tokio::time::timeout(Duration::from_secs(5), connector.connect(name, stream)).await??;
+    send(stream, req).await
+}
+
+async fn send<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
+    req: &Request,
+) -> anyhow::Result<Response> {
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    let conn = tokio::spawn(conn);
+    let mut builder = hyper::Request::builder()
+        .method(req.method.as_str())
+        .uri(req.path.as_str())
+        .header("host", &req.host);
+    for (k, v) in &req.headers {
+        builder = builder.header(k, v);
+    }
+    let response = tokio::time::timeout(
+        Duration::from_secs(10),
+        sender.send_request(builder.body(Empty::<Bytes>::new())?),
+    )
+    .await??;
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string()))
+        .collect();
+    let body = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect())
+        .await??
+        .to_bytes();
+    conn.abort();
+    Ok(Response {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}

@@ -1,0 +1,119 @@
+//! The real Envoy binary, run from a bootstrap with its admin interface on a free loopback port.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bootstrap::{Admin, Bootstrap};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// How many Envoys may run at once in one test process (the machines have 2 cores).
+const MAX_CONCURRENT: usize = 3;
+
+/// A running Envoy; killed when dropped.
+pub struct Envoy {
+    /// The admin interface.
+    pub admin: SocketAddr,
+    /// The working directory (bootstrap and log).
+    pub dir: PathBuf,
+    child: tokio::process::Child,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Envoy {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn binary() -> anyhow::Result<PathBuf> {
+    match std::env::var_os("CONTOUR_ENVOY") {
+        Some(p) => Ok(PathBuf::from(p)),
+        None => anyhow::bail!(
+            "CONTOUR_ENVOY is not set: run the tests through hack/test, which installs Envoy"
+        ),
+    }
+}
+
+impl Envoy {
+    /// Starts Envoy with this bootstrap (its admin setting is replaced by a free port) and
+    /// waits until its admin interface answers.
+    pub async fn start(mut bootstrap: Bootstrap) -> anyhow::Result<Self> {
+        static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
+        let permit = Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(MAX_CONCURRENT))))
+            .acquire_owned()
+            .await?;
+        let admin_port = crate::free_port();
+        bootstrap.admin = Admin::Port(admin_port);
+        let dir =
+            std::env::temp_dir().join(format!("contour-envoy-{}-{admin_port}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let config = dir.join("bootstrap.json");
+        std::fs::write(&config, serde_json::to_vec_pretty(&bootstrap.to_json())?)?;
+        let child = tokio::process::Command::new(binary()?)
+            .arg("-c")
+            .arg(&config)
+            .args([
+                "--disable-hot-restart",
+                "--concurrency",
+                "1",
+                "--log-level",
+                "warn",
+                "--drain-time-s",
+                "1",
+            ])
+            .arg("--log-path")
+            .arg(dir.join("envoy.log"))
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()?;
+        let envoy = Self {
+            admin: SocketAddr::from(([127, 0, 0, 1], admin_port)),
+            dir,
+            child,
+            _permit: permit,
+        };
+        let up = crate::eventually(Duration::from_secs(30), || async {
+            envoy.admin_get("/server_info").await.ok()
+        })
+        .await;
+        anyhow::ensure!(
+            up.is_some(),
+            "Envoy admin did not come up; log:\n{}",
+            envoy.log()
+        );
+        Ok(envoy)
+    }
+
+    /// Envoy's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("envoy.log")).unwrap_or_default()
+    }
+
+    /// GETs an admin path and returns the body.
+    pub async fn admin_get(&self, path: &str) -> anyhow::Result<String> {
+        let r = crate::request(self.admin, &crate::Request::get("admin", path)).await?;
+        anyhow::ensure!(r.status == 200, "admin {path}: {}", r.status);
+        Ok(r.body)
+    }
+
+    /// The sum of every counter whose name contains `needle`.
+    pub async fn counter_sum(&self, needle: &str) -> anyhow::Result<u64> {
+        let body = self.admin_get("/stats?format=json").await?;
+        let json: serde_json::Value = serde_json::from_str(&body)?;
+        Ok(json["stats"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["name"].as_str().is_some_and(|n| n.contains(needle)))
+            .filter_map(|s| s["value"].as_u64())
+            .sum())
+    }
+
+    /// Configuration updates Envoy rejected, over all xDS subscriptions.
+    pub async fn rejected_updates(&self) -> anyhow::Result<u64> {
+        self.counter_sum("update_rejected").await
+    }
+}
