@@ -1,1 +1,6 @@
+//! End-to-end: the real Envoy against the real xDS server, real requests.
 
+mod harness;
+mod lifecycle;
+mod routing;
+mod tls;

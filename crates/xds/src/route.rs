@@ -220,12 +220,11 @@ fn redirect_action(m: &HttpMatch, redirect: &ir::Redirect) -> r::RedirectAction 
         _ => RedirectResponseCode::Found,
     };
     // With a scheme and no port, the Gateway API wants the scheme's well-known port, which the
-    // Location header then leaves out.
-    let port = redirect.port.or(match redirect.scheme.as_deref() {
-        Some("https") => Some(443),
-        Some("http") => Some(80),
-        _ => None,
-    });
+    // Location header leaves out; Envoy writes any explicit port, so a well-known one is omitted.
+    let port = match (redirect.port, redirect.scheme.as_deref()) {
+        (Some(443), Some("https")) | (Some(80), Some("http")) => None,
+        (port, _) => port,
+    };
     let mut action = r::RedirectAction {
         host_redirect: redirect.hostname.clone().unwrap_or_default(),
         port_redirect: port.map(u32::from).unwrap_or(0),

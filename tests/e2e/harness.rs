@@ -1,0 +1,200 @@
+//! One controller (in-process, fed from a directory exactly as `contour-serve --from-dir` is),
+//! one real Envoy for one fleet, and helpers to write objects and send traffic.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use testkit::{Envoy, Request, Response};
+use tokio::task::JoinHandle;
+use xds_server::XdsServer;
+
+pub const GATEWAY: &str = "default/gw";
+
+pub struct Harness {
+    pub server: XdsServer,
+    pub envoy: Envoy,
+    dir: PathBuf,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A GatewayClass and a Gateway `default/gw` bound to 127.0.0.1 with the given listeners (YAML
+/// list items, indented by 2).
+pub fn gateway(listeners: &str) -> String {
+    format!(
+        r#"apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: contour}}
+spec: {{controllerName: projectcontour.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: contour
+  addresses: [{{type: IPAddress, value: 127.0.0.1}}]
+  listeners:
+{listeners}
+"#
+    )
+}
+
+/// A Service `name` (port 80) whose endpoints are the given addresses (possibly none).
+pub fn service(name: &str, endpoints: &[SocketAddr]) -> String {
+    let port = endpoints.first().map(|a| a.port()).unwrap_or(1);
+    let addresses: Vec<String> = endpoints
+        .iter()
+        .map(|a| format!("- addresses: [{}]", a.ip()))
+        .collect();
+    let endpoints = if addresses.is_empty() {
+        "endpoints: []".to_string()
+    } else {
+        format!("endpoints:\n{}", addresses.join("\n"))
+    };
+    format!(
+        r#"---
+apiVersion: v1
+kind: Service
+metadata: {{name: {name}, namespace: default}}
+spec: {{ports: [{{name: http, port: 80}}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: {name}-1, namespace: default, labels: {{kubernetes.io/service-name: {name}}}}}
+addressType: IPv4
+ports: [{{name: http, port: {port}}}]
+{endpoints}
+"#
+    )
+}
+
+impl Harness {
+    /// Starts the controller on `yaml` and an Envoy for the `default/gw` fleet.
+    pub async fn start(yaml: &str, delta: bool) -> anyhow::Result<Self> {
+        let dir = std::env::temp_dir().join(format!(
+            "contour-e2e-{}-{}",
+            std::process::id(),
+            testkit::free_port()
+        ));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("objects.yaml"), yaml)?;
+
+        let store = store::Store::new();
+        let server = XdsServer::default();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let xds_port = listener.local_addr()?.port();
+        let mut tasks = Vec::new();
+        tasks.push(tokio::spawn(
+            store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)),
+        ));
+        tasks.push(tokio::spawn(
+            controller::Controller::new(Default::default(), server.clone()).run(store.clone()),
+        ));
+        let serving = server.clone();
+        tasks.push(tokio::spawn(async move {
+            let _ = xds_server::serve(serving, listener, std::future::pending()).await;
+        }));
+
+        let envoy = Envoy::start(bootstrap::Bootstrap {
+            xds_address: "127.0.0.1".into(),
+            xds_port,
+            fleet: GATEWAY.into(),
+            node_id: format!("e2e-{xds_port}"),
+            delta,
+            ..Default::default()
+        })
+        .await?;
+        Ok(Self {
+            server,
+            envoy,
+            dir,
+            tasks,
+        })
+    }
+
+    /// Replaces every object with those in `yaml`, as an editor saving the file would.
+    pub fn write(&self, yaml: &str) -> anyhow::Result<()> {
+        let tmp = self.dir.join(".objects.yaml.tmp");
+        std::fs::write(&tmp, yaml)?;
+        std::fs::rename(&tmp, self.dir.join("objects.yaml"))?;
+        Ok(())
+    }
+
+    /// Waits until a request gets an answer `accept` likes; returns it. Fails after 15 s.
+    pub async fn until(
+        &self,
+        port: u16,
+        req: &Request,
+        accept: impl Fn(&Response) -> bool,
+    ) -> anyhow::Result<Response> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let r = testkit::request(addr, req).await;
+            if let Ok(r) = &r
+                && accept(r)
+            {
+                return Ok(r.clone());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                anyhow::bail!(
+                    "no acceptable answer for {req:?}; last: {r:?}\nenvoy log:\n{}",
+                    self.envoy.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Sends one request to the Gateway listener on `port`.
+    pub async fn get(&self, port: u16, req: &Request) -> anyhow::Result<Response> {
+        testkit::request(SocketAddr::from(([127, 0, 0, 1], port)), req).await
+    }
+
+    /// Every test ends here: the controller saw no NACK and Envoy rejected no update.
+    pub async fn assert_no_nacks(&self) -> anyhow::Result<()> {
+        let stats = self.server.stats();
+        anyhow::ensure!(
+            stats.nacks_total() == 0,
+            "controller counted NACKs: {:?}",
+            stats.nacks
+        );
+        let rejected = self.envoy.rejected_updates().await?;
+        anyhow::ensure!(
+            rejected == 0,
+            "Envoy rejected {rejected} updates; log:\n{}",
+            self.envoy.log()
+        );
+        Ok(())
+    }
+}
+
+/// An HTTP listener item for [`gateway`].
+pub fn http_listener(name: &str, port: u16) -> String {
+    format!(
+        "  - {{name: {name}, port: {port}, protocol: HTTP, allowedRoutes: {{namespaces: {{from: All}}}}}}"
+    )
+}
+
+/// An HTTPRoute attached to `default/gw`, with `spec` lines after parentRefs (indented by 2).
+pub fn http_route(name: &str, spec: &str) -> String {
+    format!(
+        r#"---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: {name}, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+{spec}
+"#
+    )
+}
