@@ -31,7 +31,7 @@ pub(super) fn translate(
         weight,
     };
     let (group, kind) = (r.group.unwrap_or(""), r.kind.unwrap_or("Service"));
-    if group != "" || kind != "Service" {
+    if !group.is_empty() || kind != "Service" {
         diagnostics.push(error(
             origin,
             field,

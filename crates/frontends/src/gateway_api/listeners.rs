@@ -89,12 +89,9 @@ pub(super) fn translate_gateway(
             listeners.push(listener);
             continue;
         };
-        match tls(snapshot, gateway, spec, protocol, &field, diagnostics) {
-            Ok(tls) => {
-                listener.tls = tls;
-                listener.port = port;
-            }
-            Err(()) => {}
+        if let Ok(tls) = tls(snapshot, gateway, spec, protocol, &field, diagnostics) {
+            listener.tls = tls;
+            listener.port = port;
         }
         listeners.push(listener);
     }
@@ -212,7 +209,7 @@ fn tls(
             .clone()
             .unwrap_or_else(|| origin.namespace.clone());
         let field = format!("{field}.tls.certificateRefs[{i}]");
-        if group != "" || kind != "Secret" {
+        if !group.is_empty() || kind != "Secret" {
             diagnostics.push(error(
                 &origin,
                 field,
