@@ -1,0 +1,119 @@
+//! Measures the pure pipeline (front end → DAG → xDS) on generated objects and prints figures
+//! against the targets. Run through `hack/bench`, once per scale so peak memory is per scale.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use objects::Snapshot;
+use xds::ResourceType;
+use xds_server::stream::{Incoming, Mode, StreamState};
+
+const SERVICES: usize = 1000;
+const HOSTNAMES: usize = 5;
+
+fn main() -> anyhow::Result<()> {
+    let routes: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(1000);
+    let snapshot = generate(routes, 0);
+    let options = controller::Options::default();
+
+    // Full build: best of several runs after a warm-up (the machine is noisy; best is the floor).
+    let runs = if routes > 5000 { 5 } else { 20 };
+    let mut best = Duration::MAX;
+    let mut build = controller::build(&snapshot, &options);
+    for _ in 0..runs {
+        let started = Instant::now();
+        build = controller::build(&snapshot, &options);
+        best = best.min(started.elapsed());
+    }
+    let fleet = &build.fleets["default/bench"];
+    let (resources, bytes) = fleet.size();
+    println!("routes={routes} services={SERVICES} hostnames={HOSTNAMES}");
+    println!("  full build:      {:>8.2} ms (best of {runs})  resources={resources} bytes={bytes}", ms(best));
+
+    // One HTTPRoute changes its backend: time to rebuild, and what a Delta stream then sends.
+    let changed = generate(routes, 1);
+    let started = Instant::now();
+    let next = controller::build(&changed, &options);
+    let change_time = started.elapsed();
+    let (sent, sent_bytes) = delta_change(&build.fleets["default/bench"], &next.fleets["default/bench"]);
+    println!("  one-route change: {:>7.2} ms rebuild; Delta sends {sent} resource(s), {sent_bytes} bytes", ms(change_time));
+    println!("  peak RSS:        {:>8.1} MiB", peak_rss_mib());
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Generates a Gateway, `SERVICES` Services with three endpoints each, and `routes` HTTPRoutes
+/// spread over `HOSTNAMES` hostnames; `variant` moves route 0 to another Service.
+fn generate(routes: usize, variant: usize) -> Snapshot {
+    let mut yaml = String::from(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: contour}\nspec: {controllerName: projectcontour.io/gateway-controller}\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: bench, namespace: default}\n\
+         spec: {gatewayClassName: contour, listeners: [{name: http, port: 8080, protocol: HTTP}]}\n",
+    );
+    for s in 0..SERVICES {
+        yaml += &format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: svc-{s}, namespace: default}}\nspec: {{ports: [{{name: http, port: 80}}]}}\n\
+             ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: svc-{s}-1, namespace: default, labels: {{kubernetes.io/service-name: svc-{s}}}}}\n\
+             addressType: IPv4\nports: [{{name: http, port: 8080}}]\nendpoints: [{{addresses: [10.0.{}.{}]}}, {{addresses: [10.1.{}.{}]}}, {{addresses: [10.2.{}.{}]}}]\n",
+            s / 250, s % 250, s / 250, s % 250, s / 250, s % 250
+        );
+    }
+    for r in 0..routes {
+        let service = if r == 0 { variant % SERVICES } else { r % SERVICES };
+        yaml += &format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: route-{r}, namespace: default}}\n\
+             spec: {{parentRefs: [{{name: bench}}], hostnames: [host-{}.example.com], rules: [{{matches: [{{path: {{type: PathPrefix, value: /r{r}}}}}], backendRefs: [{{name: svc-{service}, port: 80}}]}}]}}\n",
+            r % HOSTNAMES
+        );
+    }
+    let mut snapshot = Snapshot::default();
+    for object in objects::parse_documents(&yaml) {
+        snapshot.insert(object.expect("generated objects parse"));
+    }
+    snapshot
+}
+
+/// Runs a Delta stream to steady state on `before`, then returns what it sends for `after`.
+fn delta_change(before: &xds::FleetResources, after: &xds::FleetResources) -> (usize, usize) {
+    let mut stream = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
+    let subscribe = |t: ResourceType, names: Vec<String>| Incoming { type_url: t.type_url().into(), subscribe: names, ..Default::default() };
+    let _ = stream.on_request(&subscribe(ResourceType::Cluster, vec![]));
+    let _ = stream.on_request(&subscribe(ResourceType::Listener, vec![]));
+    let names = |t: ResourceType| before.of(t).keys().map(|k| k.to_string()).collect::<Vec<_>>();
+    let _ = stream.on_request(&subscribe(ResourceType::Endpoint, names(ResourceType::Endpoint)));
+    let _ = stream.on_request(&subscribe(ResourceType::Route, names(ResourceType::Route)));
+    settle(&mut stream, before);
+    settle(&mut stream, after)
+}
+
+/// Pumps and ACKs until nothing more is sent; returns resources and bytes sent.
+fn settle(stream: &mut StreamState, fleet: &xds::FleetResources) -> (usize, usize) {
+    let (mut count, mut bytes) = (0, 0);
+    for _ in 0..20 {
+        let out = stream.pump(fleet, Instant::now());
+        if out.is_empty() {
+            break;
+        }
+        for o in out {
+            count += o.resources.len();
+            bytes += o.resources.iter().map(|r| r.body.value.len()).sum::<usize>();
+            let ack = Incoming { type_url: o.resource_type.type_url().into(), nonce: o.nonce, ..Default::default() };
+            let _ = stream.on_request(&ack);
+        }
+    }
+    (count, bytes)
+}
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0.0);
+    let _ = Arc::new(());
+    kib / 1024.0
+}
