@@ -1,7 +1,6 @@
 //! Measures the pure pipeline (front end → DAG → xDS) on generated objects and prints figures
 //! against the targets. Run through `hack/bench`, once per scale so peak memory is per scale.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use objects::Snapshot;
@@ -14,6 +13,9 @@ const HOSTNAMES: usize = 5;
 fn main() -> anyhow::Result<()> {
     let routes: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(1000);
     let snapshot = generate(routes, 0);
+    if std::env::var_os("BENCH_STAGES").is_some() {
+        println!("  after generate: {:.1} MiB", rss_mib("VmRSS:"));
+    }
     let options = controller::Options::default();
 
     // Full build: best of several runs after a warm-up (the machine is noisy; best is the floor).
@@ -37,6 +39,20 @@ fn main() -> anyhow::Result<()> {
     let change_time = started.elapsed();
     let (sent, sent_bytes) = delta_change(&build.fleets["default/bench"], &next.fleets["default/bench"]);
     println!("  one-route change: {:>7.2} ms rebuild; Delta sends {sent} resource(s), {sent_bytes} bytes", ms(change_time));
+    if std::env::var_os("BENCH_STAGES").is_some() {
+        let t = Instant::now();
+        let tr = frontends::gateway_api::translate(&snapshot, &options.gateway_api);
+        let t1 = t.elapsed();
+        let dag = dag::build(&tr.ir, &snapshot, tr.diagnostics);
+        let t2 = t.elapsed();
+        let fleets = xds::compile(&dag, &options.compile);
+        let t3 = t.elapsed();
+        for f in dag.fleets.values() {
+            let _ = xds::endpoints(f, &snapshot);
+        }
+        let t4 = t.elapsed();
+        println!("  stages: translate {:.2} dag {:.2} compile {:.2} endpoints {:.2} ms ({} fleets)", ms(t1), ms(t2 - t1), ms(t3 - t2), ms(t4 - t3), fleets.len());
+    }
     println!("  peak RSS:        {:>8.1} MiB", peak_rss_mib());
     Ok(())
 }
@@ -48,30 +64,33 @@ fn ms(d: Duration) -> f64 {
 /// Generates a Gateway, `SERVICES` Services with three endpoints each, and `routes` HTTPRoutes
 /// spread over `HOSTNAMES` hostnames; `variant` moves route 0 to another Service.
 fn generate(routes: usize, variant: usize) -> Snapshot {
-    let mut yaml = String::from(
+    let mut snapshot = Snapshot::default();
+    // Parsed object by object, so the generator's text never dominates peak memory.
+    let mut add = |yaml: &str| {
+        for object in objects::parse_documents(yaml) {
+            snapshot.insert(object.expect("generated objects parse"));
+        }
+    };
+    add(
         "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: contour}\nspec: {controllerName: projectcontour.io/gateway-controller}\n---\n\
          apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: bench, namespace: default}\n\
          spec: {gatewayClassName: contour, listeners: [{name: http, port: 8080, protocol: HTTP}]}\n",
     );
     for s in 0..SERVICES {
-        yaml += &format!(
+        add(&format!(
             "---\napiVersion: v1\nkind: Service\nmetadata: {{name: svc-{s}, namespace: default}}\nspec: {{ports: [{{name: http, port: 80}}]}}\n\
              ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: svc-{s}-1, namespace: default, labels: {{kubernetes.io/service-name: svc-{s}}}}}\n\
              addressType: IPv4\nports: [{{name: http, port: 8080}}]\nendpoints: [{{addresses: [10.0.{}.{}]}}, {{addresses: [10.1.{}.{}]}}, {{addresses: [10.2.{}.{}]}}]\n",
             s / 250, s % 250, s / 250, s % 250, s / 250, s % 250
-        );
+        ));
     }
     for r in 0..routes {
         let service = if r == 0 { variant % SERVICES } else { r % SERVICES };
-        yaml += &format!(
+        add(&format!(
             "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: route-{r}, namespace: default}}\n\
              spec: {{parentRefs: [{{name: bench}}], hostnames: [host-{}.example.com], rules: [{{matches: [{{path: {{type: PathPrefix, value: /r{r}}}}}], backendRefs: [{{name: svc-{service}, port: 80}}]}}]}}\n",
             r % HOSTNAMES
-        );
-    }
-    let mut snapshot = Snapshot::default();
-    for object in objects::parse_documents(&yaml) {
-        snapshot.insert(object.expect("generated objects parse"));
+        ));
     }
     snapshot
 }
@@ -108,12 +127,15 @@ fn settle(stream: &mut StreamState, fleet: &xds::FleetResources) -> (usize, usiz
 }
 
 fn peak_rss_mib() -> f64 {
+    rss_mib("VmHWM:")
+}
+
+fn rss_mib(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let kib: f64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0.0);
-    let _ = Arc::new(());
     kib / 1024.0
 }

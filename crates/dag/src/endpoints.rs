@@ -1,16 +1,46 @@
 //! A cluster's endpoints from the EndpointSlices of its Service. Kept apart from the build so an
 //! endpoint-only change can skip it.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
 use objects::Snapshot;
+use objects::types::EndpointSlice;
 
 use crate::Cluster;
 
 /// The ready endpoints of a cluster, sorted and without duplicates.
 pub fn endpoints(cluster: &Cluster, snapshot: &Snapshot) -> Vec<SocketAddr> {
+    endpoints_from(cluster, snapshot.endpoint_slices_of(&cluster.service.namespace, &cluster.service.name).map(|s| &**s))
+}
+
+/// EndpointSlices by namespace and Service name, for looking up many clusters at once.
+pub struct SliceIndex<'a> {
+    by_service: HashMap<(&'a str, &'a str), Vec<&'a EndpointSlice>>,
+}
+
+impl<'a> SliceIndex<'a> {
+    /// Indexes every EndpointSlice of a snapshot by its `kubernetes.io/service-name` label.
+    pub fn new(snapshot: &'a Snapshot) -> Self {
+        let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
+        for (key, slice) in &snapshot.endpoint_slices {
+            if let Some(service) = slice.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")) {
+                by_service.entry((key.namespace.as_str(), service.as_str())).or_default().push(slice);
+            }
+        }
+        Self { by_service }
+    }
+
+    /// The ready endpoints of a cluster.
+    pub fn endpoints(&self, cluster: &Cluster) -> Vec<SocketAddr> {
+        let slices = self.by_service.get(&(cluster.service.namespace.as_str(), cluster.service.name.as_str()));
+        endpoints_from(cluster, slices.into_iter().flatten().copied())
+    }
+}
+
+fn endpoints_from<'a>(cluster: &Cluster, slices: impl Iterator<Item = &'a EndpointSlice>) -> Vec<SocketAddr> {
     let mut out = Vec::new();
-    for slice in snapshot.endpoint_slices_of(&cluster.service.namespace, &cluster.service.name) {
+    for slice in slices {
         let Some(port) = slice
             .ports
             .iter()

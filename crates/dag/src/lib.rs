@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 pub use build::build;
-pub use endpoints::endpoints;
+pub use endpoints::{SliceIndex, endpoints};
 pub use ir::{Diagnostic, HeaderModifier, HttpMatch, Origin, Redirect, ServicePort, UrlRewrite};
 
 /// The resolved configuration of every fleet, and the problems found on the way.

@@ -57,9 +57,10 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
 
 /// The load assignment of every cluster of a fleet, from the snapshot's EndpointSlices.
 pub fn endpoints(fleet: &dag::FleetDag, snapshot: &Snapshot) -> Resources {
+    let index = dag::SliceIndex::new(snapshot);
     let mut out = Resources::new();
     for c in fleet.clusters.values() {
-        let r = load_assignment(&c.name, &dag::endpoints(c, snapshot));
+        let r = load_assignment(&c.name, &index.endpoints(c));
         out.insert(r.name.clone(), r);
     }
     debug_assert!(
