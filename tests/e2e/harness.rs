@@ -51,10 +51,7 @@ spec:
 /// A Service `name` (port 80) whose endpoints are the given addresses (possibly none).
 pub fn service(name: &str, endpoints: &[SocketAddr]) -> String {
     let port = endpoints.first().map(|a| a.port()).unwrap_or(1);
-    let addresses: Vec<String> = endpoints
-        .iter()
-        .map(|a| format!("- addresses: [{}]", a.ip()))
-        .collect();
+    let addresses: Vec<String> = endpoints.iter().map(|a| format!("- addresses: [{}]", a.ip())).collect();
     let endpoints = if addresses.is_empty() {
         "endpoints: []".to_string()
     } else {
@@ -80,11 +77,7 @@ ports: [{{name: http, port: {port}}}]
 impl Harness {
     /// Starts the controller on `yaml` and an Envoy for the `default/gw` fleet.
     pub async fn start(yaml: &str, delta: bool) -> anyhow::Result<Self> {
-        let dir = std::env::temp_dir().join(format!(
-            "contour-e2e-{}-{}",
-            std::process::id(),
-            testkit::free_port()
-        ));
+        let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("objects.yaml"), yaml)?;
 
@@ -93,12 +86,8 @@ impl Harness {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let xds_port = listener.local_addr()?.port();
         let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(
-            store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)),
-        ));
-        tasks.push(tokio::spawn(
-            controller::Controller::new(Default::default(), server.clone()).run(store.clone()),
-        ));
+        tasks.push(tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30))));
+        tasks.push(tokio::spawn(controller::Controller::new(Default::default(), server.clone()).run(store.clone())));
         let serving = server.clone();
         tasks.push(tokio::spawn(async move {
             let _ = xds_server::serve(serving, listener, std::future::pending()).await;
@@ -113,12 +102,7 @@ impl Harness {
             ..Default::default()
         })
         .await?;
-        Ok(Self {
-            server,
-            envoy,
-            dir,
-            tasks,
-        })
+        Ok(Self { server, envoy, dir, tasks })
     }
 
     /// Replaces every object with those in `yaml`, as an editor saving the file would.
@@ -146,10 +130,7 @@ impl Harness {
                 return Ok(r.clone());
             }
             if tokio::time::Instant::now() >= deadline {
-                anyhow::bail!(
-                    "no acceptable answer for {req:?}; last: {r:?}\nenvoy log:\n{}",
-                    self.envoy.log()
-                );
+                anyhow::bail!("no acceptable answer for {req:?}; last: {r:?}\nenvoy log:\n{}", self.envoy.log());
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -163,26 +144,16 @@ impl Harness {
     /// Every test ends here: the controller saw no NACK and Envoy rejected no update.
     pub async fn assert_no_nacks(&self) -> anyhow::Result<()> {
         let stats = self.server.stats();
-        anyhow::ensure!(
-            stats.nacks_total() == 0,
-            "controller counted NACKs: {:?}",
-            stats.nacks
-        );
+        anyhow::ensure!(stats.nacks_total() == 0, "controller counted NACKs: {:?}", stats.nacks);
         let rejected = self.envoy.rejected_updates().await?;
-        anyhow::ensure!(
-            rejected == 0,
-            "Envoy rejected {rejected} updates; log:\n{}",
-            self.envoy.log()
-        );
+        anyhow::ensure!(rejected == 0, "Envoy rejected {rejected} updates; log:\n{}", self.envoy.log());
         Ok(())
     }
 }
 
 /// An HTTP listener item for [`gateway`].
 pub fn http_listener(name: &str, port: u16) -> String {
-    format!(
-        "  - {{name: {name}, port: {port}, protocol: HTTP, allowedRoutes: {{namespaces: {{from: All}}}}}}"
-    )
+    format!("  - {{name: {name}, port: {port}, protocol: HTTP, allowedRoutes: {{namespaces: {{from: All}}}}}}")
 }
 
 /// An HTTPRoute attached to `default/gw`, with `spec` lines after parentRefs (indented by 2).

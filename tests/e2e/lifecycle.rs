@@ -17,33 +17,14 @@ async fn a_service_without_endpoints_gets_503_and_nothing_else_breaks() -> anyho
         gateway(&http_listener("http", port)),
         service("web", &[web.addr]),
         service("empty", &[]),
-        http_route(
-            "web",
-            "  hostnames: [web.example.com]\n  rules: [{backendRefs: [{name: web, port: 80}]}]",
-        ),
-        http_route(
-            "empty",
-            "  hostnames: [empty.example.com]\n  rules: [{backendRefs: [{name: empty, port: 80}]}]",
-        ),
+        http_route("web", "  hostnames: [web.example.com]\n  rules: [{backendRefs: [{name: web, port: 80}]}]"),
+        http_route("empty", "  hostnames: [empty.example.com]\n  rules: [{backendRefs: [{name: empty, port: 80}]}]"),
     ]
     .concat();
     let h = Harness::start(&yaml, false).await?;
-    h.until(port, &Request::get("web.example.com", "/"), |r| {
-        r.status == 200
-    })
-    .await?;
-    assert_eq!(
-        h.get(port, &Request::get("empty.example.com", "/"))
-            .await?
-            .status,
-        503
-    );
-    assert_eq!(
-        h.get(port, &Request::get("web.example.com", "/"))
-            .await?
-            .status,
-        200
-    );
+    h.until(port, &Request::get("web.example.com", "/"), |r| r.status == 200).await?;
+    assert_eq!(h.get(port, &Request::get("empty.example.com", "/")).await?.status, 503);
+    assert_eq!(h.get(port, &Request::get("web.example.com", "/")).await?.status, 200);
     h.assert_no_nacks().await
 }
 
@@ -53,24 +34,14 @@ async fn a_live_change_under_load_drops_nothing() -> anyhow::Result<()> {
         let blue = Backend::start("blue").await?;
         let green = Backend::start("green").await?;
         let port = testkit::free_port();
-        let base = [
-            gateway(&http_listener("http", port)),
-            service("blue", &[blue.addr]),
-            service("green", &[green.addr]),
-        ]
-        .concat();
+        let base =
+            [gateway(&http_listener("http", port)), service("blue", &[blue.addr]), service("green", &[green.addr])]
+                .concat();
         let to = |svc: &str| {
-            format!(
-                "{base}{}",
-                http_route(
-                    "app",
-                    &format!("  rules: [{{backendRefs: [{{name: {svc}, port: 80}}]}}]")
-                )
-            )
+            format!("{base}{}", http_route("app", &format!("  rules: [{{backendRefs: [{{name: {svc}, port: 80}}]}}]")))
         };
         let h = Arc::new(Harness::start(&to("blue"), delta).await?);
-        h.until(port, &Request::get("app", "/"), |r| r.status == 200)
-            .await?;
+        h.until(port, &Request::get("app", "/"), |r| r.status == 200).await?;
 
         // 1000 requests from 4 clients; the route moves from blue to green a quarter of the way in.
         let done = Arc::new(AtomicUsize::new(0));
@@ -82,9 +53,7 @@ async fn a_live_change_under_load_drops_nothing() -> anyhow::Result<()> {
                 let mut last = String::new();
                 while done.fetch_add(1, Ordering::SeqCst) < 1000 {
                     match h.get(port, &Request::get("app", "/")).await {
-                        Ok(r) if r.status == 200 => {
-                            last = r.header("x-backend").unwrap_or_default().to_string()
-                        }
+                        Ok(r) if r.status == 200 => last = r.header("x-backend").unwrap_or_default().to_string(),
                         other => failures.push(format!("{other:?}")),
                     }
                 }
@@ -109,18 +78,14 @@ async fn a_live_change_under_load_drops_nothing() -> anyhow::Result<()> {
             failures.first()
         );
         // If the stream finished before the change landed, the next request still must see it.
-        h.until(port, &Request::get("app", "/"), |r| {
-            r.header("x-backend") == Some("green")
-        })
-        .await?;
+        h.until(port, &Request::get("app", "/"), |r| r.header("x-backend") == Some("green")).await?;
         h.assert_no_nacks().await?;
     }
     Ok(())
 }
 
 #[tokio::test]
-async fn a_rejected_resource_is_nacked_once_and_the_old_config_keeps_serving() -> anyhow::Result<()>
-{
+async fn a_rejected_resource_is_nacked_once_and_the_old_config_keeps_serving() -> anyhow::Result<()> {
     let web = Backend::start("web").await?;
     let port = testkit::free_port();
     let yaml = [
@@ -130,8 +95,7 @@ async fn a_rejected_resource_is_nacked_once_and_the_old_config_keeps_serving() -
     ]
     .concat();
     let h = Harness::start(&yaml, true).await?;
-    h.until(port, &Request::get("x", "/"), |r| r.status == 200)
-        .await?;
+    h.until(port, &Request::get("x", "/"), |r| r.status == 200).await?;
 
     // A route configuration Envoy must reject: its regex does not compile.
     let name = format!("http-{port}");
@@ -160,8 +124,7 @@ async fn a_rejected_resource_is_nacked_once_and_the_old_config_keeps_serving() -
         }],
         ..Default::default()
     };
-    h.server
-        .inject_for_test(GATEWAY, ResourceType::Route, Resource::new(&name, bad));
+    h.server.inject_for_test(GATEWAY, ResourceType::Route, Resource::new(&name, bad));
 
     let rejected = testkit::eventually(std::time::Duration::from_secs(10), || async {
         let n = h.envoy.rejected_updates().await.ok()?;
@@ -170,28 +133,13 @@ async fn a_rejected_resource_is_nacked_once_and_the_old_config_keeps_serving() -
     .await;
     assert_eq!(rejected, Some(1), "Envoy rejected the route once");
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    assert_eq!(
-        h.envoy.rejected_updates().await?,
-        1,
-        "and it was not sent again"
-    );
-    assert_eq!(
-        h.server.stats().nacks_total(),
-        1,
-        "the controller counted exactly one NACK"
-    );
+    assert_eq!(h.envoy.rejected_updates().await?, 1, "and it was not sent again");
+    assert_eq!(h.server.stats().nacks_total(), 1, "the controller counted exactly one NACK");
     let rejections = h.server.rejections();
     assert_eq!(rejections.len(), 1);
     assert_eq!(rejections[0].name, name);
-    assert!(
-        rejections[0].error.contains("unclosed") || !rejections[0].error.is_empty(),
-        "{rejections:?}"
-    );
+    assert!(rejections[0].error.contains("unclosed") || !rejections[0].error.is_empty(), "{rejections:?}");
     let r = h.get(port, &Request::get("x", "/")).await?;
-    assert_eq!(
-        (r.status, r.header("x-backend")),
-        (200, Some("web")),
-        "the last accepted routes still serve"
-    );
+    assert_eq!((r.status, r.header("x-backend")), (200, Some("web")), "the last accepted routes still serve");
     Ok(())
 }

@@ -23,39 +23,19 @@ async fn host_routing(delta: bool) -> anyhow::Result<()> {
         gateway(&http_listener("http", port)),
         service("alpha", &[b[0].addr]),
         service("beta", &[b[1].addr]),
-        http_route(
-            "a",
-            "  hostnames: [a.example.com]\n  rules: [{backendRefs: [{name: alpha, port: 80}]}]",
-        ),
-        http_route(
-            "b",
-            "  hostnames: [b.example.com]\n  rules: [{backendRefs: [{name: beta, port: 80}]}]",
-        ),
+        http_route("a", "  hostnames: [a.example.com]\n  rules: [{backendRefs: [{name: alpha, port: 80}]}]"),
+        http_route("b", "  hostnames: [b.example.com]\n  rules: [{backendRefs: [{name: beta, port: 80}]}]"),
     ]
     .concat();
     let h = Harness::start(&yaml, delta).await?;
-    h.until(port, &Request::get("a.example.com", "/"), |r| {
-        r.status == 200
-    })
-    .await?;
+    h.until(port, &Request::get("a.example.com", "/"), |r| r.status == 200).await?;
+    assert_eq!(served_by(&h.get(port, &Request::get("a.example.com", "/x")).await?), "alpha");
     assert_eq!(
-        served_by(&h.get(port, &Request::get("a.example.com", "/x")).await?),
-        "alpha"
-    );
-    assert_eq!(
-        served_by(
-            &h.get(port, &Request::get("b.example.com:8080", "/x"))
-                .await?
-        ),
+        served_by(&h.get(port, &Request::get("b.example.com:8080", "/x")).await?),
         "beta",
         "a port in Host still matches"
     );
-    assert_eq!(
-        h.get(port, &Request::get("c.example.com", "/"))
-            .await?
-            .status,
-        404
-    );
+    assert_eq!(h.get(port, &Request::get("c.example.com", "/")).await?.status, 404);
     h.assert_no_nacks().await
 }
 
@@ -92,40 +72,21 @@ async fn path_header_query_and_method_matches() -> anyhow::Result<()> {
     }
     yaml += &http_route("matches", rules);
     let h = Harness::start(&yaml, false).await?;
-    h.until(port, &Request::get("any.example.com", "/api"), |r| {
-        r.status == 200
-    })
-    .await?;
+    h.until(port, &Request::get("any.example.com", "/api"), |r| r.status == 200).await?;
     let cases = [
         (Request::get("h", "/api/things"), "prefix"),
         (Request::get("h", "/api"), "prefix"),
         (Request::get("h", "/api/exact"), "exact"),
         (Request::get("h", "/items/42"), "regex"),
-        (
-            Request::get("h", "/api/x").header("x-version", "2"),
-            "header",
-        ),
+        (Request::get("h", "/api/x").header("x-version", "2"), "header"),
         (Request::get("h", "/api/x?debug=on"), "query"),
-        (
-            Request {
-                method: "POST".into(),
-                ..Request::get("h", "/api/x")
-            },
-            "method",
-        ),
+        (Request { method: "POST".into(), ..Request::get("h", "/api/x") }, "method"),
     ];
     for (req, want) in cases {
         assert_eq!(served_by(&h.get(port, &req).await?), want, "{req:?}");
     }
-    assert_eq!(
-        h.get(port, &Request::get("h", "/apis")).await?.status,
-        404,
-        "prefix matches whole segments"
-    );
-    assert_eq!(
-        h.get(port, &Request::get("h", "/items/x")).await?.status,
-        404
-    );
+    assert_eq!(h.get(port, &Request::get("h", "/apis")).await?.status, 404, "prefix matches whole segments");
+    assert_eq!(h.get(port, &Request::get("h", "/items/x")).await?.status, 404);
     h.assert_no_nacks().await
 }
 
@@ -137,12 +98,14 @@ async fn weighted_backends_split_traffic() -> anyhow::Result<()> {
         gateway(&http_listener("http", port)),
         service("heavy", &[b[0].addr]),
         service("light", &[b[1].addr]),
-        http_route("split", "  rules: [{backendRefs: [{name: heavy, port: 80, weight: 80}, {name: light, port: 80, weight: 20}]}]"),
+        http_route(
+            "split",
+            "  rules: [{backendRefs: [{name: heavy, port: 80, weight: 80}, {name: light, port: 80, weight: 20}]}]",
+        ),
     ]
     .concat();
     let h = Harness::start(&yaml, false).await?;
-    h.until(port, &Request::get("w", "/"), |r| r.status == 200)
-        .await?;
+    h.until(port, &Request::get("w", "/"), |r| r.status == 200).await?;
     let mut heavy = 0;
     for _ in 0..1000 {
         let r = h.get(port, &Request::get("w", "/")).await?;
@@ -150,10 +113,7 @@ async fn weighted_backends_split_traffic() -> anyhow::Result<()> {
         heavy += usize::from(served_by(&r) == "heavy");
     }
     let share = heavy as f64 / 10.0;
-    assert!(
-        (75.0..=85.0).contains(&share),
-        "heavy got {share}% of 1000 requests, want 80 ± 5"
-    );
+    assert!((75.0..=85.0).contains(&share), "heavy got {share}% of 1000 requests, want 80 ± 5");
     h.assert_no_nacks().await
 }
 
@@ -177,24 +137,12 @@ async fn header_modifiers_redirects_and_rewrites() -> anyhow::Result<()> {
   - matches: [{path: {type: PathPrefix, value: /full}}]
     filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplaceFullPath, replaceFullPath: /replaced}}}]
     backendRefs: [{name: web, port: 80}]"#;
-    let yaml = [
-        gateway(&http_listener("http", port)),
-        service("web", &[b[0].addr]),
-        http_route("filters", rules),
-    ]
-    .concat();
+    let yaml =
+        [gateway(&http_listener("http", port)), service("web", &[b[0].addr]), http_route("filters", rules)].concat();
     let h = Harness::start(&yaml, false).await?;
-    h.until(port, &Request::get("f", "/headers"), |r| r.status == 200)
-        .await?;
+    h.until(port, &Request::get("f", "/headers"), |r| r.status == 200).await?;
 
-    let r = h
-        .get(
-            port,
-            &Request::get("f", "/headers")
-                .header("x-set", "original")
-                .header("x-drop", "bye"),
-        )
-        .await?;
+    let r = h.get(port, &Request::get("f", "/headers").header("x-set", "original").header("x-drop", "bye")).await?;
     let seen = &r.echo()["headers"];
     assert_eq!(seen["x-set"], "forced");
     assert_eq!(seen["x-added"], "yes");
@@ -204,25 +152,13 @@ async fn header_modifiers_redirects_and_rewrites() -> anyhow::Result<()> {
 
     let r = h.get(port, &Request::get("f", "/old/page?q=1")).await?;
     assert_eq!(r.status, 301);
-    assert_eq!(
-        r.header("location"),
-        Some("https://new.example.com/new/page?q=1")
-    );
+    assert_eq!(r.header("location"), Some("https://new.example.com/new/page?q=1"));
     let r = h.get(port, &Request::get("f:8080", "/old")).await?;
-    assert_eq!(
-        r.header("location"),
-        Some("https://new.example.com/new"),
-        "the request's own port is not kept"
-    );
+    assert_eq!(r.header("location"), Some("https://new.example.com/new"), "the request's own port is not kept");
 
     let r = h.get(port, &Request::get("f", "/prefix/a/b")).await?;
-    assert_eq!(
-        (r.echo()["path"].as_str(), r.echo()["host"].as_str()),
-        (Some("/a/b"), Some("rewritten.example.com"))
-    );
-    let r = h
-        .get(port, &Request::get("f", "/full/anything?x=1"))
-        .await?;
+    assert_eq!((r.echo()["path"].as_str(), r.echo()["host"].as_str()), (Some("/a/b"), Some("rewritten.example.com")));
+    let r = h.get(port, &Request::get("f", "/full/anything?x=1")).await?;
     assert_eq!(r.echo()["path"], "/replaced?x=1");
     h.assert_no_nacks().await
 }

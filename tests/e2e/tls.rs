@@ -7,11 +7,7 @@ use testkit::{Backend, Ca, Issued, Request};
 use crate::harness::{Harness, gateway, http_route, service};
 
 fn tls_secret(name: &str, issued: &Issued) -> String {
-    let indent = |pem: &str| {
-        pem.lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    };
+    let indent = |pem: &str| pem.lines().map(|l| format!("    {l}\n")).collect::<String>();
     format!(
         "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
         indent(&issued.cert_pem),
@@ -32,10 +28,7 @@ async fn https_termination_picks_the_certificate_by_sni() -> anyhow::Result<()> 
         tls_secret("cert-a", &ca.issue(&["a.secure.test"])?),
         tls_secret("cert-b", &ca.issue(&["b.secure.test"])?),
         service("web", &[web.addr]),
-        http_route(
-            "secure",
-            "  rules: [{backendRefs: [{name: web, port: 80}]}]",
-        ),
+        http_route("secure", "  rules: [{backendRefs: [{name: web, port: 80}]}]"),
     ]
     .concat();
     let h = Harness::start(&yaml, false).await?;
@@ -43,14 +36,10 @@ async fn https_termination_picks_the_certificate_by_sni() -> anyhow::Result<()> 
     for host in ["a.secure.test", "b.secure.test"] {
         // The client trusts only the test CA and checks the name: the wrong certificate fails.
         let answer = testkit::eventually(std::time::Duration::from_secs(15), || async {
-            testkit::request_tls(addr, host, &ca.pem(), &Request::get(host, "/"))
-                .await
-                .ok()
+            testkit::request_tls(addr, host, &ca.pem(), &Request::get(host, "/")).await.ok()
         })
         .await;
-        let r = answer.ok_or_else(|| {
-            anyhow::anyhow!("no TLS answer for {host}; envoy log:\n{}", h.envoy.log())
-        })?;
+        let r = answer.ok_or_else(|| anyhow::anyhow!("no TLS answer for {host}; envoy log:\n{}", h.envoy.log()))?;
         assert_eq!((r.status, r.echo()["host"].as_str()), (200, Some(host)));
     }
     h.assert_no_nacks().await
@@ -62,8 +51,7 @@ async fn tls_passthrough_routes_by_sni() -> anyhow::Result<()> {
     let one = Backend::start_tls("one", &ca.issue(&["one.pass.test"])?).await?;
     let two = Backend::start_tls("two", &ca.issue(&["two.pass.test"])?).await?;
     let port = testkit::free_port();
-    let listeners =
-        format!("  - {{name: tls, port: {port}, protocol: TLS, tls: {{mode: Passthrough}}}}");
+    let listeners = format!("  - {{name: tls, port: {port}, protocol: TLS, tls: {{mode: Passthrough}}}}");
     let route = |name: &str, host: &str| {
         format!(
             "---\napiVersion: gateway.networking.k8s.io/v1\nkind: TLSRoute\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{host}]\n  rules: [{{backendRefs: [{{name: {name}, port: 80}}]}}]\n"
@@ -81,22 +69,12 @@ async fn tls_passthrough_routes_by_sni() -> anyhow::Result<()> {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     for (host, backend) in [("one.pass.test", "one"), ("two.pass.test", "two")] {
         let answer = testkit::eventually(std::time::Duration::from_secs(15), || async {
-            testkit::request_tls(addr, host, &ca.pem(), &Request::get(host, "/"))
-                .await
-                .ok()
+            testkit::request_tls(addr, host, &ca.pem(), &Request::get(host, "/")).await.ok()
         })
         .await;
-        let r = answer.ok_or_else(|| {
-            anyhow::anyhow!(
-                "no passthrough answer for {host}; envoy log:\n{}",
-                h.envoy.log()
-            )
-        })?;
-        assert_eq!(
-            r.header("x-backend"),
-            Some(backend),
-            "the backend's own TLS answered"
-        );
+        let r =
+            answer.ok_or_else(|| anyhow::anyhow!("no passthrough answer for {host}; envoy log:\n{}", h.envoy.log()))?;
+        assert_eq!(r.header("x-backend"), Some(backend), "the backend's own TLS answered");
     }
     h.assert_no_nacks().await
 }

@@ -48,20 +48,13 @@ struct Args {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let tls = match (args.envoy_cafile, args.envoy_cert_file, args.envoy_key_file) {
-        (Some(ca_file), Some(cert_file), Some(key_file)) => Some(XdsTls {
-            ca_file,
-            cert_file,
-            key_file,
-        }),
+        (Some(ca_file), Some(cert_file), Some(key_file)) => Some(XdsTls { ca_file, cert_file, key_file }),
         _ => None,
     };
     let config = Bootstrap {
         xds_address: args.xds_address,
         xds_port: args.xds_port,
-        admin: args
-            .admin_port
-            .map(Admin::Port)
-            .unwrap_or(Admin::Unix(args.admin_address)),
+        admin: args.admin_port.map(Admin::Port).unwrap_or(Admin::Unix(args.admin_address)),
         fleet: args.fleet,
         node_id: args.node_id,
         delta: args.delta,
@@ -75,7 +68,6 @@ fn main() -> anyhow::Result<()> {
     // Write then rename, so Envoy never reads half a file.
     let tmp = args.path.with_extension("tmp");
     std::fs::write(&tmp, json + "\n").with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &args.path)
-        .with_context(|| format!("writing {}", args.path.display()))?;
+    std::fs::rename(&tmp, &args.path).with_context(|| format!("writing {}", args.path.display()))?;
     Ok(())
 }

@@ -61,21 +61,15 @@ fn duration(text: &str) -> Result<Duration, String> {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(if args.debug { "debug" } else { "info" })
-    });
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if args.debug { "debug" } else { "info" }));
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if args.log_format == "json" {
         logs.json().init();
     } else {
         logs.init();
     }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run(args))
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(args))
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
@@ -83,35 +77,27 @@ async fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("Kubernetes mode is not available yet: pass --from-dir DIR");
     };
     let options = controller::Options {
-        gateway_api: frontends::gateway_api::Options {
-            controller_name: args.gateway_controller_name.clone(),
-        },
-        compile: xds::CompileOptions {
-            default_address: args.envoy_service_http_address,
-        },
+        gateway_api: frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() },
+        compile: xds::CompileOptions { default_address: args.envoy_service_http_address },
         holdoff: args.rebuild_holdoff,
         holdoff_max: args.rebuild_holdoff_max,
     };
     let store = store::Store::new();
     let server = xds_server::XdsServer::default();
     let xds_addr = SocketAddr::new(args.xds_address, args.xds_port);
-    let listener = tokio::net::TcpListener::bind(xds_addr)
-        .await
-        .with_context(|| format!("binding xDS on {xds_addr}"))?;
+    let listener =
+        tokio::net::TcpListener::bind(xds_addr).await.with_context(|| format!("binding xDS on {xds_addr}"))?;
     info!(%xds_addr, dir = %dir.display(), "contour-serve starting");
 
     tokio::spawn(store::DirectorySource::new(dir).run(store.clone(), args.resync_period));
     tokio::spawn(controller::Controller::new(options, server.clone()).run(store.clone()));
-    xds_server::serve(server, listener, shutdown_signal())
-        .await
-        .context("xDS server")?;
+    xds_server::serve(server, listener, shutdown_signal()).await.context("xDS server")?;
     info!("contour-serve stopped");
     Ok(())
 }
 
 async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}

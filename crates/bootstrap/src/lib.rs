@@ -150,33 +150,19 @@ mod tests {
         let plain = Bootstrap::default().to_json();
         assert_eq!(plain["dynamic_resources"]["ads_config"]["api_type"], "GRPC");
         assert_eq!(plain["static_resources"]["clusters"][0]["type"], "STATIC");
-        assert!(
-            plain["static_resources"]["clusters"][0]
-                .get("transport_socket")
-                .is_none()
-        );
+        assert!(plain["static_resources"]["clusters"][0].get("transport_socket").is_none());
         let b = Bootstrap {
             delta: true,
             xds_address: "contour.projectcontour".into(),
             admin: Admin::Port(9001),
-            tls: Some(XdsTls {
-                ca_file: "ca.pem".into(),
-                cert_file: "c.pem".into(),
-                key_file: "k.pem".into(),
-            }),
+            tls: Some(XdsTls { ca_file: "ca.pem".into(), cert_file: "c.pem".into(), key_file: "k.pem".into() }),
             ..Default::default()
         }
         .to_json();
-        assert_eq!(
-            b["dynamic_resources"]["ads_config"]["api_type"],
-            "DELTA_GRPC"
-        );
+        assert_eq!(b["dynamic_resources"]["ads_config"]["api_type"], "DELTA_GRPC");
         assert_eq!(b["static_resources"]["clusters"][0]["type"], "STRICT_DNS");
         assert_eq!(b["admin"]["address"]["socket_address"]["port_value"], 9001);
         let tls = &b["static_resources"]["clusters"][0]["transport_socket"]["typed_config"]["common_tls_context"];
-        assert_eq!(
-            tls["validation_context"]["trusted_ca"]["filename"],
-            "ca.pem"
-        );
+        assert_eq!(tls["validation_context"]["trusted_ca"]["filename"], "ca.pem");
     }
 }

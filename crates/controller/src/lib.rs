@@ -46,22 +46,60 @@ pub struct Build {
     pub dag: dag::Dag,
     /// Envoy resources per fleet, endpoints included.
     pub fleets: BTreeMap<String, FleetResources>,
+    /// How long each stage took.
+    pub timings: Timings,
+}
+
+/// Time spent per stage of one build.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timings {
+    /// Front ends.
+    pub translate: Duration,
+    /// DAG.
+    pub dag: Duration,
+    /// xDS compile.
+    pub compile: Duration,
+    /// Load assignments.
+    pub endpoints: Duration,
 }
 
 /// Runs the whole pure pipeline on a snapshot.
 pub fn build(snapshot: &Snapshot, options: &Options) -> Build {
-    let translation = frontends::gateway_api::translate(snapshot, &options.gateway_api);
-    let dag = dag::build(&translation.ir, snapshot, translation.diagnostics);
-    let mut fleets = xds::compile(&dag, &options.compile);
-    for (id, fleet) in &dag.fleets {
-        let eds = xds::endpoints(fleet, snapshot);
-        fleets
-            .entry(id.clone())
-            .or_default()
-            .by_type
-            .insert(ResourceType::Endpoint, eds);
+    Pipeline::default().build(snapshot, options)
+}
+
+/// The pipeline with its caches: each stage reuses what it made for objects that did not change
+/// since the previous build (by `Arc` identity), so a one-route change costs about one route.
+#[derive(Debug, Default)]
+pub struct Pipeline {
+    translate: frontends::gateway_api::Cache,
+    dag: dag::Cache,
+    compile: xds::Cache,
+    endpoints: xds::EndpointCache,
+}
+
+impl Pipeline {
+    /// Runs the pipeline; the output is the same as [`build`]'s for the same snapshot.
+    pub fn build(&mut self, snapshot: &Snapshot, options: &Options) -> Build {
+        let clock = std::time::Instant::now();
+        let translation = frontends::gateway_api::translate_cached(snapshot, &options.gateway_api, &mut self.translate);
+        let translate = clock.elapsed();
+        let dag = dag::build_cached(&translation.ir, snapshot, translation.diagnostics, &mut self.dag);
+        let dag_done = clock.elapsed();
+        let mut fleets = xds::compile_cached(&dag, &options.compile, &mut self.compile);
+        let compile_done = clock.elapsed();
+        for (id, fleet) in &dag.fleets {
+            let eds = xds::endpoints_cached(fleet, snapshot, &mut self.endpoints);
+            fleets.entry(id.clone()).or_default().by_type.insert(ResourceType::Endpoint, eds);
+        }
+        let timings = Timings {
+            translate,
+            dag: dag_done - translate,
+            compile: compile_done - dag_done,
+            endpoints: clock.elapsed() - compile_done,
+        };
+        Build { dag, fleets, timings }
     }
-    Build { dag, fleets }
 }
 
 /// Counters of the loop.
@@ -78,18 +116,14 @@ pub struct Controller {
     options: Options,
     server: XdsServer,
     counters: Arc<Counters>,
+    pipeline: Pipeline,
     last: Option<(Arc<Snapshot>, dag::Dag)>,
 }
 
 impl Controller {
     /// A controller feeding `server`.
     pub fn new(options: Options, server: XdsServer) -> Self {
-        Self {
-            options,
-            server,
-            counters: Arc::default(),
-            last: None,
-        }
+        Self { options, server, counters: Arc::default(), pipeline: Pipeline::default(), last: None }
     }
 
     /// The loop's counters, shared.
@@ -107,36 +141,22 @@ impl Controller {
             }
             if changed == BTreeSet::from([Kind::EndpointSlice]) {
                 for (id, fleet) in &dag.fleets {
-                    self.server
-                        .set_endpoints(id, xds::endpoints(fleet, &snapshot));
+                    self.server.set_endpoints(id, xds::endpoints(fleet, &snapshot));
                 }
-                self.counters
-                    .endpoint_updates
-                    .fetch_add(1, Ordering::Relaxed);
+                self.counters.endpoint_updates.fetch_add(1, Ordering::Relaxed);
                 self.last = self.last.take().map(|(_, dag)| (snapshot, dag));
                 return;
             }
         }
         let started = std::time::Instant::now();
-        let build = build(&snapshot, &self.options);
-        let previous: BTreeSet<_> = self
-            .last
-            .as_ref()
-            .map(|(_, d)| d.diagnostics.iter().cloned().collect())
-            .unwrap_or_default();
-        for d in build
-            .dag
-            .diagnostics
-            .iter()
-            .filter(|d| !previous.contains(*d))
-        {
+        let build = self.pipeline.build(&snapshot, &self.options);
+        let previous: BTreeSet<_> =
+            self.last.as_ref().map(|(_, d)| d.diagnostics.iter().cloned().collect()).unwrap_or_default();
+        for d in build.dag.diagnostics.iter().filter(|d| !previous.contains(*d)) {
             warn!(object = %d.origin, field = %d.field, reason = d.reason, "{}", d.message);
         }
-        let (resources, bytes) = build
-            .fleets
-            .values()
-            .map(FleetResources::size)
-            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        let (resources, bytes) =
+            build.fleets.values().map(FleetResources::size).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         self.server.set_fleets(build.fleets);
         self.counters.rebuilds.fetch_add(1, Ordering::Relaxed);
         info!(

@@ -46,16 +46,8 @@ fn endpoint_only_changes_skip_the_rebuild() {
     c.apply(Arc::new(snapshot(&FIXTURE.replace("9000", "9001"))));
     assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 1);
     assert_eq!(counters.endpoint_updates.load(Ordering::Relaxed), 1);
-    c.apply(Arc::new(snapshot(
-        &FIXTURE
-            .replace("9000", "9001")
-            .replace("port: 80}", "port: 81}"),
-    )));
-    assert_eq!(
-        counters.rebuilds.load(Ordering::Relaxed),
-        2,
-        "a Service change rebuilds"
-    );
+    c.apply(Arc::new(snapshot(&FIXTURE.replace("9000", "9001").replace("port: 80}", "port: 81}"))));
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 2, "a Service change rebuilds");
 }
 
 #[tokio::test(start_paused = true)]
@@ -68,19 +60,28 @@ async fn changes_are_debounced() {
     store.set_synced();
     tokio::spawn(c.run(store.clone()));
     tokio::time::sleep(Duration::from_millis(10)).await;
-    assert_eq!(
-        counters.rebuilds.load(Ordering::Relaxed),
-        1,
-        "first build right after sync"
-    );
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 1, "first build right after sync");
     // A burst of changes every 50 ms for a second: rebuilt at most every 500 ms, not 20 times.
     for i in 0..20 {
-        store.replace(snapshot(
-            &FIXTURE.replace("port: 80}", &format!("port: {}}}", 100 + i)),
-        ));
+        store.replace(snapshot(&FIXTURE.replace("port: 80}", &format!("port: {}}}", 100 + i))));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(600)).await;
     let rebuilds = counters.rebuilds.load(Ordering::Relaxed);
     assert!((3..=4).contains(&rebuilds), "{rebuilds} rebuilds");
+}
+
+#[test]
+fn cached_builds_equal_fresh_builds() {
+    let mut pipeline = Pipeline::default();
+    let options = Options::default();
+    let first = snapshot(FIXTURE);
+    let _ = pipeline.build(&first, &options);
+    // Keep unchanged objects' Arcs, as the sources do, so the caches are exercised.
+    let mut next = snapshot(&FIXTURE.replace("rules: [{backendRefs", "hostnames: [x.example.com], rules: [{backendRefs"));
+    next.share_unchanged(&first);
+    let cached = pipeline.build(&next, &options);
+    let fresh = build(&next, &options);
+    assert_eq!(cached.fleets, fresh.fleets);
+    assert_eq!(cached.dag, fresh.dag);
 }

@@ -1,26 +1,33 @@
 //! IR + snapshot into the DAG.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
-use ir::{
-    Backend, BackendTarget, Diagnostic, HeaderModifier, HttpFilter, Ir, Origin, Protocol, Severity,
-    TlsMode,
-};
+use ir::{Backend, BackendTarget, Diagnostic, HeaderModifier, HttpFilter, Ir, Origin, Protocol, Severity, TlsMode};
 use objects::{ObjectKey, Snapshot};
 
 use crate::order::{Precedence, compare};
 use crate::{
-    Cluster, Dag, DagListener, FleetDag, ListenerKind, Route, RouteAction, RouteTable, TlsAction,
-    TlsChain, TlsSecret, VirtualHost, WeightedCluster,
+    Cluster, Dag, DagListener, FleetDag, ListenerKind, Route, RouteAction, RouteTable, TlsAction, TlsChain, TlsSecret,
+    VirtualHost, WeightedCluster,
 };
 
 /// Resolves the IR against the snapshot. `diagnostics` are the front ends' findings; the DAG's
 /// own are added and the whole list is returned sorted in [`Dag::diagnostics`].
 pub fn build(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>) -> Dag {
-    let mut b = Builder {
-        snapshot,
-        diagnostics,
-    };
+    build_cached(ir, snapshot, diagnostics, &mut Cache::default())
+}
+
+/// [`build`], reusing routes and virtual hosts that `cache` holds from the previous build.
+pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, cache: &mut Cache) -> Dag {
+    // Routes resolve Services: when any Service changed, nothing cached can be trusted.
+    let services: Vec<usize> = snapshot.services.values().map(|s| Arc::as_ptr(s) as usize).collect();
+    if services != cache.services {
+        *cache = Cache { services, ..Cache::default() };
+    }
+    cache.routes_used.clear();
+    cache.vhosts_used.clear();
+    let mut b = Builder { snapshot, diagnostics, cache };
     let mut fleets = BTreeMap::new();
     for fleet in &ir.fleets {
         fleets.insert(fleet.id.clone(), b.fleet(fleet));
@@ -28,24 +35,45 @@ pub fn build(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>) -> Dag 
     let mut diagnostics = b.diagnostics;
     diagnostics.sort();
     diagnostics.dedup();
-    Dag {
-        fleets,
-        diagnostics,
-    }
+    let Cache { routes, routes_used, vhosts, vhosts_used, .. } = cache;
+    routes.retain(|k, _| routes_used.contains(k));
+    vhosts.retain(|k, _| vhosts_used.contains(k));
+    Dag { fleets, diagnostics }
+}
+
+/// DAG pieces kept between builds, keyed by the identity of the IR routes they came from.
+#[derive(Debug, Default)]
+pub struct Cache {
+    services: Vec<usize>,
+    routes: HashMap<usize, (Arc<ir::HttpRoute>, Arc<RouteParts>)>,
+    routes_used: HashSet<usize>,
+    vhosts: HashMap<(String, String), CachedVhost>,
+    vhosts_used: HashSet<(String, String)>,
+}
+
+#[derive(Debug)]
+struct CachedVhost {
+    members: Vec<usize>,
+    vhost: Arc<VirtualHost>,
+}
+
+/// What one IR route becomes: DAG routes by rule and match, the clusters they use, problems.
+#[derive(Debug)]
+pub(crate) struct RouteParts {
+    routes: Vec<Vec<Arc<Route>>>,
+    clusters: Vec<Cluster>,
+    diagnostics: Vec<Diagnostic>,
 }
 
 struct Builder<'a> {
     snapshot: &'a Snapshot,
     diagnostics: Vec<Diagnostic>,
+    cache: &'a mut Cache,
 }
 
 impl Builder<'_> {
     fn fleet(&mut self, fleet: &ir::Fleet) -> FleetDag {
-        let mut out = FleetDag {
-            id: fleet.id.clone(),
-            origin: fleet.origin.clone(),
-            ..Default::default()
-        };
+        let mut out = FleetDag { id: fleet.id.clone(), origin: fleet.origin.clone(), ..Default::default() };
         let mut ports: BTreeMap<u16, Vec<(usize, &ir::Listener)>> = BTreeMap::new();
         for (i, l) in fleet.listeners.iter().enumerate() {
             if l.port != 0 {
@@ -59,17 +87,8 @@ impl Builder<'_> {
             } else {
                 ListenerKind::Tls(self.tls_chains(fleet, port, &listeners, &mut out))
             };
-            let prefix = if matches!(kind, ListenerKind::Http(_)) {
-                "http"
-            } else {
-                "https"
-            };
-            out.listeners.push(DagListener {
-                name: format!("{prefix}-{port}"),
-                address: fleet.address,
-                port,
-                kind,
-            });
+            let prefix = if matches!(kind, ListenerKind::Http(_)) { "http" } else { "https" };
+            out.listeners.push(DagListener { name: format!("{prefix}-{port}"), address: fleet.address, port, kind });
         }
         out
     }
@@ -97,49 +116,31 @@ impl Builder<'_> {
                     }
                     let name = format!("https-{port}-{}", listener.name);
                     let routes = self.route_table(name, &[(index, listener)], out);
-                    let server_names = if sni.is_empty() {
-                        Vec::new()
-                    } else {
-                        vec![sni]
-                    };
-                    chains.push(TlsChain {
-                        server_names,
-                        action: TlsAction::Terminate { secrets, routes },
-                    });
+                    let server_names = if sni.is_empty() { Vec::new() } else { vec![sni] };
+                    chains.push(TlsChain { server_names, action: TlsAction::Terminate { secrets, routes } });
                 }
                 TlsMode::Passthrough => {
                     let mut routes: Vec<_> = listener.tls_routes.iter().collect();
                     routes.sort_by(|a, b| {
-                        (&a.origin.namespace, &a.origin.name)
-                            .cmp(&(&b.origin.namespace, &b.origin.name))
+                        (&a.origin.namespace, &a.origin.name).cmp(&(&b.origin.namespace, &b.origin.name))
                     });
                     for route in routes {
                         let backends = self.backends(&route.origin, 0, &route.backends, out);
-                        for sni in
-                            ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames)
-                        {
+                        for sni in ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames) {
                             let key = if sni == "*" { String::new() } else { sni };
                             if !used.insert(key.clone()) {
                                 self.error(
                                     &route.origin,
                                     "spec.hostnames".into(),
                                     "HostnameConflict",
-                                    format!(
-                                        "SNI {key:?} on port {port} is served by another route"
-                                    ),
+                                    format!("SNI {key:?} on port {port} is served by another route"),
                                 );
                                 continue;
                             }
-                            let server_names = if key.is_empty() {
-                                Vec::new()
-                            } else {
-                                vec![key]
-                            };
+                            let server_names = if key.is_empty() { Vec::new() } else { vec![key] };
                             chains.push(TlsChain {
                                 server_names,
-                                action: TlsAction::Passthrough {
-                                    backends: backends.clone(),
-                                },
+                                action: TlsAction::Passthrough { backends: backends.clone() },
                             });
                         }
                     }
@@ -151,42 +152,24 @@ impl Builder<'_> {
         chains
     }
 
-    fn secrets(
-        &mut self,
-        fleet: &ir::Fleet,
-        index: usize,
-        tls: &ir::ListenerTls,
-        out: &mut FleetDag,
-    ) -> Vec<String> {
+    fn secrets(&mut self, fleet: &ir::Fleet, index: usize, tls: &ir::ListenerTls, out: &mut FleetDag) -> Vec<String> {
         let mut names = Vec::new();
         for (i, cert) in tls.certificates.iter().enumerate() {
             let name = format!("{}/{}", cert.namespace, cert.name);
-            let secret = self
-                .snapshot
-                .secrets
-                .get(&ObjectKey::new(&cert.namespace, &cert.name));
+            let secret = self.snapshot.secrets.get(&ObjectKey::new(&cert.namespace, &cert.name));
             let data = secret.and_then(|s| s.data.as_ref());
-            let pair =
-                data.and_then(|d| Some((d.get("tls.crt")?.0.clone(), d.get("tls.key")?.0.clone())));
+            let pair = data.and_then(|d| Some((d.get("tls.crt")?.0.clone(), d.get("tls.key")?.0.clone())));
             match pair {
                 Some((crt, key)) if is_pem(&crt) && is_pem(&key) => {
                     out.secrets.insert(
                         name.clone(),
-                        TlsSecret {
-                            name: name.clone(),
-                            certificate_chain: crt,
-                            private_key: key,
-                        },
+                        TlsSecret { name: name.clone(), certificate_chain: crt, private_key: key },
                     );
                     names.push(name);
                 }
                 _ => {
                     if let Some(origin) = &fleet.origin {
-                        let why = if secret.is_none() {
-                            "does not exist"
-                        } else {
-                            "has no PEM tls.crt and tls.key"
-                        };
+                        let why = if secret.is_none() { "does not exist" } else { "has no PEM tls.crt and tls.key" };
                         self.error(
                             origin,
                             format!("spec.listeners[{index}].tls.certificateRefs[{i}]"),
@@ -200,35 +183,48 @@ impl Builder<'_> {
         names
     }
 
-    fn route_table(
-        &mut self,
-        name: String,
-        listeners: &[(usize, &ir::Listener)],
-        out: &mut FleetDag,
-    ) -> RouteTable {
-        // hostname -> (precedence inputs, route) pairs; a route reaches a hostname once.
-        let mut hosts: BTreeMap<String, Vec<(std::sync::Arc<ir::HttpRoute>, usize, usize)>> =
-            BTreeMap::new();
-        let mut seen = BTreeSet::new();
+    fn route_table(&mut self, name: String, listeners: &[(usize, &ir::Listener)], out: &mut FleetDag) -> RouteTable {
+        // hostname -> the routes reaching it, in listener order; a route reaches a hostname once.
+        let mut hosts: BTreeMap<String, Vec<&Arc<ir::HttpRoute>>> = BTreeMap::new();
+        let mut seen: HashSet<(String, usize)> = HashSet::new();
         for (_, listener) in listeners {
             for route in &listener.http_routes {
-                for host in ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames)
-                {
-                    if !seen.insert((host.clone(), route.origin.clone())) {
-                        continue;
-                    }
-                    let entry = hosts.entry(host).or_default();
-                    for (r, rule) in route.rules.iter().enumerate() {
-                        for m in 0..rule.matches.len() {
-                            entry.push((std::sync::Arc::clone(route), r, m));
-                        }
+                for host in ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames) {
+                    if seen.insert((host.clone(), Arc::as_ptr(route) as usize)) {
+                        hosts.entry(host).or_default().push(route);
                     }
                 }
             }
         }
-        let mut virtual_hosts = Vec::new();
-        for (hostname, mut entries) in hosts {
-            entries.sort_by(|(ra, a_rule, a_m), (rb, b_rule, b_m)| {
+        let mut virtual_hosts = Vec::with_capacity(hosts.len());
+        for (hostname, routes) in hosts {
+            let parts: Vec<Arc<RouteParts>> = routes.iter().map(|r| self.route_parts(r)).collect();
+            for p in &parts {
+                for c in &p.clusters {
+                    if !out.clusters.contains_key(&c.name) {
+                        out.clusters.insert(c.name.clone(), c.clone());
+                    }
+                }
+                self.diagnostics.extend(p.diagnostics.iter().cloned());
+            }
+            let members: Vec<usize> = routes.iter().map(|r| Arc::as_ptr(r) as usize).collect();
+            let key = (name.clone(), hostname.clone());
+            if let Some(cached) = self.cache.vhosts.get(&key)
+                && cached.members == members
+            {
+                self.cache.vhosts_used.insert(key);
+                virtual_hosts.push(Arc::clone(&cached.vhost));
+                continue;
+            }
+            let mut entries: Vec<(&Arc<ir::HttpRoute>, &RouteParts, usize, usize)> = Vec::new();
+            for (route, p) in routes.iter().zip(&parts) {
+                for (r, rule) in route.rules.iter().enumerate() {
+                    for m in 0..rule.matches.len() {
+                        entries.push((route, p, r, m));
+                    }
+                }
+            }
+            entries.sort_by(|(ra, _, a_rule, a_m), (rb, _, b_rule, b_m)| {
                 let pa = Precedence {
                     matcher: &ra.rules[*a_rule].matches[*a_m],
                     created: ra.created,
@@ -247,25 +243,40 @@ impl Builder<'_> {
                 };
                 compare(&pa, &pb)
             });
-            let routes = entries
-                .iter()
-                .map(|(route, r, m)| self.route(route, *r, *m, out))
-                .collect();
-            virtual_hosts.push(VirtualHost { hostname, routes });
+            let routes = entries.iter().map(|(_, p, r, m)| Arc::clone(&p.routes[*r][*m])).collect();
+            let vhost = Arc::new(VirtualHost { hostname, routes });
+            self.cache.vhosts.insert(key.clone(), CachedVhost { members, vhost: Arc::clone(&vhost) });
+            self.cache.vhosts_used.insert(key);
+            virtual_hosts.push(vhost);
         }
-        RouteTable {
-            name,
-            virtual_hosts,
-        }
+        RouteTable { name, virtual_hosts }
     }
 
-    fn route(
-        &mut self,
-        route: &ir::HttpRoute,
-        rule_index: usize,
-        match_index: usize,
-        out: &mut FleetDag,
-    ) -> Route {
+    /// The DAG routes of one IR route (per rule, per match), the clusters they use and what
+    /// went wrong, from the cache when the route and the Services are unchanged.
+    fn route_parts(&mut self, route: &Arc<ir::HttpRoute>) -> Arc<RouteParts> {
+        let key = Arc::as_ptr(route) as usize;
+        self.cache.routes_used.insert(key);
+        if let Some(cached) = self.cache.routes.get(&key) {
+            return Arc::clone(&cached.1);
+        }
+        let outer = std::mem::take(&mut self.diagnostics);
+        let mut scratch = FleetDag::default();
+        let routes = route
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(r, rule)| (0..rule.matches.len()).map(|m| Arc::new(self.route(route, r, m, &mut scratch))).collect())
+            .collect();
+        let mut diagnostics = std::mem::replace(&mut self.diagnostics, outer);
+        diagnostics.sort();
+        diagnostics.dedup();
+        let parts = Arc::new(RouteParts { routes, clusters: scratch.clusters.into_values().collect(), diagnostics });
+        self.cache.routes.insert(key, (Arc::clone(route), Arc::clone(&parts)));
+        parts
+    }
+
+    fn route(&mut self, route: &ir::HttpRoute, rule_index: usize, match_index: usize, out: &mut FleetDag) -> Route {
         let rule = &route.rules[rule_index];
         let mut request_headers = HeaderModifier::default();
         let mut response_headers = HeaderModifier::default();
@@ -279,19 +290,11 @@ impl Builder<'_> {
                 HttpFilter::UrlRewrite(r) => rewrite = Some(r.clone()),
                 HttpFilter::Redirect(r) => action = Some(RouteAction::Redirect(r.clone())),
                 HttpFilter::DirectResponse { status, body } => {
-                    action = Some(RouteAction::Direct {
-                        status: *status,
-                        body: body.clone(),
-                    })
+                    action = Some(RouteAction::Direct { status: *status, body: body.clone() })
                 }
                 HttpFilter::Mirror(m) => {
                     if let Some(cluster) = self
-                        .backends(
-                            &route.origin,
-                            rule_index,
-                            std::slice::from_ref(&m.backend),
-                            out,
-                        )
+                        .backends(&route.origin, rule_index, std::slice::from_ref(&m.backend), out)
                         .pop()
                         .and_then(|w| w.cluster)
                     {
@@ -308,16 +311,9 @@ impl Builder<'_> {
                 .collect();
             if backends.iter().all(|b| b.cluster.is_none()) {
                 // No backend, only invalid ones, or all weights zero: the Gateway API asks for 500.
-                RouteAction::Direct {
-                    status: 500,
-                    body: None,
-                }
+                RouteAction::Direct { status: 500, body: None }
             } else {
-                RouteAction::Forward {
-                    backends,
-                    rewrite,
-                    mirrors,
-                }
+                RouteAction::Forward { backends, rewrite, mirrors }
             }
         });
         Route {
@@ -347,26 +343,13 @@ impl Builder<'_> {
                     self.cluster(origin, sp, field, out)
                 }
             };
-            result.push(WeightedCluster {
-                cluster,
-                weight: backend.weight,
-            });
+            result.push(WeightedCluster { cluster, weight: backend.weight });
         }
         result
     }
 
-    fn cluster(
-        &mut self,
-        origin: &Origin,
-        sp: &ir::ServicePort,
-        field: String,
-        out: &mut FleetDag,
-    ) -> Option<String> {
-        let Some(service) = self
-            .snapshot
-            .services
-            .get(&ObjectKey::new(&sp.namespace, &sp.name))
-        else {
+    fn cluster(&mut self, origin: &Origin, sp: &ir::ServicePort, field: String, out: &mut FleetDag) -> Option<String> {
+        let Some(service) = self.snapshot.services.get(&ObjectKey::new(&sp.namespace, &sp.name)) else {
             self.error(
                 origin,
                 field,
@@ -381,33 +364,23 @@ impl Builder<'_> {
                 origin,
                 field,
                 "UnsupportedValue",
-                format!(
-                    "Service {}/{} is ExternalName, which is disabled",
-                    sp.namespace, sp.name
-                ),
+                format!("Service {}/{} is ExternalName, which is disabled", sp.namespace, sp.name),
             );
             return None;
         }
-        let Some(port) = spec
-            .and_then(|s| s.ports.as_ref())
-            .and_then(|ports| ports.iter().find(|p| p.port == i32::from(sp.port)))
+        let Some(port) =
+            spec.and_then(|s| s.ports.as_ref()).and_then(|ports| ports.iter().find(|p| p.port == i32::from(sp.port)))
         else {
             self.error(
                 origin,
                 field,
                 "BackendNotFound",
-                format!(
-                    "Service {}/{} has no port {}",
-                    sp.namespace, sp.name, sp.port
-                ),
+                format!("Service {}/{} has no port {}", sp.namespace, sp.name, sp.port),
             );
             return None;
         };
         let name = format!("{}/{}/{}", sp.namespace, sp.name, sp.port);
-        let http2 = matches!(
-            port.app_protocol.as_deref(),
-            Some("kubernetes.io/h2c" | "h2c")
-        );
+        let http2 = matches!(port.app_protocol.as_deref(), Some("kubernetes.io/h2c" | "h2c"));
         out.clusters.entry(name.clone()).or_insert_with(|| Cluster {
             name: name.clone(),
             service: sp.clone(),
@@ -418,13 +391,7 @@ impl Builder<'_> {
     }
 
     fn error(&mut self, origin: &Origin, field: String, reason: &'static str, message: String) {
-        self.diagnostics.push(Diagnostic {
-            origin: origin.clone(),
-            severity: Severity::Error,
-            field,
-            reason,
-            message,
-        });
+        self.diagnostics.push(Diagnostic { origin: origin.clone(), severity: Severity::Error, field, reason, message });
     }
 }
 

@@ -11,7 +11,10 @@ use crate::Cluster;
 
 /// The ready endpoints of a cluster, sorted and without duplicates.
 pub fn endpoints(cluster: &Cluster, snapshot: &Snapshot) -> Vec<SocketAddr> {
-    endpoints_from(cluster, snapshot.endpoint_slices_of(&cluster.service.namespace, &cluster.service.name).map(|s| &**s))
+    endpoints_from(
+        cluster,
+        snapshot.endpoint_slices_of(&cluster.service.namespace, &cluster.service.name).map(|s| &**s),
+    )
 }
 
 /// EndpointSlices by namespace and Service name, for looking up many clusters at once.

@@ -14,7 +14,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-pub use build::build;
+pub use build::{Cache, build, build_cached};
 pub use endpoints::{SliceIndex, endpoints};
 pub use ir::{Diagnostic, HeaderModifier, HttpMatch, Origin, Redirect, ServicePort, UrlRewrite};
 
@@ -95,8 +95,8 @@ pub enum TlsAction {
 pub struct RouteTable {
     /// The RouteConfiguration name.
     pub name: String,
-    /// Virtual hosts, sorted by hostname.
-    pub virtual_hosts: Vec<VirtualHost>,
+    /// Virtual hosts, sorted by hostname; shared with the next build when unchanged.
+    pub virtual_hosts: Vec<std::sync::Arc<VirtualHost>>,
 }
 
 /// The routes for one hostname.
@@ -104,8 +104,8 @@ pub struct RouteTable {
 pub struct VirtualHost {
     /// The hostname, `*.example.com`, or `*` for any.
     pub hostname: String,
-    /// Routes in match order.
-    pub routes: Vec<Route>,
+    /// Routes in match order; shared with the next build when unchanged.
+    pub routes: Vec<std::sync::Arc<Route>>,
 }
 
 /// One match and what to do with requests that satisfy it.

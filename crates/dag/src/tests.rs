@@ -88,38 +88,19 @@ fn routes_merge_per_hostname_in_precedence_order() {
     let dag = dag(FIXTURE);
     let fleet = &dag.fleets["default/gw"];
     assert_eq!(fleet.listeners.len(), 2);
-    let ListenerKind::Http(table) = &fleet.listeners[0].kind else {
-        panic!("http first")
-    };
+    let ListenerKind::Http(table) = &fleet.listeners[0].kind else { panic!("http first") };
     assert_eq!(
-        table
-            .virtual_hosts
-            .iter()
-            .map(|v| v.hostname.as_str())
-            .collect::<Vec<_>>(),
+        table.virtual_hosts.iter().map(|v| v.hostname.as_str()).collect::<Vec<_>>(),
         ["secure.example.com", "www.example.com"]
     );
     let www = &table.virtual_hosts[1];
     let paths: Vec<_> = www.routes.iter().map(|r| r.matcher.path.clone()).collect();
     assert_eq!(
         paths,
-        [
-            PathMatch::Exact("/api/v1".into()),
-            PathMatch::Prefix("/api".into()),
-            PathMatch::Prefix("/".into())
-        ]
+        [PathMatch::Exact("/api/v1".into()), PathMatch::Prefix("/api".into()), PathMatch::Prefix("/".into())]
     );
-    assert_eq!(
-        www.routes[0].action,
-        RouteAction::Direct {
-            status: 500,
-            body: None
-        },
-        "only backend missing"
-    );
-    let RouteAction::Forward { backends, .. } = &www.routes[1].action else {
-        panic!()
-    };
+    assert_eq!(www.routes[0].action, RouteAction::Direct { status: 500, body: None }, "only backend missing");
+    let RouteAction::Forward { backends, .. } = &www.routes[1].action else { panic!() };
     assert_eq!(backends[0].cluster.as_deref(), Some("default/web/80"));
     assert_eq!(backends[1].cluster, None);
     assert!(dag.diagnostics.iter().any(|d| d.reason == "BackendNotFound"
@@ -131,22 +112,17 @@ fn routes_merge_per_hostname_in_precedence_order() {
 fn https_chains_only_for_listeners_with_usable_certificates() {
     let dag = dag(FIXTURE);
     let fleet = &dag.fleets["default/gw"];
-    let ListenerKind::Tls(chains) = &fleet.listeners[1].kind else {
-        panic!("tls second")
-    };
+    let ListenerKind::Tls(chains) = &fleet.listeners[1].kind else { panic!("tls second") };
     assert_eq!(chains.len(), 1);
     assert_eq!(chains[0].server_names, ["secure.example.com"]);
-    let TlsAction::Terminate { secrets, routes } = &chains[0].action else {
-        panic!()
-    };
+    let TlsAction::Terminate { secrets, routes } = &chains[0].action else { panic!() };
     assert_eq!(secrets, &["default/cert"]);
     assert_eq!(routes.virtual_hosts[0].hostname, "secure.example.com");
     assert!(fleet.secrets.contains_key("default/cert"));
     assert!(
         dag.diagnostics
             .iter()
-            .any(|d| d.reason == "InvalidCertificateRef"
-                && d.message.contains("default/missing does not exist"))
+            .any(|d| d.reason == "InvalidCertificateRef" && d.message.contains("default/missing does not exist"))
     );
 }
 
@@ -155,8 +131,5 @@ fn endpoints_are_ready_addresses_on_the_named_port() {
     let s = snapshot(FIXTURE);
     let dag = dag(FIXTURE);
     let cluster = &dag.fleets["default/gw"].clusters["default/web/80"];
-    assert_eq!(
-        endpoints(cluster, &s),
-        vec!["127.0.0.1:8000".parse().unwrap()]
-    );
+    assert_eq!(endpoints(cluster, &s), vec!["127.0.0.1:8000".parse().unwrap()]);
 }

@@ -12,7 +12,7 @@ mod tls_route;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ir::{Diagnostic, Origin, Severity};
@@ -38,24 +38,47 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self {
-            controller_name: DEFAULT_CONTROLLER_NAME.into(),
-        }
+        Self { controller_name: DEFAULT_CONTROLLER_NAME.into() }
     }
+}
+
+/// Translations kept between builds, so an unchanged route costs a pointer comparison.
+///
+/// Entries are keyed by object and reused while the object is the same `Arc` and nothing a
+/// route's translation reads (ReferenceGrants) changed.
+#[derive(Debug, Default)]
+pub struct Cache {
+    grants: Vec<usize>,
+    http: HashMap<objects::ObjectKey, CachedHttpRoute>,
+}
+
+#[derive(Debug)]
+struct CachedHttpRoute {
+    object: Arc<objects::types::HTTPRoute>,
+    route: Arc<ir::HttpRoute>,
+    diagnostics: Vec<Diagnostic>,
 }
 
 /// Translates every Gateway of our GatewayClasses, and the routes attached to them.
 pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
+    translate_cached(snapshot, options, &mut Cache::default())
+}
+
+/// [`translate`], reusing what `cache` holds from the previous build.
+pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cache) -> Translation {
+    let grants: Vec<usize> = snapshot.reference_grants.values().map(|g| Arc::as_ptr(g) as usize).collect();
+    if grants != cache.grants {
+        cache.http.clear();
+        cache.grants = grants;
+    }
+    cache.http.retain(|key, cached| snapshot.http_routes.get(key).is_some_and(|o| Arc::ptr_eq(o, &cached.object)));
     let mut diagnostics = Vec::new();
     let mut fleets = Vec::new();
     let mut gateways: BTreeMap<(String, String), usize> = BTreeMap::new();
     for (key, gateway) in &snapshot.gateways {
         let ours = snapshot
             .gateway_classes
-            .get(&objects::ObjectKey::new(
-                "",
-                &gateway.spec.gateway_class_name,
-            ))
+            .get(&objects::ObjectKey::new("", &gateway.spec.gateway_class_name))
             .is_some_and(|class| class.spec.controller_name == options.controller_name);
         if !ours {
             continue;
@@ -65,16 +88,16 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
         fleets.push((Arc::clone(gateway), fleet));
     }
 
-    let http: Vec<_> = snapshot
-        .http_routes
-        .values()
-        .map(|route| {
-            (
-                route,
-                Arc::new(http_route::translate(snapshot, route, &mut diagnostics)),
-            )
-        })
-        .collect();
+    let mut http = Vec::with_capacity(snapshot.http_routes.len());
+    for (key, object) in &snapshot.http_routes {
+        let cached = cache.http.entry(key.clone()).or_insert_with(|| {
+            let mut found = Vec::new();
+            let route = Arc::new(http_route::translate(snapshot, object, &mut found));
+            CachedHttpRoute { object: Arc::clone(object), route, diagnostics: found }
+        });
+        diagnostics.extend(cached.diagnostics.iter().cloned());
+        http.push((object, Arc::clone(&cached.route)));
+    }
     for (object, route) in http {
         let parents = http_route::parent_refs(object);
         attach(
@@ -92,12 +115,7 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
     let tls: Vec<_> = snapshot
         .tls_routes
         .values()
-        .map(|route| {
-            (
-                route,
-                Arc::new(tls_route::translate(snapshot, route, &mut diagnostics)),
-            )
-        })
+        .map(|route| (route, Arc::new(tls_route::translate(snapshot, route, &mut diagnostics))))
         .collect();
     for (object, route) in tls {
         let parents = tls_route::parent_refs(object);
@@ -114,12 +132,7 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
         );
     }
 
-    Translation {
-        ir: ir::Ir {
-            fleets: fleets.into_iter().map(|(_, f)| f).collect(),
-        },
-        diagnostics,
-    }
+    Translation { ir: ir::Ir { fleets: fleets.into_iter().map(|(_, f)| f).collect() }, diagnostics }
 }
 
 /// A route's reference to a parent Gateway, already defaulted.
@@ -155,16 +168,8 @@ fn attach(
         let (gateway, fleet) = &mut fleets[index];
         let mut reason = "NoMatchingParent";
         let mut attached = false;
-        for (spec, listener) in gateway
-            .spec
-            .listeners
-            .iter()
-            .zip(fleet.listeners.iter_mut())
-        {
-            if parent
-                .section_name
-                .as_ref()
-                .is_some_and(|s| *s != spec.name)
+        for (spec, listener) in gateway.spec.listeners.iter().zip(fleet.listeners.iter_mut()) {
+            if parent.section_name.as_ref().is_some_and(|s| *s != spec.name)
                 || parent.port.is_some_and(|p| p != spec.port)
             {
                 continue;
@@ -174,11 +179,7 @@ fn attach(
                 continue;
             }
             let hostname = listener.hostname.as_deref();
-            if !hostnames.is_empty()
-                && hostnames
-                    .iter()
-                    .all(|h| ir::hostname::intersect(hostname, h).is_none())
-            {
+            if !hostnames.is_empty() && hostnames.iter().all(|h| ir::hostname::intersect(hostname, h).is_none()) {
                 reason = "NoMatchingListenerHostname";
                 continue;
             }
@@ -193,20 +194,14 @@ fn attach(
                 severity: Severity::Error,
                 field: format!("spec.parentRefs[{i}]"),
                 reason,
-                message: format!(
-                    "not accepted by Gateway {}/{}",
-                    parent.namespace, parent.name
-                ),
+                message: format!("not accepted by Gateway {}/{}", parent.namespace, parent.name),
             });
         }
     }
 }
 
 /// The origin of an object from its metadata.
-pub(crate) fn origin(
-    kind: &'static str,
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Origin {
+pub(crate) fn origin(kind: &'static str, meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Origin {
     Origin {
         kind,
         namespace: meta.namespace.clone().unwrap_or_default(),
@@ -216,17 +211,6 @@ pub(crate) fn origin(
 }
 
 /// A diagnostic with severity `Error`.
-pub(crate) fn error(
-    origin: &Origin,
-    field: String,
-    reason: &'static str,
-    message: String,
-) -> Diagnostic {
-    Diagnostic {
-        origin: origin.clone(),
-        severity: Severity::Error,
-        field,
-        reason,
-        message,
-    }
+pub(crate) fn error(origin: &Origin, field: String, reason: &'static str, message: String) -> Diagnostic {
+    Diagnostic { origin: origin.clone(), severity: Severity::Error, field, reason, message }
 }

@@ -28,10 +28,6 @@ pub struct Diagnostic {
 
 impl std::fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} {}: {} ({})",
-            self.origin, self.field, self.message, self.reason
-        )
+        write!(f, "{} {}: {} ({})", self.origin, self.field, self.message, self.reason)
     }
 }

@@ -23,16 +23,9 @@ pub fn intersect(listener: Option<&str>, route: &str) -> Option<String> {
 /// The hostnames a route serves through a listener; `["*"]` when neither names any.
 pub fn effective(listener: Option<&str>, route_hostnames: &[String]) -> Vec<String> {
     if route_hostnames.is_empty() {
-        return vec![
-            listener
-                .map(str::to_ascii_lowercase)
-                .unwrap_or_else(|| "*".into()),
-        ];
+        return vec![listener.map(str::to_ascii_lowercase).unwrap_or_else(|| "*".into())];
     }
-    let mut names: Vec<String> = route_hostnames
-        .iter()
-        .filter_map(|h| intersect(listener, h))
-        .collect();
+    let mut names: Vec<String> = route_hostnames.iter().filter_map(|h| intersect(listener, h)).collect();
     names.sort();
     names.dedup();
     names
@@ -49,31 +42,13 @@ mod tests {
 
     #[test]
     fn intersections_follow_the_gateway_api() {
-        assert_eq!(
-            intersect(None, "Foo.example.com").as_deref(),
-            Some("foo.example.com")
-        );
-        assert_eq!(
-            intersect(Some("*.example.com"), "a.example.com").as_deref(),
-            Some("a.example.com")
-        );
-        assert_eq!(
-            intersect(Some("*.example.com"), "a.b.example.com").as_deref(),
-            Some("a.b.example.com")
-        );
+        assert_eq!(intersect(None, "Foo.example.com").as_deref(), Some("foo.example.com"));
+        assert_eq!(intersect(Some("*.example.com"), "a.example.com").as_deref(), Some("a.example.com"));
+        assert_eq!(intersect(Some("*.example.com"), "a.b.example.com").as_deref(), Some("a.b.example.com"));
         assert_eq!(intersect(Some("*.example.com"), "example.com"), None);
-        assert_eq!(
-            intersect(Some("a.example.com"), "*.example.com").as_deref(),
-            Some("a.example.com")
-        );
-        assert_eq!(
-            intersect(Some("*.example.com"), "*.a.example.com").as_deref(),
-            Some("*.a.example.com")
-        );
-        assert_eq!(
-            intersect(Some("*.a.example.com"), "*.example.com").as_deref(),
-            Some("*.a.example.com")
-        );
+        assert_eq!(intersect(Some("a.example.com"), "*.example.com").as_deref(), Some("a.example.com"));
+        assert_eq!(intersect(Some("*.example.com"), "*.a.example.com").as_deref(), Some("*.a.example.com"));
+        assert_eq!(intersect(Some("*.a.example.com"), "*.example.com").as_deref(), Some("*.a.example.com"));
         assert_eq!(intersect(Some("a.example.com"), "b.example.com"), None);
         assert_eq!(effective(None, &[]), vec!["*".to_string()]);
         assert_eq!(effective(Some("x.io"), &[]), vec!["x.io".to_string()]);

@@ -43,12 +43,7 @@ pub struct HttpMatch {
 
 impl Default for HttpMatch {
     fn default() -> Self {
-        Self {
-            path: PathMatch::Prefix("/".into()),
-            headers: Vec::new(),
-            query: Vec::new(),
-            method: None,
-        }
+        Self { path: PathMatch::Prefix("/".into()), headers: Vec::new(), query: Vec::new(), method: None }
     }
 }
 

@@ -9,8 +9,8 @@ mod http;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use http::{
-    HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, PathMatch, PathModifier,
-    QueryMatch, Redirect, RequestMirror, StringMatch, UrlRewrite,
+    HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, PathMatch, PathModifier, QueryMatch, Redirect,
+    RequestMirror, StringMatch, UrlRewrite,
 };
 
 use std::net::IpAddr;

@@ -69,58 +69,32 @@ pub fn parse_documents(text: &str) -> Vec<Result<Object, ParseError>> {
 }
 
 fn parse_value(index: usize, value: serde_yaml::Value) -> Result<Object, ParseError> {
-    let json: serde_json::Value =
-        serde_json::to_value(&value).map_err(|source| ParseError::Schema {
-            index,
-            kind: String::new(),
-            name: String::new(),
-            source,
-        })?;
-    let text = |field: &str| {
-        json.get(field)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
+    let json: serde_json::Value = serde_json::to_value(&value).map_err(|source| ParseError::Schema {
+        index,
+        kind: String::new(),
+        name: String::new(),
+        source,
+    })?;
+    let text = |field: &str| json.get(field).and_then(|v| v.as_str()).unwrap_or_default().to_string();
     let (api_version, kind) = (text("apiVersion"), text("kind"));
     if api_version.is_empty() || kind.is_empty() {
         return Err(ParseError::MissingKind { index });
     }
-    let name = json
-        .pointer("/metadata/name")
-        .and_then(|v| v.as_str())
-        .unwrap_or_default()
-        .to_string();
+    let name = json.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or_default().to_string();
     let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-    let schema = |source| ParseError::Schema {
-        index,
-        kind: kind.clone(),
-        name: name.clone(),
-        source,
-    };
+    let schema = |source| ParseError::Schema { index, kind: kind.clone(), name: name.clone(), source };
     let mut object = match (group, kind.as_str()) {
-        ("gateway.networking.k8s.io", "GatewayClass") => {
-            Object::GatewayClass(from(json).map_err(schema)?)
-        }
+        ("gateway.networking.k8s.io", "GatewayClass") => Object::GatewayClass(from(json).map_err(schema)?),
         ("gateway.networking.k8s.io", "Gateway") => Object::Gateway(from(json).map_err(schema)?),
-        ("gateway.networking.k8s.io", "HTTPRoute") => {
-            Object::HttpRoute(from(json).map_err(schema)?)
-        }
+        ("gateway.networking.k8s.io", "HTTPRoute") => Object::HttpRoute(from(json).map_err(schema)?),
         ("gateway.networking.k8s.io", "TLSRoute") => Object::TlsRoute(from(json).map_err(schema)?),
-        ("gateway.networking.k8s.io", "ReferenceGrant") => {
-            Object::ReferenceGrant(from(json).map_err(schema)?)
-        }
+        ("gateway.networking.k8s.io", "ReferenceGrant") => Object::ReferenceGrant(from(json).map_err(schema)?),
         ("", "Service") => Object::Service(from(json).map_err(schema)?),
         ("", "Secret") => Object::Secret(from(json).map_err(schema)?),
         ("", "Namespace") => Object::Namespace(from(json).map_err(schema)?),
         ("discovery.k8s.io", "EndpointSlice") => Object::EndpointSlice(from(json).map_err(schema)?),
         _ => {
-            return Err(ParseError::Unsupported {
-                index,
-                api_version,
-                kind,
-                name,
-            });
+            return Err(ParseError::Unsupported { index, api_version, kind, name });
         }
     };
     normalize(&mut object);

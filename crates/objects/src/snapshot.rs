@@ -19,28 +19,18 @@ pub struct ObjectKey {
 impl ObjectKey {
     /// A key from a namespace and a name.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
+        Self { namespace: namespace.into(), name: name.into() }
     }
 
     /// The key of an object from its metadata.
     pub fn of(meta: &ObjectMeta) -> Self {
-        Self::new(
-            meta.namespace.clone().unwrap_or_default(),
-            meta.name.clone().unwrap_or_default(),
-        )
+        Self::new(meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
     }
 }
 
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.namespace.is_empty() {
-            f.write_str(&self.name)
-        } else {
-            write!(f, "{}/{}", self.namespace, self.name)
-        }
+        if self.namespace.is_empty() { f.write_str(&self.name) } else { write!(f, "{}/{}", self.namespace, self.name) }
     }
 }
 
@@ -185,13 +175,35 @@ impl Snapshot {
         }
     }
 
+    /// Replaces each object equal to the one `previous` holds under the same key by `previous`'s
+    /// `Arc`, so later stages can recognise unchanged objects by pointer.
+    pub fn share_unchanged(&mut self, previous: &Snapshot) {
+        fn share<T: PartialEq>(next: &mut Objects<T>, previous: &Objects<T>) {
+            for (key, value) in next.iter_mut() {
+                if let Some(old) = previous.get(key)
+                    && !Arc::ptr_eq(old, value)
+                    && **old == **value
+                {
+                    *value = Arc::clone(old);
+                }
+            }
+        }
+        share(&mut self.gateway_classes, &previous.gateway_classes);
+        share(&mut self.gateways, &previous.gateways);
+        share(&mut self.http_routes, &previous.http_routes);
+        share(&mut self.tls_routes, &previous.tls_routes);
+        share(&mut self.reference_grants, &previous.reference_grants);
+        share(&mut self.services, &previous.services);
+        share(&mut self.endpoint_slices, &previous.endpoint_slices);
+        share(&mut self.secrets, &previous.secrets);
+        share(&mut self.namespaces, &previous.namespaces);
+    }
+
     /// The kinds whose objects differ between `self` and `other`.
     pub fn changed_kinds(&self, other: &Snapshot) -> BTreeSet<Kind> {
         fn differs<T: PartialEq>(a: &Objects<T>, b: &Objects<T>) -> bool {
             a.len() != b.len()
-                || a.iter()
-                    .zip(b)
-                    .any(|((ka, va), (kb, vb))| ka != kb || !(Arc::ptr_eq(va, vb) || va == vb))
+                || a.iter().zip(b).any(|((ka, va), (kb, vb))| ka != kb || !(Arc::ptr_eq(va, vb) || va == vb))
         }
         let mut kinds = BTreeSet::new();
         let mut check = |changed: bool, kind: Kind| {
@@ -199,30 +211,15 @@ impl Snapshot {
                 kinds.insert(kind);
             }
         };
-        check(
-            differs(&self.gateway_classes, &other.gateway_classes),
-            Kind::GatewayClass,
-        );
+        check(differs(&self.gateway_classes, &other.gateway_classes), Kind::GatewayClass);
         check(differs(&self.gateways, &other.gateways), Kind::Gateway);
-        check(
-            differs(&self.http_routes, &other.http_routes),
-            Kind::HttpRoute,
-        );
+        check(differs(&self.http_routes, &other.http_routes), Kind::HttpRoute);
         check(differs(&self.tls_routes, &other.tls_routes), Kind::TlsRoute);
-        check(
-            differs(&self.reference_grants, &other.reference_grants),
-            Kind::ReferenceGrant,
-        );
+        check(differs(&self.reference_grants, &other.reference_grants), Kind::ReferenceGrant);
         check(differs(&self.services, &other.services), Kind::Service);
-        check(
-            differs(&self.endpoint_slices, &other.endpoint_slices),
-            Kind::EndpointSlice,
-        );
+        check(differs(&self.endpoint_slices, &other.endpoint_slices), Kind::EndpointSlice);
         check(differs(&self.secrets, &other.secrets), Kind::Secret);
-        check(
-            differs(&self.namespaces, &other.namespaces),
-            Kind::Namespace,
-        );
+        check(differs(&self.namespaces, &other.namespaces), Kind::Namespace);
         kinds
     }
 
@@ -237,11 +234,7 @@ impl Snapshot {
             .range(start..)
             .take_while(move |(k, _)| k.namespace == namespace)
             .filter(move |(_, s)| {
-                s.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get("kubernetes.io/service-name"))
-                    .map(String::as_str)
+                s.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")).map(String::as_str)
                     == Some(service)
             })
             .map(|(_, s)| s)

@@ -29,10 +29,7 @@ pub struct DirectorySource {
 impl DirectorySource {
     /// A source for `dir` (read recursively; files ending in `.yaml`, `.yml` or `.json`).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self {
-            dir: dir.into(),
-            last_good: BTreeMap::new(),
-        }
+        Self { dir: dir.into(), last_good: BTreeMap::new() }
     }
 
     /// Reads every file once: the snapshot and the problems found, each logged.
@@ -47,10 +44,7 @@ impl DirectorySource {
             let text = match std::fs::read_to_string(&file) {
                 Ok(t) => t,
                 Err(e) => {
-                    problems.push(FileProblem {
-                        file: file.clone(),
-                        message: format!("cannot read: {e}"),
-                    });
+                    problems.push(FileProblem { file: file.clone(), message: format!("cannot read: {e}") });
                     continue;
                 }
             };
@@ -61,10 +55,7 @@ impl DirectorySource {
                     Ok(o) => objects.push(o),
                     Err(e) => {
                         unreadable |= matches!(e, objects::ParseError::Yaml { .. });
-                        problems.push(FileProblem {
-                            file: file.clone(),
-                            message: e.to_string(),
-                        });
+                        problems.push(FileProblem { file: file.clone(), message: e.to_string() });
                     }
                 }
             }
@@ -106,10 +97,7 @@ impl DirectorySource {
             let watch = notify::recommended_watcher(move |_event| {
                 let _ = tx.send(());
             })
-            .and_then(|mut w| {
-                w.watch(&self.dir, notify::RecursiveMode::Recursive)
-                    .map(|()| w)
-            });
+            .and_then(|mut w| w.watch(&self.dir, notify::RecursiveMode::Recursive).map(|()| w));
             match watch {
                 Ok(w) => Some(w),
                 Err(e) => {
@@ -153,10 +141,7 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>, problems: &mut Vec<FileProblem>
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
-            problems.push(FileProblem {
-                file: dir.to_path_buf(),
-                message: format!("cannot read directory: {e}"),
-            });
+            problems.push(FileProblem { file: dir.to_path_buf(), message: format!("cannot read directory: {e}") });
             return;
         }
     };
@@ -168,10 +153,7 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>, problems: &mut Vec<FileProblem>
         }
         if path.is_dir() {
             collect(&path, files, problems);
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
+        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
             files.push(path);
         }
     }
@@ -186,27 +168,23 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("store-dir-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let svc = |name: &str| {
-            format!(
-                "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec: {{ports: [{{port: 80}}]}}\n"
-            )
+            format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec: {{ports: [{{port: 80}}]}}\n")
         };
         std::fs::write(dir.join("a.yaml"), svc("a")).unwrap();
-        std::fs::write(dir.join("b.yaml"), format!("{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: bad}}\nspec: {{ports: 5}}\n", svc("b"))).unwrap();
+        std::fs::write(
+            dir.join("b.yaml"),
+            format!("{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: bad}}\nspec: {{ports: 5}}\n", svc("b")),
+        )
+        .unwrap();
         let mut source = DirectorySource::new(&dir);
         let (s, problems) = source.load();
         assert_eq!(s.services.len(), 2);
         assert!(
-            problems
-                .iter()
-                .any(|p| p.file.ends_with("b.yaml") && p.message.contains("Service bad")),
+            problems.iter().any(|p| p.file.ends_with("b.yaml") && p.message.contains("Service bad")),
             "{problems:?}"
         );
 
-        std::fs::write(
-            dir.join("a.yaml"),
-            "apiVersion: v1\nkind: Service\nmetadata: {name: a\n",
-        )
-        .unwrap();
+        std::fs::write(dir.join("a.yaml"), "apiVersion: v1\nkind: Service\nmetadata: {name: a\n").unwrap();
         let (s, problems) = source.load();
         assert_eq!(s.services.len(), 2, "a.yaml is mid-edit: its Service stays");
         assert!(problems.iter().any(|p| p.file.ends_with("a.yaml")));

@@ -28,10 +28,7 @@ impl Default for Store {
 impl Store {
     /// An empty, unsynced store.
     pub fn new() -> Self {
-        Self {
-            snapshot: watch::channel(Arc::new(Snapshot::default())).0,
-            synced: watch::channel(false).0,
-        }
+        Self { snapshot: watch::channel(Arc::new(Snapshot::default())).0, synced: watch::channel(false).0 }
     }
 
     /// A receiver that sees every new snapshot.
@@ -44,8 +41,10 @@ impl Store {
         Arc::clone(&self.snapshot.borrow())
     }
 
-    /// Replaces the snapshot; subscribers are woken only if it differs.
-    pub fn replace(&self, snapshot: Snapshot) {
+    /// Replaces the snapshot; subscribers are woken only if it differs. Objects equal to the
+    /// current ones keep the current `Arc`s, which lets the pipeline skip them.
+    pub fn replace(&self, mut snapshot: Snapshot) {
+        snapshot.share_unchanged(&self.current());
         self.snapshot.send_if_modified(|current| {
             if **current == snapshot {
                 false

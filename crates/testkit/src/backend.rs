@@ -32,11 +32,7 @@ impl Backend {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let task = tokio::spawn(serve_echo(listener, name.to_string(), None));
-        Ok(Self {
-            addr,
-            name: name.into(),
-            task,
-        })
+        Ok(Self { addr, name: name.into(), task })
     }
 
     /// An echo backend that speaks HTTPS with this certificate (for TLS passthrough).
@@ -44,37 +40,24 @@ impl Backend {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let certs = rustls_pemfile(&cert.cert_pem)?;
         let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(cert.key_pem.as_bytes())?;
-        let config = rustls::ServerConfig::builder()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)?;
+        let config = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key)?;
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let task = tokio::spawn(serve_echo(listener, name.to_string(), Some(acceptor)));
-        Ok(Self {
-            addr,
-            name: name.into(),
-            task,
-        })
+        Ok(Self { addr, name: name.into(), task })
     }
 }
 
 fn rustls_pemfile(pem: &str) -> anyhow::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
     use rustls::pki_types::pem::PemObject;
-    Ok(
-        rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()?,
-    )
+    Ok(rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<Vec<_>, _>>()?)
 }
 
 use rustls::pki_types::pem::PemObject as _;
 
 /// Serves the echo protocol on a listener until the task is aborted.
-pub async fn serve_echo(
-    listener: TcpListener,
-    name: String,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-) {
+pub async fn serve_echo(listener: TcpListener, name: String, tls: Option<tokio_rustls::TlsAcceptor>) {
     let name: Arc<str> = name.into();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
@@ -84,39 +67,26 @@ pub async fn serve_echo(
         let tls = tls.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| echo(Arc::clone(&name), req));
-            let builder =
-                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
             match tls {
                 Some(acceptor) => {
                     if let Ok(stream) = acceptor.accept(stream).await {
-                        let _ = builder
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
+                        let _ = builder.serve_connection(TokioIo::new(stream), service).await;
                     }
                 }
                 None => {
-                    let _ = builder
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let _ = builder.serve_connection(TokioIo::new(stream), service).await;
                 }
             }
         });
     }
 }
 
-async fn echo(
-    name: Arc<str>,
-    req: hyper::Request<Incoming>,
-) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+async fn echo(name: Arc<str>, req: hyper::Request<Incoming>) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let headers: serde_json::Map<String, serde_json::Value> = req
         .headers()
         .iter()
-        .map(|(k, v)| {
-            (
-                k.to_string(),
-                serde_json::Value::String(v.to_str().unwrap_or_default().to_string()),
-            )
-        })
+        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_str().unwrap_or_default().to_string())))
         .collect();
     let body = serde_json::json!({
         "backend": &*name,

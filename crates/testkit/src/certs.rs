@@ -21,12 +21,8 @@ impl Ca {
     pub fn new() -> anyhow::Result<Self> {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "contour test CA");
-        Ok(Self {
-            issuer: CertifiedIssuer::self_signed(params, KeyPair::generate()?)?,
-        })
+        params.distinguished_name.push(DnType::CommonName, "contour test CA");
+        Ok(Self { issuer: CertifiedIssuer::self_signed(params, KeyPair::generate()?)? })
     }
 
     /// The CA certificate in PEM.
@@ -36,16 +32,10 @@ impl Ca {
 
     /// A certificate for these DNS names, with the first as common name.
     pub fn issue(&self, names: &[&str]) -> anyhow::Result<Issued> {
-        let mut params =
-            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, names.first().copied().unwrap_or("test"));
+        let mut params = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())?;
+        params.distinguished_name.push(DnType::CommonName, names.first().copied().unwrap_or("test"));
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &self.issuer)?;
-        Ok(Issued {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        })
+        Ok(Issued { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
     }
 }

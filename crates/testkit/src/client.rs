@@ -25,12 +25,7 @@ pub struct Request {
 impl Request {
     /// A GET for `host` and `path`.
     pub fn get(host: &str, path: &str) -> Self {
-        Self {
-            method: "GET".into(),
-            host: host.into(),
-            path: path.into(),
-            headers: Vec::new(),
-        }
+        Self { method: "GET".into(), host: host.into(), path: path.into(), headers: Vec::new() }
     }
 
     /// Adds a header.
@@ -54,10 +49,7 @@ pub struct Response {
 impl Response {
     /// The first value of a header.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// The body parsed as the echo backend's JSON.
@@ -68,33 +60,23 @@ impl Response {
 
 /// Sends a plain-HTTP request to `addr`.
 pub async fn request(addr: SocketAddr, req: &Request) -> anyhow::Result<Response> {
-    let stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
-        .await??;
+    let stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr)).await??;
     send(stream, req).await
 }
 
 /// Sends an HTTPS request to `addr` with this SNI, trusting only `ca_pem`.
-pub async fn request_tls(
-    addr: SocketAddr,
-    sni: &str,
-    ca_pem: &str,
-    req: &Request,
-) -> anyhow::Result<Response> {
+pub async fn request_tls(addr: SocketAddr, sni: &str, ca_pem: &str, req: &Request) -> anyhow::Result<Response> {
     use rustls::pki_types::pem::PemObject;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots.add(cert?)?;
     }
-    let config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
-        .await??;
+    let stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr)).await??;
     let name = rustls::pki_types::ServerName::try_from(sni.to_string())?;
-    let stream =
-        tokio::time::timeout(Duration::from_secs(5), connector.connect(name, stream)).await??;
+    let stream = tokio::time::timeout(Duration::from_secs(5), connector.connect(name, stream)).await??;
     send(stream, req).await
 }
 
@@ -104,31 +86,18 @@ async fn send<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
 ) -> anyhow::Result<Response> {
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     let conn = tokio::spawn(conn);
-    let mut builder = hyper::Request::builder()
-        .method(req.method.as_str())
-        .uri(req.path.as_str())
-        .header("host", &req.host);
+    let mut builder =
+        hyper::Request::builder().method(req.method.as_str()).uri(req.path.as_str()).header("host", &req.host);
     for (k, v) in &req.headers {
         builder = builder.header(k, v);
     }
-    let response = tokio::time::timeout(
-        Duration::from_secs(10),
-        sender.send_request(builder.body(Empty::<Bytes>::new())?),
-    )
-    .await??;
+    let response =
+        tokio::time::timeout(Duration::from_secs(10), sender.send_request(builder.body(Empty::<Bytes>::new())?))
+            .await??;
     let status = response.status().as_u16();
-    let headers = response
-        .headers()
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string()))
-        .collect();
-    let body = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect())
-        .await??
-        .to_bytes();
+    let headers =
+        response.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string())).collect();
+    let body = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect()).await??.to_bytes();
     conn.abort();
-    Ok(Response {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    })
+    Ok(Response { status, headers, body: String::from_utf8_lossy(&body).into_owned() })
 }

@@ -31,9 +31,7 @@ impl Drop for Envoy {
 fn binary() -> anyhow::Result<PathBuf> {
     match std::env::var_os("CONTOUR_ENVOY") {
         Some(p) => Ok(PathBuf::from(p)),
-        None => anyhow::bail!(
-            "CONTOUR_ENVOY is not set: run the tests through hack/test, which installs Envoy"
-        ),
+        None => anyhow::bail!("CONTOUR_ENVOY is not set: run the tests through hack/test, which installs Envoy"),
     }
 }
 
@@ -42,48 +40,26 @@ impl Envoy {
     /// waits until its admin interface answers.
     pub async fn start(mut bootstrap: Bootstrap) -> anyhow::Result<Self> {
         static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
-        let permit = Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(MAX_CONCURRENT))))
-            .acquire_owned()
-            .await?;
+        let permit = Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(MAX_CONCURRENT)))).acquire_owned().await?;
         let admin_port = crate::free_port();
         bootstrap.admin = Admin::Port(admin_port);
-        let dir =
-            std::env::temp_dir().join(format!("contour-envoy-{}-{admin_port}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("contour-envoy-{}-{admin_port}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         let config = dir.join("bootstrap.json");
         std::fs::write(&config, serde_json::to_vec_pretty(&bootstrap.to_json())?)?;
         let child = tokio::process::Command::new(binary()?)
             .arg("-c")
             .arg(&config)
-            .args([
-                "--disable-hot-restart",
-                "--concurrency",
-                "1",
-                "--log-level",
-                "warn",
-                "--drain-time-s",
-                "1",
-            ])
+            .args(["--disable-hot-restart", "--concurrency", "1", "--log-level", "warn", "--drain-time-s", "1"])
             .arg("--log-path")
             .arg(dir.join("envoy.log"))
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true)
             .spawn()?;
-        let envoy = Self {
-            admin: SocketAddr::from(([127, 0, 0, 1], admin_port)),
-            dir,
-            child,
-            _permit: permit,
-        };
-        let up = crate::eventually(Duration::from_secs(30), || async {
-            envoy.admin_get("/server_info").await.ok()
-        })
-        .await;
-        anyhow::ensure!(
-            up.is_some(),
-            "Envoy admin did not come up; log:\n{}",
-            envoy.log()
-        );
+        let envoy = Self { admin: SocketAddr::from(([127, 0, 0, 1], admin_port)), dir, child, _permit: permit };
+        let up =
+            crate::eventually(Duration::from_secs(30), || async { envoy.admin_get("/server_info").await.ok() }).await;
+        anyhow::ensure!(up.is_some(), "Envoy admin did not come up; log:\n{}", envoy.log());
         Ok(envoy)
     }
 

@@ -38,24 +38,13 @@ struct Fleet {
 impl Fleet {
     fn new(known: bool) -> Self {
         let (served, _) = watch::channel(Arc::new(FleetResources::default()));
-        Self {
-            known,
-            desired: FleetResources::default(),
-            accepted: HashMap::new(),
-            rejected: BTreeMap::new(),
-            served,
-        }
+        Self { known, desired: FleetResources::default(), accepted: HashMap::new(), rejected: BTreeMap::new(), served }
     }
 
     /// Recomputes what streams see; only notifies them when it changed.
     fn publish(&mut self) {
         let desired = &self.desired;
-        self.rejected.retain(|(t, name), (version, _)| {
-            desired
-                .of(*t)
-                .get(name)
-                .is_some_and(|r| r.version == *version)
-        });
+        self.rejected.retain(|(t, name), (version, _)| desired.of(*t).get(name).is_some_and(|r| r.version == *version));
         let mut served = self.desired.clone();
         for (t, name) in self.rejected.keys() {
             let map = served.by_type.entry(*t).or_default();
@@ -95,42 +84,30 @@ impl Fleets {
             if !resources.by_type.contains_key(&ResourceType::Endpoint)
                 && let Some(eds) = fleet.desired.by_type.get(&ResourceType::Endpoint)
             {
-                resources
-                    .by_type
-                    .insert(ResourceType::Endpoint, eds.clone());
+                resources.by_type.insert(ResourceType::Endpoint, eds.clone());
             }
             fleet.desired = resources;
             fleet.publish();
         }
-        self.fleets
-            .retain(|_, f| f.known || f.served.receiver_count() > 0);
+        self.fleets.retain(|_, f| f.known || f.served.receiver_count() > 0);
     }
 
     pub(crate) fn set_type(&mut self, id: &str, t: ResourceType, resources: Resources) {
-        let fleet = self
-            .fleets
-            .entry(id.to_string())
-            .or_insert_with(|| Fleet::new(true));
+        let fleet = self.fleets.entry(id.to_string()).or_insert_with(|| Fleet::new(true));
         fleet.desired.by_type.insert(t, resources);
         fleet.publish();
     }
 
     #[cfg(feature = "testing")]
     pub(crate) fn inject(&mut self, id: &str, t: ResourceType, resource: Resource) {
-        let fleet = self
-            .fleets
-            .entry(id.to_string())
-            .or_insert_with(|| Fleet::new(true));
+        let fleet = self.fleets.entry(id.to_string()).or_insert_with(|| Fleet::new(true));
         fleet.desired.insert(t, resource);
         fleet.publish();
     }
 
     /// A receiver of the fleet's served configuration, and whether the fleet is known.
     pub(crate) fn watch(&mut self, id: &str) -> (watch::Receiver<Arc<FleetResources>>, bool) {
-        let fleet = self
-            .fleets
-            .entry(id.to_string())
-            .or_insert_with(|| Fleet::new(false));
+        let fleet = self.fleets.entry(id.to_string()).or_insert_with(|| Fleet::new(false));
         (fleet.served.subscribe(), fleet.known)
     }
 
@@ -143,19 +120,10 @@ impl Fleets {
     }
 
     /// Records a rejection; returns true when the served configuration changed.
-    pub(crate) fn rejected(
-        &mut self,
-        id: &str,
-        t: ResourceType,
-        resources: &[Resource],
-        error: &str,
-    ) {
+    pub(crate) fn rejected(&mut self, id: &str, t: ResourceType, resources: &[Resource], error: &str) {
         if let Some(fleet) = self.fleets.get_mut(id) {
             for r in resources {
-                fleet.rejected.insert(
-                    (t, Arc::clone(&r.name)),
-                    (Arc::clone(&r.version), error.to_string()),
-                );
+                fleet.rejected.insert((t, Arc::clone(&r.name)), (Arc::clone(&r.version), error.to_string()));
             }
             fleet.publish();
         }
@@ -166,20 +134,16 @@ impl Fleets {
             .fleets
             .iter()
             .flat_map(|(id, f)| {
-                f.rejected
-                    .iter()
-                    .map(move |((t, name), (version, error))| Rejection {
-                        fleet: id.clone(),
-                        resource_type: *t,
-                        name: name.to_string(),
-                        version: version.to_string(),
-                        error: error.clone(),
-                    })
+                f.rejected.iter().map(move |((t, name), (version, error))| Rejection {
+                    fleet: id.clone(),
+                    resource_type: *t,
+                    name: name.to_string(),
+                    version: version.to_string(),
+                    error: error.clone(),
+                })
             })
             .collect();
-        out.sort_by(|a, b| {
-            (&a.fleet, a.resource_type, &a.name).cmp(&(&b.fleet, b.resource_type, &b.name))
-        });
+        out.sort_by(|a, b| (&a.fleet, a.resource_type, &a.name).cmp(&(&b.fleet, b.resource_type, &b.name)));
         out
     }
 }

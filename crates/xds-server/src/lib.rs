@@ -37,9 +37,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self {
-            eds_wait: Duration::from_secs(5),
-        }
+        Self { eds_wait: Duration::from_secs(5) }
     }
 }
 
@@ -104,33 +102,18 @@ impl XdsServer {
     /// A server with no fleets that serves nothing until [`XdsServer::set_ready`].
     pub fn new(options: Options) -> Self {
         let (ready, _) = watch::channel(false);
-        Self {
-            inner: Arc::new(Inner {
-                options,
-                fleets: Default::default(),
-                ready,
-                stats: Counters::default(),
-            }),
-        }
+        Self { inner: Arc::new(Inner { options, fleets: Default::default(), ready, stats: Counters::default() }) }
     }
 
     /// Replaces the configuration of every fleet except endpoints. Fleets absent from `fleets`
     /// become empty.
     pub fn set_fleets(&self, fleets: BTreeMap<String, FleetResources>) {
-        self.inner
-            .fleets
-            .lock()
-            .expect("fleets lock")
-            .set_all(fleets);
+        self.inner.fleets.lock().expect("fleets lock").set_all(fleets);
     }
 
     /// Replaces the endpoints (EDS) of one fleet, leaving every other type untouched.
     pub fn set_endpoints(&self, fleet: &str, endpoints: Resources) {
-        self.inner.fleets.lock().expect("fleets lock").set_type(
-            fleet,
-            ResourceType::Endpoint,
-            endpoints,
-        );
+        self.inner.fleets.lock().expect("fleets lock").set_type(fleet, ResourceType::Endpoint, endpoints);
     }
 
     /// Marks the first build done: streams start receiving configuration.
@@ -141,12 +124,8 @@ impl XdsServer {
     /// The counters.
     pub fn stats(&self) -> Stats {
         let c = &self.inner.stats;
-        let by_type = |a: &[AtomicU64; 5]| {
-            ResourceType::ALL
-                .iter()
-                .map(|t| (*t, a[index(*t)].load(Ordering::Relaxed)))
-                .collect()
-        };
+        let by_type =
+            |a: &[AtomicU64; 5]| ResourceType::ALL.iter().map(|t| (*t, a[index(*t)].load(Ordering::Relaxed))).collect();
         Stats {
             connections: c.connections.load(Ordering::Relaxed),
             streams_total: c.streams_total.load(Ordering::Relaxed),
@@ -166,10 +145,6 @@ impl XdsServer {
     /// test make Envoy reject something.
     #[cfg(feature = "testing")]
     pub fn inject_for_test(&self, fleet: &str, t: ResourceType, resource: Resource) {
-        self.inner
-            .fleets
-            .lock()
-            .expect("fleets lock")
-            .inject(fleet, t, resource);
+        self.inner.fleets.lock().expect("fleets lock").inject(fleet, t, resource);
     }
 }

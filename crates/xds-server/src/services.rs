@@ -58,11 +58,7 @@ pub async fn serve(
 }
 
 impl XdsServer {
-    fn open<P: Protocol>(
-        &self,
-        inbound: Streaming<P::Req>,
-        only: Option<ResourceType>,
-    ) -> ResponseStream<P::Resp>
+    fn open<P: Protocol>(&self, inbound: Streaming<P::Req>, only: Option<ResourceType>) -> ResponseStream<P::Resp>
     where
         P::Req: prost::Message + Default,
     {
@@ -84,11 +80,7 @@ async fn drive<P: Protocol>(
         return;
     };
     let node = P::node(&first).cloned().unwrap_or_default();
-    let fleet = if node.cluster.is_empty() {
-        DEFAULT_FLEET.to_string()
-    } else {
-        node.cluster.clone()
-    };
+    let fleet = if node.cluster.is_empty() { DEFAULT_FLEET.to_string() } else { node.cluster.clone() };
     inner.stats.connections.fetch_add(1, Ordering::Relaxed);
     inner.stats.streams_total.fetch_add(1, Ordering::Relaxed);
     let _guard = ConnectionGuard(Arc::clone(&inner));
@@ -183,9 +175,7 @@ impl AggregatedDiscoveryService for XdsServer {
         &self,
         request: Request<Streaming<DeltaDiscoveryRequest>>,
     ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
-        Ok(Response::new(
-            self.open::<Delta>(request.into_inner(), None),
-        ))
+        Ok(Response::new(self.open::<Delta>(request.into_inner(), None)))
     }
 }
 
@@ -201,27 +191,21 @@ macro_rules! per_type_service {
                 &self,
                 request: Request<Streaming<DiscoveryRequest>>,
             ) -> Result<Response<Self::$stream>, Status> {
-                Ok(Response::new(
-                    self.open::<Sotw>(request.into_inner(), Some($t)),
-                ))
+                Ok(Response::new(self.open::<Sotw>(request.into_inner(), Some($t))))
             }
 
             async fn $delta_fn(
                 &self,
                 request: Request<Streaming<DeltaDiscoveryRequest>>,
             ) -> Result<Response<Self::$delta_stream>, Status> {
-                Ok(Response::new(
-                    self.open::<Delta>(request.into_inner(), Some($t)),
-                ))
+                Ok(Response::new(self.open::<Delta>(request.into_inner(), Some($t))))
             }
 
             async fn $fetch_fn(
                 &self,
                 _request: Request<DiscoveryRequest>,
             ) -> Result<Response<DiscoveryResponse>, Status> {
-                Err(Status::unimplemented(
-                    "REST-style fetch is not served; use a stream",
-                ))
+                Err(Status::unimplemented("REST-style fetch is not served; use a stream"))
             }
         }
     };

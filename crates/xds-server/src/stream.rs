@@ -104,10 +104,7 @@ impl StreamState {
             mode,
             ordered: only.is_none(),
             only,
-            types: ResourceType::ALL
-                .into_iter()
-                .map(|t| (t, TypeState::default()))
-                .collect(),
+            types: ResourceType::ALL.into_iter().map(|t| (t, TypeState::default())).collect(),
             eds_owed: BTreeSet::new(),
             eds_deadline: None,
             eds_wait,
@@ -122,8 +119,7 @@ impl StreamState {
 
     /// Takes in a request: ACK or NACK of an earlier response, and subscription changes.
     pub fn on_request(&mut self, req: &Incoming) -> Result<Option<Feedback>, String> {
-        let t = ResourceType::from_type_url(&req.type_url)
-            .ok_or_else(|| format!("unknown type {}", req.type_url))?;
+        let t = ResourceType::from_type_url(&req.type_url).ok_or_else(|| format!("unknown type {}", req.type_url))?;
         if self.only.is_some_and(|o| o != t) {
             return Err(format!("type {} not served on this stream", req.type_url));
         }
@@ -155,11 +151,7 @@ impl StreamState {
                 } else {
                     match mode {
                         Mode::Sotw if t.is_wildcard() => {
-                            ts.acked = flight
-                                .resources
-                                .iter()
-                                .map(|r| (Arc::clone(&r.name), r.clone()))
-                                .collect();
+                            ts.acked = flight.resources.iter().map(|r| (Arc::clone(&r.name), r.clone())).collect();
                         }
                         _ => {
                             for r in &flight.resources {
@@ -177,8 +169,7 @@ impl StreamState {
         ts.subscribed = true;
         match mode {
             Mode::Sotw => {
-                ts.wildcard =
-                    t.is_wildcard() && (req.names.is_empty() || req.names.iter().any(|n| n == "*"));
+                ts.wildcard = t.is_wildcard() && (req.names.is_empty() || req.names.iter().any(|n| n == "*"));
                 ts.names = req.names.iter().cloned().collect();
                 if !ts.wildcard {
                     let names = &ts.names;
@@ -227,16 +218,12 @@ impl StreamState {
         }
         let mut out = Vec::new();
         let mut hold_dependents = false;
-        let dependents_synced =
-            self.synced(ResourceType::Listener, served) && self.synced(ResourceType::Route, served);
+        let dependents_synced = self.synced(ResourceType::Listener, served) && self.synced(ResourceType::Route, served);
         for t in ResourceType::ALL {
             if self.only.is_some_and(|o| o != t) {
                 continue;
             }
-            let prerequisite = matches!(
-                t,
-                ResourceType::Cluster | ResourceType::Endpoint | ResourceType::Secret
-            );
+            let prerequisite = matches!(t, ResourceType::Cluster | ResourceType::Endpoint | ResourceType::Secret);
             if self.ordered && !prerequisite && (hold_dependents || !self.eds_owed.is_empty()) {
                 continue;
             }
@@ -256,11 +243,7 @@ impl StreamState {
                 }
             }
             let forced: BTreeSet<Arc<str>> = if t == ResourceType::Endpoint {
-                self.eds_owed
-                    .iter()
-                    .filter(|n| want.contains_key(*n))
-                    .cloned()
-                    .collect()
+                self.eds_owed.iter().filter(|n| want.contains_key(*n)).cloned().collect()
             } else {
                 BTreeSet::new()
             };
@@ -268,24 +251,15 @@ impl StreamState {
                 // Owed names Envoy does not ask for (any more) and cannot get: stop waiting.
                 let names = &ts.names;
                 let subscribed = |n: &str| ts.wildcard || names.contains(n);
-                self.eds_owed
-                    .retain(|n| !subscribed(n) || want.contains_key(n));
+                self.eds_owed.retain(|n| !subscribed(n) || want.contains_key(n));
             }
             let ts = &self.types[&t];
             let changed: Vec<Resource> = want
                 .values()
-                .filter(|r| {
-                    forced.contains(&r.name)
-                        || ts.sent.get(&r.name).is_none_or(|s| s.version != r.version)
-                })
+                .filter(|r| forced.contains(&r.name) || ts.sent.get(&r.name).is_none_or(|s| s.version != r.version))
                 .cloned()
                 .collect();
-            let removed: Vec<Arc<str>> = ts
-                .sent
-                .keys()
-                .filter(|n| !want.contains_key(*n))
-                .cloned()
-                .collect();
+            let removed: Vec<Arc<str>> = ts.sent.keys().filter(|n| !want.contains_key(*n)).cloned().collect();
             // State-of-the-World removes non-wildcard resources implicitly: nothing to say.
             let implicit = self.mode == Mode::Sotw && !t.is_wildcard();
             if changed.is_empty() && (removed.is_empty() || implicit) {
@@ -299,26 +273,17 @@ impl StreamState {
                 Mode::Sotw => want.values().cloned().collect(),
                 Mode::Delta => changed.clone(),
             };
-            let removed = if self.mode == Mode::Delta {
-                removed
-            } else {
-                Vec::new()
-            };
+            let removed = if self.mode == Mode::Delta { removed } else { Vec::new() };
             self.nonce += 1;
             let nonce = self.nonce.to_string();
             let version_info = set_version(&want);
             let ts = self.types.get_mut(&t).expect("all types present");
             let previous = std::mem::replace(&mut ts.sent, want);
-            ts.in_flight = Some(InFlight {
-                resources: resources.clone(),
-                removed: removed.clone(),
-                previous,
-            });
+            ts.in_flight = Some(InFlight { resources: resources.clone(), removed: removed.clone(), previous });
             ts.latest_nonce = nonce.clone();
             match t {
                 ResourceType::Cluster => {
-                    self.eds_owed
-                        .extend(changed.iter().map(|r| Arc::clone(&r.name)));
+                    self.eds_owed.extend(changed.iter().map(|r| Arc::clone(&r.name)));
                     self.eds_deadline = Some(now + self.eds_wait);
                 }
                 ResourceType::Endpoint => {
@@ -329,13 +294,7 @@ impl StreamState {
                 _ => {}
             }
             hold_dependents |= self.ordered && prerequisite;
-            out.push(Outgoing {
-                resource_type: t,
-                nonce,
-                version_info,
-                resources,
-                removed,
-            });
+            out.push(Outgoing { resource_type: t, nonce, version_info, resources, removed });
         }
         out
     }
@@ -360,9 +319,7 @@ impl StreamState {
         let want = self.want(t, served);
         ts.in_flight.is_none()
             && ts.acked.len() == want.len()
-            && want
-                .iter()
-                .all(|(n, r)| ts.acked.get(n).is_some_and(|a| a.version == r.version))
+            && want.iter().all(|(n, r)| ts.acked.get(n).is_some_and(|a| a.version == r.version))
     }
 }
 
@@ -375,11 +332,7 @@ fn suspects(flight: &InFlight, acked: &BTreeMap<Arc<str>, Resource>, error: &str
         .filter(|r| acked.get(&r.name).is_none_or(|a| a.version != r.version))
         .cloned()
         .collect();
-    let named: Vec<Resource> = changed
-        .iter()
-        .filter(|r| error.contains(&*r.name))
-        .cloned()
-        .collect();
+    let named: Vec<Resource> = changed.iter().filter(|r| error.contains(&*r.name)).cloned().collect();
     if named.is_empty() { changed } else { named }
 }
 

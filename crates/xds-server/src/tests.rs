@@ -28,22 +28,14 @@ fn cluster(name: &str) -> Resource {
         name,
         Cluster {
             name: name.into(),
-            cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(
-                cluster::DiscoveryType::Eds as i32,
-            )),
+            cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(cluster::DiscoveryType::Eds as i32)),
             ..Default::default()
         },
     )
 }
 
 fn cla(name: &str, port: u32) -> Resource {
-    Resource::new(
-        name,
-        ClusterLoadAssignment {
-            cluster_name: format!("{name}:{port}"),
-            ..Default::default()
-        },
-    )
+    Resource::new(name, ClusterLoadAssignment { cluster_name: format!("{name}:{port}"), ..Default::default() })
 }
 
 fn listener(name: &str, route: &str) -> Resource {
@@ -54,18 +46,12 @@ fn listener(name: &str, route: &str) -> Resource {
         })),
         ..Default::default()
     };
-    let filter = Filter {
-        name: "hcm".into(),
-        config_type: Some(filter::ConfigType::TypedConfig(pack_any(hcm))),
-    };
+    let filter = Filter { name: "hcm".into(), config_type: Some(filter::ConfigType::TypedConfig(pack_any(hcm))) };
     Resource::new(
         name,
         Listener {
             name: name.into(),
-            filter_chains: vec![FilterChain {
-                filters: vec![filter],
-                ..Default::default()
-            }],
+            filter_chains: vec![FilterChain { filters: vec![filter], ..Default::default() }],
             ..Default::default()
         },
     )
@@ -86,11 +72,7 @@ fn route(name: &str, vhost: &str, clusters: &[&str]) -> Resource {
         name,
         r::RouteConfiguration {
             name: name.into(),
-            virtual_hosts: vec![r::VirtualHost {
-                name: vhost.into(),
-                routes,
-                ..Default::default()
-            }],
+            virtual_hosts: vec![r::VirtualHost { name: vhost.into(), routes, ..Default::default() }],
             ..Default::default()
         },
     )
@@ -103,10 +85,7 @@ fn fleet(clusters: &[&str], route_clusters: &[&str], vhost: &str, port: u32) -> 
         f.insert(ResourceType::Endpoint, cla(c, port));
     }
     f.insert(ResourceType::Listener, listener("http-8080", "http-8080"));
-    f.insert(
-        ResourceType::Route,
-        route("http-8080", vhost, route_clusters),
-    );
+    f.insert(ResourceType::Route, route("http-8080", vhost, route_clusters));
     f
 }
 
@@ -126,13 +105,7 @@ struct EnvoyModel {
 }
 
 impl EnvoyModel {
-    fn apply(
-        &mut self,
-        t: ResourceType,
-        sotw: bool,
-        resources: Vec<(String, Any)>,
-        removed: &[String],
-    ) {
+    fn apply(&mut self, t: ResourceType, sotw: bool, resources: Vec<(String, Any)>, removed: &[String]) {
         let held = self.held.entry(t).or_default();
         let previous = held.clone();
         if sotw && t.is_wildcard() {
@@ -154,23 +127,17 @@ impl EnvoyModel {
             held.insert(n, body);
         }
         // The invariant the ordering exists for: every route names a warm cluster Envoy has.
-        let clusters: BTreeSet<&String> = self
-            .held
-            .get(&ResourceType::Cluster)
-            .map(|m| m.keys().collect())
-            .unwrap_or_default();
+        let clusters: BTreeSet<&String> =
+            self.held.get(&ResourceType::Cluster).map(|m| m.keys().collect()).unwrap_or_default();
         for (rname, body) in self.held.get(&ResourceType::Route).into_iter().flatten() {
             let rc = r::RouteConfiguration::decode(body.value.as_slice()).unwrap();
             for vh in &rc.virtual_hosts {
                 for route in &vh.routes {
                     if let Some(r::route::Action::Route(a)) = &route.action
-                        && let Some(r::route_action::ClusterSpecifier::Cluster(c)) =
-                            &a.cluster_specifier
+                        && let Some(r::route_action::ClusterSpecifier::Cluster(c)) = &a.cluster_specifier
                         && (!clusters.contains(c) || !self.warm.contains(c))
                     {
-                        self.violations.push(format!(
-                            "route {rname} names {c}, which is missing or warming"
-                        ));
+                        self.violations.push(format!("route {rname} names {c}, which is missing or warming"));
                     }
                 }
             }
@@ -179,11 +146,9 @@ impl EnvoyModel {
 
     fn wanted(&self, t: ResourceType) -> BTreeSet<String> {
         match t {
-            ResourceType::Endpoint => self
-                .held
-                .get(&ResourceType::Cluster)
-                .map(|m| m.keys().cloned().collect())
-                .unwrap_or_default(),
+            ResourceType::Endpoint => {
+                self.held.get(&ResourceType::Cluster).map(|m| m.keys().cloned().collect()).unwrap_or_default()
+            }
             ResourceType::Route => self
                 .held
                 .get(&ResourceType::Listener)
@@ -198,9 +163,7 @@ impl EnvoyModel {
                     };
                     let hcm = HttpConnectionManager::decode(any.value.as_slice()).ok()?;
                     match hcm.route_specifier? {
-                        http_connection_manager::RouteSpecifier::Rds(rds) => {
-                            Some(rds.route_config_name)
-                        }
+                        http_connection_manager::RouteSpecifier::Rds(rds) => Some(rds.route_config_name),
                         _ => None,
                     }
                 })
@@ -215,11 +178,8 @@ struct FakeEnvoy {
     delta: bool,
     sotw_tx: Option<mpsc::Sender<DiscoveryRequest>>,
     delta_tx: Option<mpsc::Sender<DeltaDiscoveryRequest>>,
-    sotw_rx:
-        Option<tonic::Streaming<envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse>>,
-    delta_rx: Option<
-        tonic::Streaming<envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryResponse>,
-    >,
+    sotw_rx: Option<tonic::Streaming<envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse>>,
+    delta_rx: Option<tonic::Streaming<envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryResponse>>,
     model: EnvoyModel,
     subscribed: BTreeMap<ResourceType, BTreeSet<String>>,
     nonces: BTreeMap<ResourceType, String>,
@@ -237,9 +197,7 @@ async fn start(server: &XdsServer) -> String {
 
 impl FakeEnvoy {
     async fn connect(url: &str, fleet: &str, delta: bool) -> Self {
-        let mut client = AggregatedDiscoveryServiceClient::connect(url.to_string())
-            .await
-            .unwrap();
+        let mut client = AggregatedDiscoveryServiceClient::connect(url.to_string()).await.unwrap();
         let node = Some(envoy_types::pb::envoy::config::core::v3::Node {
             id: "fake".into(),
             cluster: fleet.into(),
@@ -269,32 +227,16 @@ impl FakeEnvoy {
                 .await
                 .unwrap();
             }
-            me.delta_rx = Some(
-                client
-                    .delta_aggregated_resources(ReceiverStream::new(rx))
-                    .await
-                    .unwrap()
-                    .into_inner(),
-            );
+            me.delta_rx = Some(client.delta_aggregated_resources(ReceiverStream::new(rx)).await.unwrap().into_inner());
             me.delta_tx = Some(tx);
         } else {
             let (tx, rx) = mpsc::channel(64);
             for t in [ResourceType::Cluster, ResourceType::Listener] {
-                tx.send(DiscoveryRequest {
-                    node: node.clone(),
-                    type_url: t.type_url().into(),
-                    ..Default::default()
-                })
-                .await
-                .unwrap();
-            }
-            me.sotw_rx = Some(
-                client
-                    .stream_aggregated_resources(ReceiverStream::new(rx))
+                tx.send(DiscoveryRequest { node: node.clone(), type_url: t.type_url().into(), ..Default::default() })
                     .await
-                    .unwrap()
-                    .into_inner(),
-            );
+                    .unwrap();
+            }
+            me.sotw_rx = Some(client.stream_aggregated_resources(ReceiverStream::new(rx)).await.unwrap().into_inner());
             me.sotw_tx = Some(tx);
         }
         me
@@ -309,11 +251,7 @@ impl FakeEnvoy {
                 match tokio::time::timeout(Duration::from_millis(300), rx.message()).await {
                     Ok(m) => m.unwrap().map(|m| {
                         let t = ResourceType::from_type_url(&m.type_url).unwrap();
-                        let res = m
-                            .resources
-                            .into_iter()
-                            .map(|r| (r.name, r.resource.unwrap()))
-                            .collect();
+                        let res = m.resources.into_iter().map(|r| (r.name, r.resource.unwrap())).collect();
                         (t, m.nonce, m.system_version_info, res, m.removed_resources)
                     }),
                     Err(_) => None,
@@ -323,11 +261,7 @@ impl FakeEnvoy {
                 match tokio::time::timeout(Duration::from_millis(300), rx.message()).await {
                     Ok(m) => m.unwrap().map(|m| {
                         let t = ResourceType::from_type_url(&m.type_url).unwrap();
-                        let res = m
-                            .resources
-                            .into_iter()
-                            .map(|a| (name_of(t, &a), a))
-                            .collect();
+                        let res = m.resources.into_iter().map(|a| (name_of(t, &a), a)).collect();
                         (t, m.nonce, m.version_info, res, Vec::new())
                     }),
                     Err(_) => None,
@@ -349,11 +283,7 @@ impl FakeEnvoy {
         resources: Vec<(String, Any)>,
         removed: Vec<String>,
     ) {
-        self.seen.push(Seen {
-            t,
-            names: resources.iter().map(|(n, _)| n.clone()).collect(),
-            removed: removed.clone(),
-        });
+        self.seen.push(Seen { t, names: resources.iter().map(|(n, _)| n.clone()).collect(), removed: removed.clone() });
         let poisoned = t == ResourceType::Route
             && self.reject_vhost.as_ref().is_some_and(|bad| {
                 resources.iter().any(|(_, a)| {
@@ -391,14 +321,8 @@ impl FakeEnvoy {
         version: Option<String>,
         error: Option<RpcStatus>,
     ) {
-        let nonce = nonce
-            .or_else(|| self.nonces.get(&t).cloned())
-            .unwrap_or_default();
-        let want = if t.is_wildcard() {
-            BTreeSet::new()
-        } else {
-            self.model.wanted(t)
-        };
+        let nonce = nonce.or_else(|| self.nonces.get(&t).cloned()).unwrap_or_default();
+        let want = if t.is_wildcard() { BTreeSet::new() } else { self.model.wanted(t) };
         let before = self.subscribed.insert(t, want.clone()).unwrap_or_default();
         if self.delta {
             let req = DeltaDiscoveryRequest {
@@ -432,11 +356,7 @@ fn name_of(t: ResourceType, a: &Any) -> String {
             cla.cluster_name.split(':').next().unwrap().to_string()
         }
         ResourceType::Listener => Listener::decode(a.value.as_slice()).unwrap().name,
-        ResourceType::Route => {
-            r::RouteConfiguration::decode(a.value.as_slice())
-                .unwrap()
-                .name
-        }
+        ResourceType::Route => r::RouteConfiguration::decode(a.value.as_slice()).unwrap().name,
         ResourceType::Secret => String::new(),
     }
 }
@@ -463,40 +383,17 @@ async fn make_before_break(delta: bool) {
     // Swap the route from cluster a to a new cluster b.
     server.set_fleets(fleets("f", fleet(&["b"], &["b"], "v2", 1)));
     let swap = envoy.settle().await;
-    let expected: &[ResourceType] = if delta {
-        &[CDS, EDS, RDS, CDS, EDS]
-    } else {
-        &[CDS, EDS, RDS, CDS]
-    };
-    assert_eq!(
-        types(&swap),
-        expected,
-        "add clusters, endpoints, switch routes, then remove: {swap:?}"
-    );
+    let expected: &[ResourceType] = if delta { &[CDS, EDS, RDS, CDS, EDS] } else { &[CDS, EDS, RDS, CDS] };
+    assert_eq!(types(&swap), expected, "add clusters, endpoints, switch routes, then remove: {swap:?}");
     let last = swap.last().unwrap();
     if delta {
-        assert_eq!(
-            (&swap[0].names, &swap[0].removed),
-            (&vec!["b".to_string()], &vec![]),
-            "{swap:?}"
-        );
-        assert_eq!(
-            (&swap[3].removed, &last.removed),
-            (&vec!["a".to_string()], &vec!["a".to_string()])
-        );
+        assert_eq!((&swap[0].names, &swap[0].removed), (&vec!["b".to_string()], &vec![]), "{swap:?}");
+        assert_eq!((&swap[3].removed, &last.removed), (&vec!["a".to_string()], &vec!["a".to_string()]));
     } else {
-        assert_eq!(
-            swap[0].names,
-            ["a", "b"],
-            "old cluster kept at first: {swap:?}"
-        );
+        assert_eq!(swap[0].names, ["a", "b"], "old cluster kept at first: {swap:?}");
         assert_eq!(last.names, ["b"]);
     }
-    assert!(
-        envoy.model.violations.is_empty(),
-        "{:?}",
-        envoy.model.violations
-    );
+    assert!(envoy.model.violations.is_empty(), "{:?}", envoy.model.violations);
     assert_eq!(server.stats().nacks_total(), 0);
 }
 
@@ -524,15 +421,7 @@ async fn delta_resends_nothing_unchanged_and_endpoint_changes_push_eds_only() {
 
     server.set_fleets(fleets("f", fleet(&["a", "b"], &["a", "b"], "v2", 1)));
     let seen = envoy.settle().await;
-    assert_eq!(
-        seen,
-        [Seen {
-            t: RDS,
-            names: vec!["http-8080".into()],
-            removed: vec![]
-        }],
-        "only the changed route"
-    );
+    assert_eq!(seen, [Seen { t: RDS, names: vec!["http-8080".into()], removed: vec![] }], "only the changed route");
 
     let mut eds = Resources::new();
     for (name, port) in [("a", 1), ("b", 2)] {
@@ -541,15 +430,7 @@ async fn delta_resends_nothing_unchanged_and_endpoint_changes_push_eds_only() {
     }
     server.set_endpoints("f", eds);
     let seen = envoy.settle().await;
-    assert_eq!(
-        seen,
-        [Seen {
-            t: EDS,
-            names: vec!["b".into()],
-            removed: vec![]
-        }],
-        "only the changed endpoints"
-    );
+    assert_eq!(seen, [Seen { t: EDS, names: vec!["b".into()], removed: vec![] }], "only the changed endpoints");
 }
 
 #[tokio::test]
@@ -565,10 +446,7 @@ async fn a_nack_keeps_the_last_accepted_version() {
 
         server.set_fleets(fleets("f", fleet(&["a"], &["a"], "poison", 1)));
         envoy.settle().await;
-        assert_eq!(
-            envoy.nacks_sent, 1,
-            "the bad route is sent once, not again and again"
-        );
+        assert_eq!(envoy.nacks_sent, 1, "the bad route is sent once, not again and again");
         assert_eq!(server.stats().nacks[&RDS], 1);
         let rejections = server.rejections();
         assert_eq!(rejections.len(), 1);

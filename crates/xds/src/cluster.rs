@@ -1,6 +1,7 @@
 //! Clusters (CDS) and their load assignments (EDS).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
 use envoy_types::pb::envoy::config::core::v3::Http2ProtocolOptions;
@@ -8,9 +9,7 @@ use envoy_types::pb::envoy::config::core::v3::{Address, SocketAddress, address, 
 use envoy_types::pb::envoy::config::endpoint::v3::{
     ClusterLoadAssignment, LbEndpoint, LocalityLbEndpoints, lb_endpoint,
 };
-use envoy_types::pb::envoy::extensions::upstreams::http::v3::{
-    HttpProtocolOptions, http_protocol_options,
-};
+use envoy_types::pb::envoy::extensions::upstreams::http::v3::{HttpProtocolOptions, http_protocol_options};
 use envoy_types::util::pack_any;
 use objects::Snapshot;
 
@@ -25,29 +24,24 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
         let options = HttpProtocolOptions {
             upstream_protocol_options: Some(http_protocol_options::UpstreamProtocolOptions::ExplicitHttpConfig(
                 http_protocol_options::ExplicitHttpConfig {
-                    protocol_config: Some(http_protocol_options::explicit_http_config::ProtocolConfig::Http2ProtocolOptions(
-                        Http2ProtocolOptions::default(),
-                    )),
+                    protocol_config: Some(
+                        http_protocol_options::explicit_http_config::ProtocolConfig::Http2ProtocolOptions(
+                            Http2ProtocolOptions::default(),
+                        ),
+                    ),
                 },
             )),
             ..Default::default()
         };
         // One entry: encoding stays deterministic.
-        typed_extension_protocol_options.insert(
-            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions".into(),
-            pack_any(options),
-        );
+        typed_extension_protocol_options
+            .insert("envoy.extensions.upstreams.http.v3.HttpProtocolOptions".into(), pack_any(options));
     }
     let message = Cluster {
         name: c.name.clone(),
         alt_stat_name: c.name.replace('/', "_"),
-        cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(
-            cluster::DiscoveryType::Eds as i32,
-        )),
-        eds_cluster_config: Some(cluster::EdsClusterConfig {
-            eds_config: Some(ads()),
-            service_name: c.name.clone(),
-        }),
+        cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(cluster::DiscoveryType::Eds as i32)),
+        eds_cluster_config: Some(cluster::EdsClusterConfig { eds_config: Some(ads()), service_name: c.name.clone() }),
         connect_timeout: Some(duration_ms(CONNECT_TIMEOUT_MS)),
         typed_extension_protocol_options,
         ..Default::default()
@@ -63,10 +57,42 @@ pub fn endpoints(fleet: &dag::FleetDag, snapshot: &Snapshot) -> Resources {
         let r = load_assignment(&c.name, &index.endpoints(c));
         out.insert(r.name.clone(), r);
     }
-    debug_assert!(
-        out.values()
-            .all(|r| r.body.type_url == ResourceType::Endpoint.type_url())
+    debug_assert!(out.values().all(|r| r.body.type_url == ResourceType::Endpoint.type_url()));
+    out
+}
+
+/// Load assignments kept between builds: valid while no Service or EndpointSlice changed.
+#[derive(Debug, Default)]
+pub struct EndpointCache {
+    inputs: (Vec<usize>, Vec<usize>),
+    by_cluster: HashMap<String, (dag::Cluster, Resource)>,
+}
+
+/// [`endpoints`], reusing load assignments of clusters seen before when their inputs are the same.
+pub fn endpoints_cached(fleet: &dag::FleetDag, snapshot: &Snapshot, cache: &mut EndpointCache) -> Resources {
+    let ptrs = |m: &mut dyn Iterator<Item = usize>| m.collect::<Vec<_>>();
+    let inputs = (
+        ptrs(&mut snapshot.services.values().map(|s| Arc::as_ptr(s) as usize)),
+        ptrs(&mut snapshot.endpoint_slices.values().map(|s| Arc::as_ptr(s) as usize)),
     );
+    if inputs != cache.inputs {
+        cache.inputs = inputs;
+        cache.by_cluster.clear();
+    }
+    let mut index = None;
+    let mut out = Resources::new();
+    for c in fleet.clusters.values() {
+        let resource = match cache.by_cluster.get(&c.name) {
+            Some((cluster, r)) if cluster == c => r.clone(),
+            _ => {
+                let index = index.get_or_insert_with(|| dag::SliceIndex::new(snapshot));
+                let r = load_assignment(&c.name, &index.endpoints(c));
+                cache.by_cluster.insert(c.name.clone(), (c.clone(), r.clone()));
+                r
+            }
+        };
+        out.insert(Arc::clone(&resource.name), resource);
+    }
     out
 }
 
@@ -85,10 +111,7 @@ pub(crate) fn load_assignment(name: &str, addresses: &[std::net::SocketAddr]) ->
         .collect();
     let message = ClusterLoadAssignment {
         cluster_name: name.to_string(),
-        endpoints: vec![LocalityLbEndpoints {
-            lb_endpoints,
-            ..Default::default()
-        }],
+        endpoints: vec![LocalityLbEndpoints { lb_endpoints, ..Default::default() }],
         ..Default::default()
     };
     Resource::new(name, message)

@@ -16,14 +16,12 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
-use envoy_types::pb::envoy::config::core::v3::{
-    AggregatedConfigSource, ApiVersion, ConfigSource, config_source,
-};
+use envoy_types::pb::envoy::config::core::v3::{AggregatedConfigSource, ApiVersion, ConfigSource, config_source};
 use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 use sha2::{Digest, Sha256};
 
-pub use cluster::endpoints;
+pub use cluster::{EndpointCache, endpoints, endpoints_cached};
 
 /// The resource types the controller serves, in make-before-break order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -54,12 +52,8 @@ impl ResourceType {
     pub fn type_url(self) -> &'static str {
         match self {
             ResourceType::Cluster => "type.googleapis.com/envoy.config.cluster.v3.Cluster",
-            ResourceType::Endpoint => {
-                "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
-            }
-            ResourceType::Secret => {
-                "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
-            }
+            ResourceType::Endpoint => "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
+            ResourceType::Secret => "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
             ResourceType::Listener => "type.googleapis.com/envoy.config.listener.v3.Listener",
             ResourceType::Route => "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
         }
@@ -107,16 +101,14 @@ impl Resource {
 
     /// Wraps an already-packed resource and computes its version.
     pub fn from_any(name: &str, body: Any) -> Self {
-        let digest = Sha256::new()
-            .chain_update(body.type_url.as_bytes())
-            .chain_update(&body.value)
-            .finalize();
+        let digest = Sha256::new().chain_update(body.type_url.as_bytes()).chain_update(&body.value).finalize();
+        Self::with_digest(name, body, &digest)
+    }
+
+    /// Wraps a packed resource whose content digest the caller computed (from cached pieces).
+    pub(crate) fn with_digest(name: &str, body: Any, digest: &[u8]) -> Self {
         let version: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
-        Self {
-            name: name.into(),
-            version: version.into(),
-            body: Arc::new(body),
-        }
+        Self { name: name.into(), version: version.into(), body: Arc::new(body) }
     }
 }
 
@@ -139,18 +131,12 @@ impl FleetResources {
 
     /// Inserts a resource.
     pub fn insert(&mut self, t: ResourceType, r: Resource) {
-        self.by_type
-            .entry(t)
-            .or_default()
-            .insert(Arc::clone(&r.name), r);
+        self.by_type.entry(t).or_default().insert(Arc::clone(&r.name), r);
     }
 
     /// The number of resources and their encoded bytes.
     pub fn size(&self) -> (usize, usize) {
-        self.by_type
-            .values()
-            .flat_map(|m| m.values())
-            .fold((0, 0), |(n, b), r| (n + 1, b + r.body.value.len()))
+        self.by_type.values().flat_map(|m| m.values()).fold((0, 0), |(n, b), r| (n + 1, b + r.body.value.len()))
     }
 }
 
@@ -163,23 +149,31 @@ pub struct CompileOptions {
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        Self {
-            default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        }
+        Self { default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED) }
     }
 }
 
 /// Compiles every fleet except its endpoints (see [`endpoints`], which an endpoint-only change
 /// calls alone).
 pub fn compile(dag: &dag::Dag, options: &CompileOptions) -> BTreeMap<String, FleetResources> {
-    dag.fleets
-        .iter()
-        .map(|(id, fleet)| (id.clone(), compile_fleet(fleet, options)))
-        .collect()
+    compile_cached(dag, options, &mut Cache::default())
 }
 
-/// Compiles one fleet except its endpoints.
-pub fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions) -> FleetResources {
+/// Encoded pieces kept between builds; see [`compile_cached`].
+#[derive(Debug, Default)]
+pub struct Cache {
+    routes: route::RouteCache,
+}
+
+/// [`compile`], re-encoding only the routes and virtual hosts the DAG did not share with the
+/// previous build.
+pub fn compile_cached(dag: &dag::Dag, options: &CompileOptions, cache: &mut Cache) -> BTreeMap<String, FleetResources> {
+    let out = dag.fleets.iter().map(|(id, fleet)| (id.clone(), compile_fleet(fleet, options, cache))).collect();
+    cache.routes.sweep();
+    out
+}
+
+fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Cache) -> FleetResources {
     let mut out = FleetResources::default();
     for c in fleet.clusters.values() {
         out.insert(ResourceType::Cluster, cluster::cluster(c));
@@ -191,7 +185,7 @@ pub fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions) -> FleetRe
         let (listener, tables) = listener::listener(l, options);
         out.insert(ResourceType::Listener, listener);
         for table in tables {
-            out.insert(ResourceType::Route, route::route_configuration(table));
+            out.insert(ResourceType::Route, route::route_configuration(table, &mut cache.routes));
         }
     }
     out
@@ -201,17 +195,12 @@ pub fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions) -> FleetRe
 pub(crate) fn ads() -> ConfigSource {
     ConfigSource {
         resource_api_version: ApiVersion::V3 as i32,
-        config_source_specifier: Some(config_source::ConfigSourceSpecifier::Ads(
-            AggregatedConfigSource {},
-        )),
+        config_source_specifier: Some(config_source::ConfigSourceSpecifier::Ads(AggregatedConfigSource {})),
         ..Default::default()
     }
 }
 
 /// A protobuf duration from milliseconds.
 pub(crate) fn duration_ms(ms: u64) -> envoy_types::pb::google::protobuf::Duration {
-    envoy_types::pb::google::protobuf::Duration {
-        seconds: (ms / 1000) as i64,
-        nanos: ((ms % 1000) * 1_000_000) as i32,
-    }
+    envoy_types::pb::google::protobuf::Duration { seconds: (ms / 1000) as i64, nanos: ((ms % 1000) * 1_000_000) as i32 }
 }

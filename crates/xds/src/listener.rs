@@ -22,17 +22,10 @@ use crate::route::INVALID_BACKEND_CLUSTER;
 use crate::{CompileOptions, Resource, ads};
 
 /// The listener and the route tables it refers to.
-pub(crate) fn listener<'a>(
-    l: &'a DagListener,
-    options: &CompileOptions,
-) -> (Resource, Vec<&'a RouteTable>) {
+pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Resource, Vec<&'a RouteTable>) {
     let address = l.address.unwrap_or(options.default_address).to_string();
     let mut tables = Vec::new();
-    let mut message = Listener {
-        name: l.name.clone(),
-        address: Some(socket(address, l.port)),
-        ..Default::default()
-    };
+    let mut message = Listener { name: l.name.clone(), address: Some(socket(address, l.port)), ..Default::default() };
     match &l.kind {
         ListenerKind::Http(table) => {
             message.filter_chains.push(FilterChain {
@@ -44,16 +37,12 @@ pub(crate) fn listener<'a>(
         ListenerKind::Tls(chains) => {
             message.listener_filters.push(ListenerFilter {
                 name: "envoy.filters.listener.tls_inspector".into(),
-                config_type: Some(listener_filter::ConfigType::TypedConfig(pack_any(
-                    TlsInspector::default(),
-                ))),
+                config_type: Some(listener_filter::ConfigType::TypedConfig(pack_any(TlsInspector::default()))),
                 ..Default::default()
             });
             for chain in chains {
-                let filter_chain_match = Some(FilterChainMatch {
-                    server_names: chain.server_names.clone(),
-                    ..Default::default()
-                });
+                let filter_chain_match =
+                    Some(FilterChainMatch { server_names: chain.server_names.clone(), ..Default::default() });
                 let fc = match &chain.action {
                     TlsAction::Terminate { secrets, routes } => {
                         tables.push(routes);
@@ -87,9 +76,7 @@ fn http_connection_manager(stat_prefix: &str, route_config_name: &str) -> Filter
         })),
         http_filters: vec![HttpFilter {
             name: "envoy.filters.http.router".into(),
-            config_type: Some(http_filter::ConfigType::TypedConfig(pack_any(
-                Router::default(),
-            ))),
+            config_type: Some(http_filter::ConfigType::TypedConfig(pack_any(Router::default()))),
             ..Default::default()
         }],
         normalize_path: Some(BoolValue { value: true }),
@@ -97,9 +84,7 @@ fn http_connection_manager(stat_prefix: &str, route_config_name: &str) -> Filter
         use_remote_address: Some(BoolValue { value: true }),
         // Virtual hosts name bare hostnames; a Host header with a port still matches.
         strip_matching_host_port: false,
-        strip_port_mode: Some(http_connection_manager::StripPortMode::StripAnyHostPort(
-            true,
-        )),
+        strip_port_mode: Some(http_connection_manager::StripPortMode::StripAnyHostPort(true)),
         ..Default::default()
     };
     Filter {
@@ -113,10 +98,7 @@ fn downstream_tls(secrets: &[String]) -> TransportSocket {
         common_tls_context: Some(CommonTlsContext {
             tls_certificate_sds_secret_configs: secrets
                 .iter()
-                .map(|name| SdsSecretConfig {
-                    name: name.clone(),
-                    sds_config: Some(ads()),
-                })
+                .map(|name| SdsSecretConfig { name: name.clone(), sds_config: Some(ads()) })
                 .collect(),
             alpn_protocols: vec!["h2".into(), "http/1.1".into()],
             ..Default::default()
@@ -132,30 +114,22 @@ fn downstream_tls(secrets: &[String]) -> TransportSocket {
 fn tcp_proxy(stat_prefix: &str, backends: &[dag::WeightedCluster]) -> Filter {
     let live: Vec<_> = backends.iter().filter(|b| b.weight > 0).collect();
     let specifier = match live.as_slice() {
-        [one] => tcp_proxy::ClusterSpecifier::Cluster(
-            one.cluster
-                .clone()
-                .unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into()),
-        ),
+        [one] => {
+            tcp_proxy::ClusterSpecifier::Cluster(one.cluster.clone().unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into()))
+        }
         many => tcp_proxy::ClusterSpecifier::WeightedClusters(tcp_proxy::WeightedCluster {
             clusters: many
                 .iter()
                 .map(|b| tcp_proxy::weighted_cluster::ClusterWeight {
-                    name: b
-                        .cluster
-                        .clone()
-                        .unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into()),
+                    name: b.cluster.clone().unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into()),
                     weight: b.weight,
                     ..Default::default()
                 })
                 .collect(),
         }),
     };
-    let proxy = TcpProxy {
-        stat_prefix: stat_prefix.to_string(),
-        cluster_specifier: Some(specifier),
-        ..Default::default()
-    };
+    let proxy =
+        TcpProxy { stat_prefix: stat_prefix.to_string(), cluster_specifier: Some(specifier), ..Default::default() };
     Filter {
         name: "envoy.filters.network.tcp_proxy".into(),
         config_type: Some(filter::ConfigType::TypedConfig(pack_any(proxy))),

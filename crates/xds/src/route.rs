@@ -12,51 +12,107 @@ use envoy_types::pb::envoy::r#type::v3::{FractionalPercent, fractional_percent};
 use envoy_types::pb::google::protobuf::UInt32Value;
 use ir::{HttpMatch, PathMatch, PathModifier, StringMatch};
 
-use crate::{Resource, duration_ms};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use envoy_types::pb::google::protobuf::Any;
+use prost::Message;
+use sha2::{Digest, Sha256};
+
+use crate::{Resource, ResourceType, duration_ms};
 
 /// The cluster name invalid backends point at. It never exists, so Envoy answers their share of
 /// requests with `cluster_not_found_response_code` (500), as the Gateway API asks.
 pub const INVALID_BACKEND_CLUSTER: &str = "contour/invalid-backend";
 
-pub(crate) fn route_configuration(table: &RouteTable) -> Resource {
-    let virtual_hosts = table
-        .virtual_hosts
-        .iter()
-        .map(|vh| r::VirtualHost {
-            name: vh.hostname.clone(),
-            domains: vec![vh.hostname.clone()],
-            routes: vh.routes.iter().map(route).collect(),
-            ..Default::default()
-        })
-        .collect();
-    Resource::new(
-        &table.name,
-        r::RouteConfiguration {
-            name: table.name.clone(),
-            virtual_hosts,
-            ..Default::default()
-        },
-    )
+/// Encoded routes and virtual hosts kept between builds, keyed by the identity of the DAG
+/// values they came from (which the DAG shares when unchanged).
+#[derive(Debug, Default)]
+pub struct RouteCache {
+    routes: HashMap<usize, (Arc<Route>, Arc<[u8]>)>,
+    vhosts: HashMap<usize, (Arc<dag::VirtualHost>, Arc<[u8]>, [u8; 32])>,
+    routes_used: HashSet<usize>,
+    vhosts_used: HashSet<usize>,
+}
+
+impl RouteCache {
+    /// Forgets what the last build did not use.
+    pub(crate) fn sweep(&mut self) {
+        let (routes_used, vhosts_used) = (std::mem::take(&mut self.routes_used), std::mem::take(&mut self.vhosts_used));
+        self.routes.retain(|k, _| routes_used.contains(k));
+        self.vhosts.retain(|k, _| vhosts_used.contains(k));
+    }
+
+    fn vhost(&mut self, vh: &Arc<dag::VirtualHost>) -> (Arc<[u8]>, [u8; 32]) {
+        let key = Arc::as_ptr(vh) as usize;
+        self.vhosts_used.insert(key);
+        if let Some((_, bytes, digest)) = self.vhosts.get(&key) {
+            return (Arc::clone(bytes), *digest);
+        }
+        // The message without routes, then each route appended as field 3: the same bytes prost
+        // would write, built from per-route pieces that survive the next build.
+        let head =
+            r::VirtualHost { name: vh.hostname.clone(), domains: vec![vh.hostname.clone()], ..Default::default() };
+        let mut bytes = head.encode_to_vec();
+        for route in &vh.routes {
+            let encoded = self.route(route);
+            append_field(&mut bytes, 3, &encoded);
+        }
+        let digest: [u8; 32] = Sha256::digest(&bytes).into();
+        let bytes: Arc<[u8]> = bytes.into();
+        self.vhosts.insert(key, (Arc::clone(vh), Arc::clone(&bytes), digest));
+        (bytes, digest)
+    }
+
+    fn route(&mut self, route: &Arc<Route>) -> Arc<[u8]> {
+        let key = Arc::as_ptr(route) as usize;
+        self.routes_used.insert(key);
+        if let Some((_, bytes)) = self.routes.get(&key) {
+            return Arc::clone(bytes);
+        }
+        let bytes: Arc<[u8]> = self::route(route).encode_to_vec().into();
+        self.routes.insert(key, (Arc::clone(route), Arc::clone(&bytes)));
+        bytes
+    }
+}
+
+fn append_field(buf: &mut Vec<u8>, tag: u32, bytes: &[u8]) {
+    prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, buf);
+    prost::encoding::encode_varint(bytes.len() as u64, buf);
+    buf.extend_from_slice(bytes);
+}
+
+pub(crate) fn route_configuration(table: &RouteTable, cache: &mut RouteCache) -> Resource {
+    let mut bytes = r::RouteConfiguration { name: table.name.clone(), ..Default::default() }.encode_to_vec();
+    let mut version = Sha256::new().chain_update(ResourceType::Route.type_url()).chain_update(&bytes);
+    for vh in &table.virtual_hosts {
+        let (encoded, digest) = cache.vhost(vh);
+        append_field(&mut bytes, 2, &encoded);
+        version.update(digest);
+    }
+    let any = Any { type_url: ResourceType::Route.type_url().into(), value: bytes };
+    Resource::with_digest(&table.name, any, &version.finalize())
 }
 
 fn route(route: &Route) -> r::Route {
     let action = match &route.action {
-        RouteAction::Forward { backends, rewrite, mirrors } => r::route::Action::Route(forward(route, backends, rewrite.as_ref(), mirrors)),
+        RouteAction::Forward { backends, rewrite, mirrors } => {
+            r::route::Action::Route(forward(route, backends, rewrite.as_ref(), mirrors))
+        }
         RouteAction::Redirect(redirect) => r::route::Action::Redirect(redirect_action(&route.matcher, redirect)),
         RouteAction::Direct { status, body } => r::route::Action::DirectResponse(r::DirectResponseAction {
             status: u32::from(*status),
             body: body.as_ref().map(|b| envoy_types::pb::envoy::config::core::v3::DataSource {
-                specifier: Some(envoy_types::pb::envoy::config::core::v3::data_source::Specifier::InlineString(b.clone())),
+                specifier: Some(envoy_types::pb::envoy::config::core::v3::data_source::Specifier::InlineString(
+                    b.clone(),
+                )),
                 ..Default::default()
             }),
             ..Default::default()
         }),
     };
     r::Route {
-        name: format!(
-            "{}/{}/{}",
-            route.origin.kind, route.origin.namespace, route.origin.name
-        ),
+        name: format!("{}/{}/{}", route.origin.kind, route.origin.namespace, route.origin.name),
         r#match: Some(route_match(&route.matcher)),
         action: Some(action),
         request_headers_to_add: header_options(&route.request_headers),
@@ -86,18 +142,16 @@ fn route_match(m: &HttpMatch) -> r::RouteMatch {
         .iter()
         .map(|(name, value)| r::HeaderMatcher {
             name: name.clone(),
-            header_match_specifier: Some(r::header_matcher::HeaderMatchSpecifier::StringMatch(
-                string_match(value),
-            )),
+            header_match_specifier: Some(r::header_matcher::HeaderMatchSpecifier::StringMatch(string_match(value))),
             ..Default::default()
         })
         .collect();
     if let Some(method) = &m.method {
         headers.push(r::HeaderMatcher {
             name: ":method".into(),
-            header_match_specifier: Some(r::header_matcher::HeaderMatchSpecifier::StringMatch(
-                string_match(&StringMatch::Exact(method.clone())),
-            )),
+            header_match_specifier: Some(r::header_matcher::HeaderMatchSpecifier::StringMatch(string_match(
+                &StringMatch::Exact(method.clone()),
+            ))),
             ..Default::default()
         });
     }
@@ -107,18 +161,11 @@ fn route_match(m: &HttpMatch) -> r::RouteMatch {
         .map(|q| r::QueryParameterMatcher {
             name: q.name.clone(),
             query_parameter_match_specifier: Some(
-                r::query_parameter_matcher::QueryParameterMatchSpecifier::StringMatch(
-                    string_match(&q.value),
-                ),
+                r::query_parameter_matcher::QueryParameterMatchSpecifier::StringMatch(string_match(&q.value)),
             ),
         })
         .collect();
-    r::RouteMatch {
-        path_specifier: Some(path_specifier),
-        headers,
-        query_parameters,
-        ..Default::default()
-    }
+    r::RouteMatch { path_specifier: Some(path_specifier), headers, query_parameters, ..Default::default() }
 }
 
 fn forward(
@@ -127,11 +174,7 @@ fn forward(
     rewrite: Option<&ir::UrlRewrite>,
     mirrors: &[(String, u32)],
 ) -> r::RouteAction {
-    let name = |b: &dag::WeightedCluster| {
-        b.cluster
-            .clone()
-            .unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into())
-    };
+    let name = |b: &dag::WeightedCluster| b.cluster.clone().unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into());
     let cluster_specifier = match backends {
         [one] => r::route_action::ClusterSpecifier::Cluster(name(one)),
         many => r::route_action::ClusterSpecifier::WeightedClusters(r::WeightedCluster {
@@ -148,8 +191,7 @@ fn forward(
     };
     let mut action = r::RouteAction {
         cluster_specifier: Some(cluster_specifier),
-        cluster_not_found_response_code:
-            r::route_action::ClusterNotFoundResponseCode::InternalServerError as i32,
+        cluster_not_found_response_code: r::route_action::ClusterNotFoundResponseCode::InternalServerError as i32,
         timeout: route.timeout_ms.map(duration_ms),
         request_mirror_policies: mirrors
             .iter()
@@ -169,20 +211,14 @@ fn forward(
     };
     if let Some(rewrite) = rewrite {
         if let Some(host) = &rewrite.hostname {
-            action.host_rewrite_specifier = Some(
-                r::route_action::HostRewriteSpecifier::HostRewriteLiteral(host.clone()),
-            );
+            action.host_rewrite_specifier =
+                Some(r::route_action::HostRewriteSpecifier::HostRewriteLiteral(host.clone()));
         }
         match (&rewrite.path, &route.matcher.path) {
-            (Some(PathModifier::Full(path)), _) => {
-                action.regex_rewrite = Some(substitute("^/.*$", path))
+            (Some(PathModifier::Full(path)), _) => action.regex_rewrite = Some(substitute("^/.*$", path)),
+            (Some(PathModifier::Prefix(replacement)), PathMatch::Prefix(prefix)) => {
+                prefix_rewrite(prefix, replacement, &mut action.prefix_rewrite, &mut action.regex_rewrite)
             }
-            (Some(PathModifier::Prefix(replacement)), PathMatch::Prefix(prefix)) => prefix_rewrite(
-                prefix,
-                replacement,
-                &mut action.prefix_rewrite,
-                &mut action.regex_rewrite,
-            ),
             _ => {}
         }
     }
@@ -198,11 +234,7 @@ fn prefix_rewrite(
     regex_out: &mut Option<RegexMatchAndSubstitute>,
 ) {
     let prefix = prefix.trim_end_matches('/');
-    let replacement = if replacement.len() > 1 {
-        replacement.trim_end_matches('/')
-    } else {
-        replacement
-    };
+    let replacement = if replacement.len() > 1 { replacement.trim_end_matches('/') } else { replacement };
     if replacement == "/" || replacement.is_empty() {
         *regex_out = Some(substitute(&format!("^{}/*", regex_escape(prefix)), "/"));
     } else {
@@ -229,10 +261,7 @@ fn redirect_action(m: &HttpMatch, redirect: &ir::Redirect) -> r::RedirectAction 
         host_redirect: redirect.hostname.clone().unwrap_or_default(),
         port_redirect: port.map(u32::from).unwrap_or(0),
         response_code: response_code as i32,
-        scheme_rewrite_specifier: redirect
-            .scheme
-            .clone()
-            .map(SchemeRewriteSpecifier::SchemeRedirect),
+        scheme_rewrite_specifier: redirect.scheme.clone().map(SchemeRewriteSpecifier::SchemeRedirect),
         ..Default::default()
     };
     match (&redirect.path, &m.path) {
@@ -254,32 +283,15 @@ fn redirect_action(m: &HttpMatch, redirect: &ir::Redirect) -> r::RedirectAction 
 }
 
 fn header_options(m: &ir::HeaderModifier) -> Vec<HeaderValueOption> {
-    let option = |(key, value): &(String, String),
-                  action: header_value_option::HeaderAppendAction| {
-        HeaderValueOption {
-            header: Some(HeaderValue {
-                key: key.clone(),
-                value: value.clone(),
-                ..Default::default()
-            }),
-            append_action: action as i32,
-            ..Default::default()
-        }
+    let option = |(key, value): &(String, String), action: header_value_option::HeaderAppendAction| HeaderValueOption {
+        header: Some(HeaderValue { key: key.clone(), value: value.clone(), ..Default::default() }),
+        append_action: action as i32,
+        ..Default::default()
     };
     m.set
         .iter()
-        .map(|h| {
-            option(
-                h,
-                header_value_option::HeaderAppendAction::OverwriteIfExistsOrAdd,
-            )
-        })
-        .chain(m.add.iter().map(|h| {
-            option(
-                h,
-                header_value_option::HeaderAppendAction::AppendIfExistsOrAdd,
-            )
-        }))
+        .map(|h| option(h, header_value_option::HeaderAppendAction::OverwriteIfExistsOrAdd))
+        .chain(m.add.iter().map(|h| option(h, header_value_option::HeaderAppendAction::AppendIfExistsOrAdd)))
         .collect()
 }
 
@@ -288,24 +300,15 @@ fn string_match(m: &StringMatch) -> StringMatcher {
         StringMatch::Exact(v) => string_matcher::MatchPattern::Exact(v.clone()),
         StringMatch::Regex(v) => string_matcher::MatchPattern::SafeRegex(regex(v)),
     };
-    StringMatcher {
-        match_pattern: Some(pattern),
-        ..Default::default()
-    }
+    StringMatcher { match_pattern: Some(pattern), ..Default::default() }
 }
 
 fn regex(pattern: &str) -> RegexMatcher {
-    RegexMatcher {
-        regex: pattern.to_string(),
-        ..Default::default()
-    }
+    RegexMatcher { regex: pattern.to_string(), ..Default::default() }
 }
 
 fn substitute(pattern: &str, substitution: &str) -> RegexMatchAndSubstitute {
-    RegexMatchAndSubstitute {
-        pattern: Some(regex(pattern)),
-        substitution: substitution.to_string(),
-    }
+    RegexMatchAndSubstitute { pattern: Some(regex(pattern)), substitution: substitution.to_string() }
 }
 
 fn regex_escape(text: &str) -> String {

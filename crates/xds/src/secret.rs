@@ -1,9 +1,7 @@
 //! TLS certificates (SDS).
 
 use envoy_types::pb::envoy::config::core::v3::{DataSource, data_source};
-use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
-    Secret, TlsCertificate, secret,
-};
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{Secret, TlsCertificate, secret};
 
 use crate::Resource;
 

@@ -42,9 +42,7 @@ fn compiled(yaml: &str) -> FleetResources {
     }
     let t = frontends::gateway_api::translate(&s, &Default::default());
     let dag = dag::build(&t.ir, &s, t.diagnostics);
-    compile(&dag, &CompileOptions::default())
-        .remove("default/gw")
-        .expect("fleet compiled")
+    compile(&dag, &CompileOptions::default()).remove("default/gw").expect("fleet compiled")
 }
 
 #[test]
@@ -59,38 +57,24 @@ fn versions_are_content_hashes() {
         .into_iter()
         .flat_map(|t| {
             let (a, c) = (a.of(t), changed.of(t));
-            a.keys()
-                .filter(move |k| a[*k].version != c[*k].version)
-                .map(|k| k.to_string())
-                .collect::<Vec<_>>()
+            a.keys().filter(move |k| a[*k].version != c[*k].version).map(|k| k.to_string()).collect::<Vec<_>>()
         })
         .collect();
-    assert_eq!(
-        differing,
-        ["http-9090"],
-        "only the route table that changed gets a new version"
-    );
+    assert_eq!(differing, ["http-9090"], "only the route table that changed gets a new version");
 }
 
 #[test]
 fn routes_answer_host_with_any_port_and_point_at_clusters() {
     let a = compiled(FIXTURE);
     let rc: RouteConfiguration =
-        prost::Message::decode(a.of(ResourceType::Route)["http-9090"].body.value.as_slice())
-            .unwrap();
+        prost::Message::decode(a.of(ResourceType::Route)["http-9090"].body.value.as_slice()).unwrap();
     assert_eq!(rc.virtual_hosts[0].domains, ["admin.example.com"]);
     let route = &rc.virtual_hosts[0].routes[0];
-    let Some(envoy_types::pb::envoy::config::route::v3::route::Action::Route(action)) =
-        &route.action
-    else {
-        panic!()
-    };
+    let Some(envoy_types::pb::envoy::config::route::v3::route::Action::Route(action)) = &route.action else { panic!() };
     assert_eq!(
         action.cluster_specifier,
-        Some(
-            envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier::Cluster(
-                "default/web/80".into()
-            )
-        )
+        Some(envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier::Cluster(
+            "default/web/80".into()
+        ))
     );
 }

@@ -26,32 +26,15 @@ pub(super) fn translate(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Backend {
     let weight = r.weight.unwrap_or(1).max(0) as u32;
-    let invalid = Backend {
-        target: BackendTarget::Invalid,
-        weight,
-    };
+    let invalid = Backend { target: BackendTarget::Invalid, weight };
     let (group, kind) = (r.group.unwrap_or(""), r.kind.unwrap_or("Service"));
     if !group.is_empty() || kind != "Service" {
-        diagnostics.push(error(
-            origin,
-            field,
-            "InvalidKind",
-            format!("backend kind {group}/{kind} is not supported"),
-        ));
+        diagnostics.push(error(origin, field, "InvalidKind", format!("backend kind {group}/{kind} is not supported")));
         return invalid;
     }
     let namespace = r.namespace.unwrap_or(&origin.namespace);
     if namespace != origin.namespace
-        && !refs::granted(
-            snapshot,
-            super::GROUP,
-            route_kind,
-            &origin.namespace,
-            "",
-            "Service",
-            namespace,
-            r.name,
-        )
+        && !refs::granted(snapshot, super::GROUP, route_kind, &origin.namespace, "", "Service", namespace, r.name)
     {
         diagnostics.push(error(
             origin,
@@ -61,11 +44,7 @@ pub(super) fn translate(
         ));
         return invalid;
     }
-    let Some(port) = r
-        .port
-        .and_then(|p| u16::try_from(p).ok())
-        .filter(|p| *p != 0)
-    else {
+    let Some(port) = r.port.and_then(|p| u16::try_from(p).ok()).filter(|p| *p != 0) else {
         diagnostics.push(error(
             origin,
             format!("{field}.port"),
@@ -75,11 +54,7 @@ pub(super) fn translate(
         return invalid;
     };
     Backend {
-        target: BackendTarget::Service(ServicePort {
-            namespace: namespace.into(),
-            name: r.name.into(),
-            port,
-        }),
+        target: BackendTarget::Service(ServicePort { namespace: namespace.into(), name: r.name.into(), port }),
         weight,
     }
 }

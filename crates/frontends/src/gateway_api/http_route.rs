@@ -2,13 +2,12 @@
 
 use gateway_api::httproutes::{
     HttpRouteRulesFilters, HttpRouteRulesFiltersRequestRedirectScheme as Scheme,
-    HttpRouteRulesFiltersType as FilterType, HttpRouteRulesMatches,
-    HttpRouteRulesMatchesHeadersType as HeaderType, HttpRouteRulesMatchesPathType as PathType,
-    HttpRouteRulesMatchesQueryParamsType as QueryType,
+    HttpRouteRulesFiltersType as FilterType, HttpRouteRulesMatches, HttpRouteRulesMatchesHeadersType as HeaderType,
+    HttpRouteRulesMatchesPathType as PathType, HttpRouteRulesMatchesQueryParamsType as QueryType,
 };
 use ir::{
-    Diagnostic, HeaderModifier, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, PathModifier,
-    QueryMatch, StringMatch,
+    Diagnostic, HeaderModifier, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, PathModifier, QueryMatch,
+    StringMatch,
 };
 use objects::Snapshot;
 use objects::types::HTTPRoute;
@@ -40,11 +39,7 @@ pub(super) fn parent_refs(route: &HTTPRoute) -> Vec<ParentRef> {
 
 /// Translates one HTTPRoute. Rules with problems still produce a rule (answering 500) so that
 /// a mistake is visible to clients instead of silently falling through to another route.
-pub(super) fn translate(
-    snapshot: &Snapshot,
-    route: &HTTPRoute,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> ir::HttpRoute {
+pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mut Vec<Diagnostic>) -> ir::HttpRoute {
     let origin = origin("HTTPRoute", &route.metadata);
     let mut rules = Vec::new();
     for (i, rule) in route.spec.rules.iter().flatten().enumerate() {
@@ -70,13 +65,7 @@ pub(super) fn translate(
         }
         let mut filters = Vec::new();
         for (j, f) in rule.filters.iter().flatten().enumerate() {
-            match translate_filter(
-                snapshot,
-                &origin,
-                f,
-                &format!("{field}.filters[{j}]"),
-                diagnostics,
-            ) {
+            match translate_filter(snapshot, &origin, f, &format!("{field}.filters[{j}]"), diagnostics) {
                 Some(f) => filters.push(f),
                 None => broken = true,
             }
@@ -95,57 +84,33 @@ pub(super) fn translate(
                     port: b.port,
                     weight: b.weight,
                 };
-                backends::translate(
-                    snapshot,
-                    &origin,
-                    "HTTPRoute",
-                    r,
-                    format!("{field}.backendRefs[{j}]"),
-                    diagnostics,
-                )
+                backends::translate(snapshot, &origin, "HTTPRoute", r, format!("{field}.backendRefs[{j}]"), diagnostics)
             })
             .collect();
-        let request_timeout_ms = rule
-            .timeouts
-            .as_ref()
-            .and_then(|t| t.request.as_deref())
-            .and_then(|d| {
-                let parsed = parse_duration_ms(d);
-                if parsed.is_none() {
-                    diagnostics.push(error(
-                        &origin,
-                        format!("{field}.timeouts.request"),
-                        "UnsupportedValue",
-                        format!("{d:?} is not a duration"),
-                    ));
-                }
-                parsed
-            });
+        let request_timeout_ms = rule.timeouts.as_ref().and_then(|t| t.request.as_deref()).and_then(|d| {
+            let parsed = parse_duration_ms(d);
+            if parsed.is_none() {
+                diagnostics.push(error(
+                    &origin,
+                    format!("{field}.timeouts.request"),
+                    "UnsupportedValue",
+                    format!("{d:?} is not a duration"),
+                ));
+            }
+            parsed
+        });
         if broken {
             // Requests this rule would have matched get a 500 rather than another rule's answer.
-            filters = vec![HttpFilter::DirectResponse {
-                status: 500,
-                body: None,
-            }];
+            filters = vec![HttpFilter::DirectResponse { status: 500, body: None }];
             if matches.is_empty() {
                 continue;
             }
         }
-        rules.push(HttpRule {
-            matches,
-            filters,
-            backends,
-            request_timeout_ms,
-        });
+        rules.push(HttpRule { matches, filters, backends, request_timeout_ms });
     }
     ir::HttpRoute {
         origin,
-        created: route
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|t| t.0.as_second())
-            .unwrap_or(0),
+        created: route.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()).unwrap_or(0),
         hostnames: route
             .spec
             .hostnames
@@ -169,9 +134,7 @@ fn translate_match(m: &HttpRouteRulesMatches) -> Result<HttpMatch, (&'static str
                 }
                 PathType::Exact => PathMatch::Exact(value),
                 PathType::PathPrefix => PathMatch::Prefix(value),
-                PathType::RegularExpression => {
-                    PathMatch::Regex(check_regex(value).map_err(|e| ("path", e))?)
-                }
+                PathType::RegularExpression => PathMatch::Regex(check_regex(value).map_err(|e| ("path", e))?),
             }
         }
     };
@@ -198,43 +161,24 @@ fn translate_match(m: &HttpRouteRulesMatches) -> Result<HttpMatch, (&'static str
             }
         };
         if !query.iter().any(|x: &QueryMatch| x.name == q.name) {
-            query.push(QueryMatch {
-                name: q.name.clone(),
-                value,
-            });
+            query.push(QueryMatch { name: q.name.clone(), value });
         }
     }
-    let method = m.method.as_ref().map(|m| {
-        serde_json::to_value(m)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
-    });
-    Ok(HttpMatch {
-        path,
-        headers,
-        query,
-        method,
-    })
+    let method = m
+        .method
+        .as_ref()
+        .map(|m| serde_json::to_value(m).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default());
+    Ok(HttpMatch { path, headers, query, method })
 }
 
 /// Checks that a regular expression is valid RE2 syntax and not too large.
 pub fn check_regex(pattern: String) -> Result<String, String> {
     if pattern.len() > MAX_REGEX_LEN {
-        return Err(format!(
-            "regular expression longer than {MAX_REGEX_LEN} bytes"
-        ));
+        return Err(format!("regular expression longer than {MAX_REGEX_LEN} bytes"));
     }
-    regex_syntax::ParserBuilder::new()
-        .nest_limit(64)
-        .build()
-        .parse(&pattern)
-        .map_err(|e| {
-            format!(
-                "invalid regular expression {pattern:?}: {}",
-                e.to_string().lines().last().unwrap_or_default()
-            )
-        })?;
+    regex_syntax::ParserBuilder::new().nest_limit(64).build().parse(&pattern).map_err(|e| {
+        format!("invalid regular expression {pattern:?}: {}", e.to_string().lines().last().unwrap_or_default())
+    })?;
     Ok(pattern)
 }
 
@@ -267,16 +211,8 @@ fn translate_filter(
                 return missing(diagnostics, "RequestHeaderModifier");
             };
             Some(HttpFilter::RequestHeaders(modifier(
-                m.set.as_ref().map(|v| {
-                    v.iter()
-                        .map(|h| (h.name.clone(), h.value.clone()))
-                        .collect()
-                }),
-                m.add.as_ref().map(|v| {
-                    v.iter()
-                        .map(|h| (h.name.clone(), h.value.clone()))
-                        .collect()
-                }),
+                m.set.as_ref().map(|v| v.iter().map(|h| (h.name.clone(), h.value.clone())).collect()),
+                m.add.as_ref().map(|v| v.iter().map(|h| (h.name.clone(), h.value.clone())).collect()),
                 m.remove.clone(),
             )))
         }
@@ -285,16 +221,8 @@ fn translate_filter(
                 return missing(diagnostics, "ResponseHeaderModifier");
             };
             Some(HttpFilter::ResponseHeaders(modifier(
-                m.set.as_ref().map(|v| {
-                    v.iter()
-                        .map(|h| (h.name.clone(), h.value.clone()))
-                        .collect()
-                }),
-                m.add.as_ref().map(|v| {
-                    v.iter()
-                        .map(|h| (h.name.clone(), h.value.clone()))
-                        .collect()
-                }),
+                m.set.as_ref().map(|v| v.iter().map(|h| (h.name.clone(), h.value.clone())).collect()),
+                m.add.as_ref().map(|v| v.iter().map(|h| (h.name.clone(), h.value.clone())).collect()),
                 m.remove.clone(),
             )))
         }
@@ -309,13 +237,11 @@ fn translate_filter(
                 }),
                 hostname: r.hostname.clone(),
                 port: r.port.and_then(|p| u16::try_from(p).ok()),
-                path: r.path.as_ref().and_then(|p| {
-                    path_modifier(p.replace_full_path.clone(), p.replace_prefix_match.clone())
-                }),
-                status: r
-                    .status_code
-                    .and_then(|s| u16::try_from(s).ok())
-                    .unwrap_or(302),
+                path: r
+                    .path
+                    .as_ref()
+                    .and_then(|p| path_modifier(p.replace_full_path.clone(), p.replace_prefix_match.clone())),
+                status: r.status_code.and_then(|s| u16::try_from(s).ok()).unwrap_or(302),
             }))
         }
         FilterType::UrlRewrite => {
@@ -324,9 +250,10 @@ fn translate_filter(
             };
             Some(HttpFilter::UrlRewrite(ir::UrlRewrite {
                 hostname: r.hostname.clone(),
-                path: r.path.as_ref().and_then(|p| {
-                    path_modifier(p.replace_full_path.clone(), p.replace_prefix_match.clone())
-                }),
+                path: r
+                    .path
+                    .as_ref()
+                    .and_then(|p| path_modifier(p.replace_full_path.clone(), p.replace_prefix_match.clone())),
             }))
         }
         FilterType::RequestMirror => {
@@ -373,8 +300,7 @@ fn translate_filter(
 }
 
 fn path_modifier(full: Option<String>, prefix: Option<String>) -> Option<PathModifier> {
-    full.map(PathModifier::Full)
-        .or_else(|| prefix.map(PathModifier::Prefix))
+    full.map(PathModifier::Full).or_else(|| prefix.map(PathModifier::Prefix))
 }
 
 /// Parses a Gateway API duration (`1h`, `30s`, `250ms`, `1h30m`) into milliseconds.

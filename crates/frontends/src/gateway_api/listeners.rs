@@ -31,10 +31,7 @@ pub(super) fn translate_gateway(
                 &origin,
                 format!("spec.addresses[{i}].value"),
                 "UnsupportedAddress",
-                format!(
-                    "{:?} is not an IP address",
-                    a.value.as_deref().unwrap_or_default()
-                ),
+                format!("{:?} is not an IP address", a.value.as_deref().unwrap_or_default()),
             )),
             _ => {}
         }
@@ -47,11 +44,7 @@ pub(super) fn translate_gateway(
             name: spec.name.clone(),
             port: 0,
             protocol: Protocol::Http,
-            hostname: spec
-                .hostname
-                .clone()
-                .filter(|h| !h.is_empty())
-                .map(|h| h.to_ascii_lowercase()),
+            hostname: spec.hostname.clone().filter(|h| !h.is_empty()).map(|h| h.to_ascii_lowercase()),
             tls: None,
             http_routes: Vec::new(),
             tls_routes: Vec::new(),
@@ -67,19 +60,13 @@ pub(super) fn translate_gateway(
                 &origin,
                 format!("{field}.protocol"),
                 "UnsupportedProtocol",
-                format!(
-                    "listener {}: protocol {} is not supported",
-                    spec.name, spec.protocol
-                ),
+                format!("listener {}: protocol {} is not supported", spec.name, spec.protocol),
             ));
             listeners.push(listener);
             continue;
         };
         listener.protocol = protocol;
-        let Ok(port) = u16::try_from(spec.port)
-            .map_err(drop)
-            .and_then(|p| if p == 0 { Err(()) } else { Ok(p) })
-        else {
+        let Ok(port) = u16::try_from(spec.port).map_err(drop).and_then(|p| if p == 0 { Err(()) } else { Ok(p) }) else {
             diagnostics.push(error(
                 &origin,
                 format!("{field}.port"),
@@ -96,20 +83,11 @@ pub(super) fn translate_gateway(
         listeners.push(listener);
     }
     flag_conflicts(&origin, &mut listeners, diagnostics);
-    ir::Fleet {
-        id: format!("{}/{}", namespace, origin.name),
-        address,
-        origin: Some(origin),
-        listeners,
-    }
+    ir::Fleet { id: format!("{}/{}", namespace, origin.name), address, origin: Some(origin), listeners }
 }
 
 /// Listeners on one port must agree on the protocol family, and their hostnames must differ.
-fn flag_conflicts(
-    origin: &ir::Origin,
-    listeners: &mut [ir::Listener],
-    diagnostics: &mut Vec<Diagnostic>,
-) {
+fn flag_conflicts(origin: &ir::Origin, listeners: &mut [ir::Listener], diagnostics: &mut Vec<Diagnostic>) {
     let family = |p: Protocol| if p == Protocol::Http { 0 } else { 1 };
     let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, l) in listeners.iter().enumerate() {
@@ -120,31 +98,19 @@ fn flag_conflicts(
     let mut refused = Vec::new();
     for indices in by_port.values() {
         let first = family(listeners[indices[0]].protocol);
-        if indices
-            .iter()
-            .any(|&i| family(listeners[i].protocol) != first)
-        {
+        if indices.iter().any(|&i| family(listeners[i].protocol) != first) {
             for &i in indices {
-                refused.push((
-                    i,
-                    "ProtocolConflict",
-                    "listeners on one port mix HTTP with HTTPS or TLS".to_string(),
-                ));
+                refused.push((i, "ProtocolConflict", "listeners on one port mix HTTP with HTTPS or TLS".to_string()));
             }
             continue;
         }
         for (n, &i) in indices.iter().enumerate() {
-            let dup = indices[..n]
-                .iter()
-                .any(|&j| listeners[j].hostname == listeners[i].hostname);
+            let dup = indices[..n].iter().any(|&j| listeners[j].hostname == listeners[i].hostname);
             if dup {
                 refused.push((
                     i,
                     "HostnameConflict",
-                    format!(
-                        "another listener on port {} has the same hostname",
-                        listeners[i].port
-                    ),
+                    format!("another listener on port {} has the same hostname", listeners[i].port),
                 ));
             }
         }
@@ -195,27 +161,16 @@ fn tls(
             ));
             return Err(());
         }
-        return Ok(Some(ListenerTls {
-            mode,
-            certificates: Vec::new(),
-        }));
+        return Ok(Some(ListenerTls { mode, certificates: Vec::new() }));
     }
     let mut certificates = Vec::new();
     for (i, cert) in tls.certificate_refs.iter().flatten().enumerate() {
         let group = cert.group.as_deref().unwrap_or("");
         let kind = cert.kind.as_deref().unwrap_or("Secret");
-        let namespace = cert
-            .namespace
-            .clone()
-            .unwrap_or_else(|| origin.namespace.clone());
+        let namespace = cert.namespace.clone().unwrap_or_else(|| origin.namespace.clone());
         let field = format!("{field}.tls.certificateRefs[{i}]");
         if !group.is_empty() || kind != "Secret" {
-            diagnostics.push(error(
-                &origin,
-                field,
-                "InvalidCertificateRef",
-                format!("{group}/{kind} is not a Secret"),
-            ));
+            diagnostics.push(error(&origin, field, "InvalidCertificateRef", format!("{group}/{kind} is not a Secret")));
             continue;
         }
         if namespace != origin.namespace
@@ -234,17 +189,11 @@ fn tls(
                 &origin,
                 field,
                 "RefNotPermitted",
-                format!(
-                    "no ReferenceGrant in {namespace} allows Secret {}",
-                    cert.name
-                ),
+                format!("no ReferenceGrant in {namespace} allows Secret {}", cert.name),
             ));
             continue;
         }
-        certificates.push(ObjectRef {
-            namespace,
-            name: cert.name.clone(),
-        });
+        certificates.push(ObjectRef { namespace, name: cert.name.clone() });
     }
     if certificates.is_empty() {
         diagnostics.push(error(
@@ -267,19 +216,10 @@ pub(super) fn allows(
     namespace: &str,
 ) -> bool {
     let allowed = spec.allowed_routes.as_ref();
-    let kinds: Vec<(String, String)> = match allowed
-        .and_then(|a| a.kinds.as_ref())
-        .filter(|k| !k.is_empty())
-    {
-        Some(kinds) => kinds
-            .iter()
-            .map(|k| {
-                (
-                    k.group.clone().unwrap_or_else(|| super::GROUP.into()),
-                    k.kind.clone(),
-                )
-            })
-            .collect(),
+    let kinds: Vec<(String, String)> = match allowed.and_then(|a| a.kinds.as_ref()).filter(|k| !k.is_empty()) {
+        Some(kinds) => {
+            kinds.iter().map(|k| (k.group.clone().unwrap_or_else(|| super::GROUP.into()), k.kind.clone())).collect()
+        }
         None => match spec.protocol.as_str() {
             "HTTP" | "HTTPS" => vec![(super::GROUP.into(), "HTTPRoute".into())],
             "TLS" => vec![(super::GROUP.into(), "TLSRoute".into())],
@@ -303,13 +243,11 @@ pub(super) fn allows(
                 .get(&objects::ObjectKey::new("", namespace))
                 .and_then(|n| n.metadata.labels.clone())
                 .unwrap_or_default();
-            let expressions = selector.match_expressions.iter().flatten().map(|e| {
-                (
-                    e.key.as_str(),
-                    e.operator.as_str(),
-                    e.values.as_deref().unwrap_or_default(),
-                )
-            });
+            let expressions = selector
+                .match_expressions
+                .iter()
+                .flatten()
+                .map(|e| (e.key.as_str(), e.operator.as_str(), e.values.as_deref().unwrap_or_default()));
             refs::selects(selector.match_labels.as_ref(), expressions, &labels)
         }
     }

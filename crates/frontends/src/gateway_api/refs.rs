@@ -18,19 +18,14 @@ pub(crate) fn granted(
     to_name: &str,
 ) -> bool {
     let start = objects::ObjectKey::new(to_namespace, "");
-    snapshot
-        .reference_grants
-        .range(start..)
-        .take_while(|(k, _)| k.namespace == to_namespace)
-        .any(|(_, grant)| {
-            grant.spec.from.iter().any(|f| {
-                f.group == from_group && f.kind == from_kind && f.namespace == from_namespace
-            }) && grant.spec.to.iter().any(|t| {
-                t.group == to_group
-                    && t.kind == to_kind
-                    && t.name.as_deref().is_none_or(|n| n == to_name)
-            })
-        })
+    snapshot.reference_grants.range(start..).take_while(|(k, _)| k.namespace == to_namespace).any(|(_, grant)| {
+        grant.spec.from.iter().any(|f| f.group == from_group && f.kind == from_kind && f.namespace == from_namespace)
+            && grant
+                .spec
+                .to
+                .iter()
+                .any(|t| t.group == to_group && t.kind == to_kind && t.name.as_deref().is_none_or(|n| n == to_name))
+    })
 }
 
 /// Whether labels satisfy a label selector (matchLabels AND every matchExpression).
@@ -39,18 +34,13 @@ pub(crate) fn selects<'a>(
     expressions: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>,
     labels: &BTreeMap<String, String>,
 ) -> bool {
-    let labels_match = match_labels
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v));
+    let labels_match = match_labels.into_iter().flatten().all(|(k, v)| labels.get(k) == Some(v));
     labels_match
-        && expressions
-            .into_iter()
-            .all(|(key, operator, values)| match operator {
-                "In" => labels.get(key).is_some_and(|v| values.contains(v)),
-                "NotIn" => labels.get(key).is_none_or(|v| !values.contains(v)),
-                "Exists" => labels.contains_key(key),
-                "DoesNotExist" => !labels.contains_key(key),
-                _ => false,
-            })
+        && expressions.into_iter().all(|(key, operator, values)| match operator {
+            "In" => labels.get(key).is_some_and(|v| values.contains(v)),
+            "NotIn" => labels.get(key).is_none_or(|v| !values.contains(v)),
+            "Exists" => labels.contains_key(key),
+            "DoesNotExist" => !labels.contains_key(key),
+            _ => false,
+        })
 }

@@ -49,11 +49,7 @@ fn only_gateways_of_our_classes_become_fleets() {
     assert_eq!(fleet.listeners[0].protocol, Protocol::Http);
     assert_eq!(fleet.listeners[0].port, 8080);
     assert_eq!(fleet.listeners[2].port, 0, "UDP listener is refused");
-    assert!(
-        t.diagnostics
-            .iter()
-            .any(|d| d.reason == "UnsupportedProtocol" && d.field == "spec.listeners[2].protocol")
-    );
+    assert!(t.diagnostics.iter().any(|d| d.reason == "UnsupportedProtocol" && d.field == "spec.listeners[2].protocol"));
 }
 
 #[test]
@@ -77,38 +73,14 @@ spec:
     );
     let t = translate(&snapshot(&yaml), &Options::default());
     let fleet = &t.ir.fleets[0];
-    assert_eq!(
-        fleet.listeners[0].http_routes.len(),
-        1,
-        "From: All admits apps/web"
-    );
-    assert!(
-        fleet.listeners[1].http_routes.is_empty(),
-        "default Same refuses apps/web"
-    );
+    assert_eq!(fleet.listeners[0].http_routes.len(), 1, "From: All admits apps/web");
+    assert!(fleet.listeners[1].http_routes.is_empty(), "default Same refuses apps/web");
     let route = &fleet.listeners[0].http_routes[0];
-    assert_eq!(
-        route.rules[0].matches[0].path,
-        PathMatch::Exact("/exact".into())
-    );
+    assert_eq!(route.rules[0].matches[0].path, PathMatch::Exact("/exact".into()));
     assert_eq!(route.rules[0].backends[1].target, BackendTarget::Invalid);
-    assert!(
-        t.diagnostics
-            .iter()
-            .any(|d| d.reason == "RefNotPermitted" && d.field == "spec.rules[0].backendRefs[1]")
-    );
-    assert!(
-        t.diagnostics
-            .iter()
-            .any(|d| d.field == "spec.rules[1].matches[0].path"),
-        "{:?}",
-        t.diagnostics
-    );
-    assert_eq!(
-        route.rules.len(),
-        1,
-        "a rule with no usable match is dropped"
-    );
+    assert!(t.diagnostics.iter().any(|d| d.reason == "RefNotPermitted" && d.field == "spec.rules[0].backendRefs[1]"));
+    assert!(t.diagnostics.iter().any(|d| d.field == "spec.rules[1].matches[0].path"), "{:?}", t.diagnostics);
+    assert_eq!(route.rules.len(), 1, "a rule with no usable match is dropped");
 }
 
 #[test]
@@ -137,14 +109,9 @@ spec:
     );
     let t = translate(&snapshot(&yaml), &Options::default());
     let fleet = &t.ir.fleets[0];
-    assert!(
-        fleet.listeners[0].http_routes.is_empty(),
-        "sectionName picks same-ns only"
-    );
+    assert!(fleet.listeners[0].http_routes.is_empty(), "sectionName picks same-ns only");
     let rule = &fleet.listeners[1].http_routes[0].rules[0];
-    assert!(
-        matches!(rule.backends[0].target, BackendTarget::Service(ref s) if s.namespace == "elsewhere")
-    );
+    assert!(matches!(rule.backends[0].target, BackendTarget::Service(ref s) if s.namespace == "elsewhere"));
     assert!(
         matches!(&rule.filters[0], HttpFilter::Redirect(r) if r.status == 301 && r.scheme.as_deref() == Some("https"))
     );

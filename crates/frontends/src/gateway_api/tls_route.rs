@@ -27,11 +27,7 @@ pub(super) fn parent_refs(route: &TLSRoute) -> Vec<ParentRef> {
 }
 
 /// Translates one TLSRoute; backends of all rules are merged (TLSRoute rules carry no matches).
-pub(super) fn translate(
-    snapshot: &Snapshot,
-    route: &TLSRoute,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> ir::TlsRoute {
+pub(super) fn translate(snapshot: &Snapshot, route: &TLSRoute, diagnostics: &mut Vec<Diagnostic>) -> ir::TlsRoute {
     let origin = origin("TLSRoute", &route.metadata);
     let mut backends_out = Vec::new();
     for (i, rule) in route.spec.rules.iter().enumerate() {
@@ -45,24 +41,12 @@ pub(super) fn translate(
                 weight: b.weight,
             };
             let field = format!("spec.rules[{i}].backendRefs[{j}]");
-            backends_out.push(backends::translate(
-                snapshot,
-                &origin,
-                "TLSRoute",
-                r,
-                field,
-                diagnostics,
-            ));
+            backends_out.push(backends::translate(snapshot, &origin, "TLSRoute", r, field, diagnostics));
         }
     }
     ir::TlsRoute {
         origin,
-        hostnames: route
-            .spec
-            .hostnames
-            .iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect(),
+        hostnames: route.spec.hostnames.iter().map(|h| h.to_ascii_lowercase()).collect(),
         backends: backends_out,
     }
 }

@@ -29,13 +29,9 @@ spec: {rules: 7}
 fn parses_each_document_and_reports_the_bad_ones_by_name() {
     let parsed = parse_documents(DOCS);
     assert_eq!(parsed.len(), 4);
-    let Ok(Object::Gateway(gw)) = &parsed[0] else {
-        panic!("{:?}", parsed[0])
-    };
+    let Ok(Object::Gateway(gw)) = &parsed[0] else { panic!("{:?}", parsed[0]) };
     assert_eq!(gw.spec.listeners[0].port, 8080);
-    let Ok(Object::Secret(secret)) = &parsed[1] else {
-        panic!("{:?}", parsed[1])
-    };
+    let Ok(Object::Secret(secret)) = &parsed[1] else { panic!("{:?}", parsed[1]) };
     assert_eq!(secret.metadata.namespace.as_deref(), Some("default"));
     assert_eq!(secret.data.as_ref().unwrap()["tls.crt"].0, b"CRT");
     let err = parsed[2].as_ref().unwrap_err().to_string();
@@ -53,8 +49,5 @@ fn changed_kinds_sees_only_what_changed() {
     let mut b = a.clone();
     assert!(a.changed_kinds(&b).is_empty());
     b.remove(Kind::Secret, &ObjectKey::new("default", "cert"));
-    assert_eq!(
-        a.changed_kinds(&b).into_iter().collect::<Vec<_>>(),
-        vec![Kind::Secret]
-    );
+    assert_eq!(a.changed_kinds(&b).into_iter().collect::<Vec<_>>(), vec![Kind::Secret]);
 }
