@@ -78,7 +78,8 @@ fn cached_builds_equal_fresh_builds() {
     let first = snapshot(FIXTURE);
     let _ = pipeline.build(&first, &options);
     // Keep unchanged objects' Arcs, as the sources do, so the caches are exercised.
-    let mut next = snapshot(&FIXTURE.replace("rules: [{backendRefs", "hostnames: [x.example.com], rules: [{backendRefs"));
+    let mut next =
+        snapshot(&FIXTURE.replace("rules: [{backendRefs", "hostnames: [x.example.com], rules: [{backendRefs"));
     next.share_unchanged(&first);
     let cached = pipeline.build(&next, &options);
     let fresh = build(&next, &options);

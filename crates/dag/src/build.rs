@@ -1,12 +1,15 @@
 //! IR + snapshot into the DAG.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
 use ir::{Backend, BackendTarget, Diagnostic, HeaderModifier, HttpFilter, Ir, Origin, Protocol, Severity, TlsMode};
 use objects::{ObjectKey, Snapshot};
 
-use crate::order::{Precedence, compare};
+use crate::order::precedence_key;
 use crate::{
     Cluster, Dag, DagListener, FleetDag, ListenerKind, Route, RouteAction, RouteTable, TlsAction, TlsChain, TlsSecret,
     VirtualHost, WeightedCluster,
@@ -25,8 +28,7 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
     if services != cache.services {
         *cache = Cache { services, ..Cache::default() };
     }
-    cache.routes_used.clear();
-    cache.vhosts_used.clear();
+    cache.generation += 1;
     let mut b = Builder { snapshot, diagnostics, cache };
     let mut fleets = BTreeMap::new();
     for fleet in &ir.fleets {
@@ -35,9 +37,9 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
     let mut diagnostics = b.diagnostics;
     diagnostics.sort();
     diagnostics.dedup();
-    let Cache { routes, routes_used, vhosts, vhosts_used, .. } = cache;
-    routes.retain(|k, _| routes_used.contains(k));
-    vhosts.retain(|k, _| vhosts_used.contains(k));
+    let generation = cache.generation;
+    cache.routes.retain(|_, c| c.used == generation);
+    cache.vhosts.retain(|_, c| c.used == generation);
     Dag { fleets, diagnostics }
 }
 
@@ -45,16 +47,26 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
 #[derive(Debug, Default)]
 pub struct Cache {
     services: Vec<usize>,
-    routes: HashMap<usize, (Arc<ir::HttpRoute>, Arc<RouteParts>)>,
-    routes_used: HashSet<usize>,
-    vhosts: HashMap<(String, String), CachedVhost>,
-    vhosts_used: HashSet<(String, String)>,
+    generation: u64,
+    routes: FxHashMap<usize, CachedRoute>,
+    vhosts: FxHashMap<(String, String), CachedVhost>,
+}
+
+#[derive(Debug)]
+struct CachedRoute {
+    /// Keeps the IR route alive, so its address (the key) is not reused while cached.
+    _route: Arc<ir::HttpRoute>,
+    parts: Arc<RouteParts>,
+    used: u64,
 }
 
 #[derive(Debug)]
 struct CachedVhost {
     members: Vec<usize>,
     vhost: Arc<VirtualHost>,
+    clusters: Arc<[Cluster]>,
+    diagnostics: Arc<[Diagnostic]>,
+    used: u64,
 }
 
 /// What one IR route becomes: DAG routes by rule and match, the clusters they use, problems.
@@ -185,68 +197,72 @@ impl Builder<'_> {
 
     fn route_table(&mut self, name: String, listeners: &[(usize, &ir::Listener)], out: &mut FleetDag) -> RouteTable {
         // hostname -> the routes reaching it, in listener order; a route reaches a hostname once.
-        let mut hosts: BTreeMap<String, Vec<&Arc<ir::HttpRoute>>> = BTreeMap::new();
-        let mut seen: HashSet<(String, usize)> = HashSet::new();
+        let mut hosts: FxHashMap<Cow<'_, str>, Vec<&Arc<ir::HttpRoute>>> = FxHashMap::default();
+        let mut seen: FxHashSet<(usize, String)> = FxHashSet::default();
+        let shared = listeners.len() > 1;
         for (_, listener) in listeners {
             for route in &listener.http_routes {
-                for host in ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames) {
-                    if seen.insert((host.clone(), Arc::as_ptr(route) as usize)) {
+                ir::hostname::for_each_effective(listener.hostname.as_deref(), &route.hostnames, |host| {
+                    // Only a route attached to two listeners of this port can reach a host twice.
+                    if !shared || seen.insert((Arc::as_ptr(route) as usize, host.to_string())) {
                         hosts.entry(host).or_default().push(route);
                     }
-                }
+                });
             }
         }
+        let mut hosts: Vec<_> = hosts.into_iter().collect();
+        hosts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut virtual_hosts = Vec::with_capacity(hosts.len());
-        for (hostname, routes) in hosts {
-            let parts: Vec<Arc<RouteParts>> = routes.iter().map(|r| self.route_parts(r)).collect();
-            for p in &parts {
-                for c in &p.clusters {
-                    if !out.clusters.contains_key(&c.name) {
-                        out.clusters.insert(c.name.clone(), c.clone());
-                    }
-                }
-                self.diagnostics.extend(p.diagnostics.iter().cloned());
+        for (hostname, mut routes) in hosts {
+            if shared {
+                // Routes from several listeners: restore the namespace/name order ties fall back to.
+                routes
+                    .sort_by(|a, b| (&a.origin.namespace, &a.origin.name).cmp(&(&b.origin.namespace, &b.origin.name)));
             }
             let members: Vec<usize> = routes.iter().map(|r| Arc::as_ptr(r) as usize).collect();
-            let key = (name.clone(), hostname.clone());
-            if let Some(cached) = self.cache.vhosts.get(&key)
+            let key = (name.clone(), hostname.into_owned());
+            let generation = self.cache.generation;
+            if let Some(cached) = self.cache.vhosts.get_mut(&key)
                 && cached.members == members
             {
-                self.cache.vhosts_used.insert(key);
-                virtual_hosts.push(Arc::clone(&cached.vhost));
+                cached.used = generation;
+                let vhost = Arc::clone(&cached.vhost);
+                let (clusters, diagnostics) = (Arc::clone(&cached.clusters), Arc::clone(&cached.diagnostics));
+                for member in &members {
+                    if let Some(entry) = self.cache.routes.get_mut(member) {
+                        entry.used = generation;
+                    }
+                }
+                self.merge(&clusters, &diagnostics, out);
+                virtual_hosts.push(vhost);
                 continue;
             }
-            let mut entries: Vec<(&Arc<ir::HttpRoute>, &RouteParts, usize, usize)> = Vec::new();
-            for (route, p) in routes.iter().zip(&parts) {
+            let parts: Vec<Arc<RouteParts>> = routes.iter().map(|r| self.route_parts(r)).collect();
+            let mut clusters: BTreeMap<&str, &Cluster> = BTreeMap::new();
+            let mut diagnostics = Vec::new();
+            for p in &parts {
+                clusters.extend(p.clusters.iter().map(|c| (c.name.as_str(), c)));
+                diagnostics.extend(p.diagnostics.iter().cloned());
+            }
+            let clusters: Arc<[Cluster]> = clusters.into_values().cloned().collect();
+            let diagnostics: Arc<[Diagnostic]> = diagnostics.into();
+            // Precedence as a plain key; ties fall back to member order (namespace/name), rule, match.
+            let mut entries = Vec::new();
+            for (i, (route, p)) in routes.iter().zip(&parts).enumerate() {
                 for (r, rule) in route.rules.iter().enumerate() {
-                    for m in 0..rule.matches.len() {
-                        entries.push((route, p, r, m));
+                    for (m, matcher) in rule.matches.iter().enumerate() {
+                        entries.push((precedence_key(matcher, route.created, i, r, m), Arc::clone(&p.routes[r][m])));
                     }
                 }
             }
-            entries.sort_by(|(ra, _, a_rule, a_m), (rb, _, b_rule, b_m)| {
-                let pa = Precedence {
-                    matcher: &ra.rules[*a_rule].matches[*a_m],
-                    created: ra.created,
-                    namespace: &ra.origin.namespace,
-                    name: &ra.origin.name,
-                    rule: *a_rule,
-                    index: *a_m,
-                };
-                let pb = Precedence {
-                    matcher: &rb.rules[*b_rule].matches[*b_m],
-                    created: rb.created,
-                    namespace: &rb.origin.namespace,
-                    name: &rb.origin.name,
-                    rule: *b_rule,
-                    index: *b_m,
-                };
-                compare(&pa, &pb)
+            entries.sort_unstable_by_key(|e| e.0);
+            let vhost = Arc::new(VirtualHost {
+                hostname: key.1.clone(),
+                routes: entries.into_iter().map(|(_, r)| r).collect(),
             });
-            let routes = entries.iter().map(|(_, p, r, m)| Arc::clone(&p.routes[*r][*m])).collect();
-            let vhost = Arc::new(VirtualHost { hostname, routes });
-            self.cache.vhosts.insert(key.clone(), CachedVhost { members, vhost: Arc::clone(&vhost) });
-            self.cache.vhosts_used.insert(key);
+            self.merge(&clusters, &diagnostics, out);
+            let cached = CachedVhost { members, vhost: Arc::clone(&vhost), clusters, diagnostics, used: generation };
+            self.cache.vhosts.insert(key, cached);
             virtual_hosts.push(vhost);
         }
         RouteTable { name, virtual_hosts }
@@ -254,11 +270,21 @@ impl Builder<'_> {
 
     /// The DAG routes of one IR route (per rule, per match), the clusters they use and what
     /// went wrong, from the cache when the route and the Services are unchanged.
+    /// Adds a virtual host's clusters and problems to the fleet.
+    fn merge(&mut self, clusters: &[Cluster], diagnostics: &[Diagnostic], out: &mut FleetDag) {
+        for c in clusters {
+            if !out.clusters.contains_key(&c.name) {
+                out.clusters.insert(c.name.clone(), c.clone());
+            }
+        }
+        self.diagnostics.extend(diagnostics.iter().cloned());
+    }
+
     fn route_parts(&mut self, route: &Arc<ir::HttpRoute>) -> Arc<RouteParts> {
         let key = Arc::as_ptr(route) as usize;
-        self.cache.routes_used.insert(key);
-        if let Some(cached) = self.cache.routes.get(&key) {
-            return Arc::clone(&cached.1);
+        if let Some(cached) = self.cache.routes.get_mut(&key) {
+            cached.used = self.cache.generation;
+            return Arc::clone(&cached.parts);
         }
         let outer = std::mem::take(&mut self.diagnostics);
         let mut scratch = FleetDag::default();
@@ -272,7 +298,8 @@ impl Builder<'_> {
         diagnostics.sort();
         diagnostics.dedup();
         let parts = Arc::new(RouteParts { routes, clusters: scratch.clusters.into_values().collect(), diagnostics });
-        self.cache.routes.insert(key, (Arc::clone(route), Arc::clone(&parts)));
+        let cached = CachedRoute { _route: Arc::clone(route), parts: Arc::clone(&parts), used: self.cache.generation };
+        self.cache.routes.insert(key, cached);
         parts
     }
 

@@ -1,36 +1,30 @@
 //! Gateway API route precedence within a virtual host.
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 
 use ir::{HttpMatch, PathMatch};
 
-/// Everything that decides where a match sits in its virtual host.
-#[derive(Debug, Clone)]
-pub(crate) struct Precedence<'a> {
-    pub matcher: &'a HttpMatch,
-    pub created: i64,
-    pub namespace: &'a str,
-    pub name: &'a str,
-    pub rule: usize,
-    pub index: usize,
-}
+/// A sort key: exact paths first, then regexes, then longer prefixes; then a method, more
+/// headers, more query parameters; then the older route; then `member` (the route's position in
+/// namespace/name order), rule and match order.
+pub(crate) type PrecedenceKey = (u8, Reverse<usize>, bool, Reverse<usize>, Reverse<usize>, i64, usize, usize, usize);
 
-/// Exact paths first, then regexes, then longer prefixes; then method, more headers, more
-/// query parameters; then the older route, the route first by namespace/name, and rule order.
-pub(crate) fn compare(a: &Precedence<'_>, b: &Precedence<'_>) -> Ordering {
-    fn path_rank(p: &PathMatch) -> (u8, std::cmp::Reverse<usize>) {
-        match p {
-            PathMatch::Exact(v) => (0, std::cmp::Reverse(v.len())),
-            PathMatch::Regex(v) => (1, std::cmp::Reverse(v.len())),
-            PathMatch::Prefix(v) => (2, std::cmp::Reverse(v.trim_end_matches('/').len())),
-        }
-    }
-    path_rank(&a.matcher.path)
-        .cmp(&path_rank(&b.matcher.path))
-        .then_with(|| b.matcher.method.is_some().cmp(&a.matcher.method.is_some()))
-        .then_with(|| b.matcher.headers.len().cmp(&a.matcher.headers.len()))
-        .then_with(|| b.matcher.query.len().cmp(&a.matcher.query.len()))
-        .then_with(|| a.created.cmp(&b.created))
-        .then_with(|| (a.namespace, a.name).cmp(&(b.namespace, b.name)))
-        .then_with(|| (a.rule, a.index).cmp(&(b.rule, b.index)))
+/// The precedence key of one match of one route.
+pub(crate) fn precedence_key(m: &HttpMatch, created: i64, member: usize, rule: usize, index: usize) -> PrecedenceKey {
+    let (rank, len) = match &m.path {
+        PathMatch::Exact(v) => (0, v.len()),
+        PathMatch::Regex(v) => (1, v.len()),
+        PathMatch::Prefix(v) => (2, v.trim_end_matches('/').len()),
+    };
+    (
+        rank,
+        Reverse(len),
+        m.method.is_none(),
+        Reverse(m.headers.len()),
+        Reverse(m.query.len()),
+        created,
+        member,
+        rule,
+        index,
+    )
 }

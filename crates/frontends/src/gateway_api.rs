@@ -12,7 +12,6 @@ mod tls_route;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ir::{Diagnostic, Origin, Severity};
@@ -44,18 +43,30 @@ impl Default for Options {
 
 /// Translations kept between builds, so an unchanged route costs a pointer comparison.
 ///
-/// Entries are keyed by object and reused while the object is the same `Arc` and nothing a
-/// route's translation reads (ReferenceGrants) changed.
+/// Entries are reused while the object is the same `Arc` and nothing its translation reads
+/// (ReferenceGrants) changed; where a route attaches is reused while no GatewayClass, Gateway or
+/// Namespace changed.
 #[derive(Debug, Default)]
 pub struct Cache {
     grants: Vec<usize>,
-    http: HashMap<objects::ObjectKey, CachedHttpRoute>,
+    gateways: Vec<usize>,
+    /// Sorted by key, in the order the snapshot iterates, so lookups are a merge.
+    http: Vec<(objects::ObjectKey, CachedHttpRoute)>,
 }
 
 #[derive(Debug)]
 struct CachedHttpRoute {
     object: Arc<objects::types::HTTPRoute>,
     route: Arc<ir::HttpRoute>,
+    parents: Arc<[ParentRef]>,
+    diagnostics: Vec<Diagnostic>,
+    attachments: Option<Attachments>,
+}
+
+/// Where a route attaches: (fleet, listener) indices, and why it did not attach elsewhere.
+#[derive(Debug, Clone, Default)]
+struct Attachments {
+    listeners: Vec<(usize, usize)>,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -66,15 +77,27 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
 
 /// [`translate`], reusing what `cache` holds from the previous build.
 pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cache) -> Translation {
-    let grants: Vec<usize> = snapshot.reference_grants.values().map(|g| Arc::as_ptr(g) as usize).collect();
+    let ptrs = |it: &mut dyn Iterator<Item = usize>| it.collect::<Vec<_>>();
+    let grants = ptrs(&mut snapshot.reference_grants.values().map(|g| Arc::as_ptr(g) as usize));
     if grants != cache.grants {
         cache.http.clear();
         cache.grants = grants;
     }
-    cache.http.retain(|key, cached| snapshot.http_routes.get(key).is_some_and(|o| Arc::ptr_eq(o, &cached.object)));
+    let gateways_now = ptrs(
+        &mut (snapshot.gateway_classes.values().map(|o| Arc::as_ptr(o) as usize))
+            .chain(snapshot.gateways.values().map(|o| Arc::as_ptr(o) as usize))
+            .chain(snapshot.namespaces.values().map(|o| Arc::as_ptr(o) as usize)),
+    );
+    if gateways_now != cache.gateways {
+        for (_, cached) in &mut cache.http {
+            cached.attachments = None;
+        }
+        cache.gateways = gateways_now;
+    }
+
     let mut diagnostics = Vec::new();
     let mut fleets = Vec::new();
-    let mut gateways: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut gateways: Vec<(&str, &str, usize)> = Vec::new();
     for (key, gateway) in &snapshot.gateways {
         let ours = snapshot
             .gateway_classes
@@ -84,52 +107,57 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
             continue;
         }
         let fleet = listeners::translate_gateway(snapshot, gateway, &mut diagnostics);
-        gateways.insert((key.namespace.clone(), key.name.clone()), fleets.len());
+        gateways.push((key.namespace.as_str(), key.name.as_str(), fleets.len()));
         fleets.push((Arc::clone(gateway), fleet));
     }
 
-    let mut http = Vec::with_capacity(snapshot.http_routes.len());
+    let mut previous = std::mem::take(&mut cache.http).into_iter().peekable();
+    let mut next = Vec::with_capacity(snapshot.http_routes.len());
     for (key, object) in &snapshot.http_routes {
-        let cached = cache.http.entry(key.clone()).or_insert_with(|| {
+        while previous.peek().is_some_and(|(k, _)| k < key) {
+            previous.next();
+        }
+        let reusable = previous.peek().is_some_and(|(k, c)| k == key && Arc::ptr_eq(&c.object, object));
+        let (key, mut cached) = if reusable {
+            previous.next().expect("peeked")
+        } else {
             let mut found = Vec::new();
             let route = Arc::new(http_route::translate(snapshot, object, &mut found));
-            CachedHttpRoute { object: Arc::clone(object), route, diagnostics: found }
+            let parents = http_route::parent_refs(object).into();
+            (
+                key.clone(),
+                CachedHttpRoute { object: Arc::clone(object), route, parents, diagnostics: found, attachments: None },
+            )
+        };
+        let attachments = cached.attachments.get_or_insert_with(|| {
+            attachments(
+                &fleets,
+                &gateways,
+                snapshot,
+                &cached.route.origin,
+                &cached.parents,
+                "HTTPRoute",
+                &cached.route.hostnames,
+            )
         });
+        for &(f, l) in &attachments.listeners {
+            fleets[f].1.listeners[l].http_routes.push(Arc::clone(&cached.route));
+        }
         diagnostics.extend(cached.diagnostics.iter().cloned());
-        http.push((object, Arc::clone(&cached.route)));
+        diagnostics.extend(attachments.diagnostics.iter().cloned());
+        next.push((key, cached));
     }
-    for (object, route) in http {
-        let parents = http_route::parent_refs(object);
-        attach(
-            &mut fleets,
-            &gateways,
-            snapshot,
-            &route.origin,
-            &parents,
-            "HTTPRoute",
-            &route.hostnames,
-            &mut diagnostics,
-            |l| l.http_routes.push(Arc::clone(&route)),
-        );
-    }
-    let tls: Vec<_> = snapshot
-        .tls_routes
-        .values()
-        .map(|route| (route, Arc::new(tls_route::translate(snapshot, route, &mut diagnostics))))
-        .collect();
-    for (object, route) in tls {
+    drop(previous);
+    cache.http = next;
+
+    for object in snapshot.tls_routes.values() {
+        let route = Arc::new(tls_route::translate(snapshot, object, &mut diagnostics));
         let parents = tls_route::parent_refs(object);
-        attach(
-            &mut fleets,
-            &gateways,
-            snapshot,
-            &route.origin,
-            &parents,
-            "TLSRoute",
-            &route.hostnames,
-            &mut diagnostics,
-            |l| l.tls_routes.push(Arc::clone(&route)),
-        );
+        let found = attachments(&fleets, &gateways, snapshot, &route.origin, &parents, "TLSRoute", &route.hostnames);
+        for (f, l) in found.listeners {
+            fleets[f].1.listeners[l].tls_routes.push(Arc::clone(&route));
+        }
+        diagnostics.extend(found.diagnostics);
     }
 
     Translation { ir: ir::Ir { fleets: fleets.into_iter().map(|(_, f)| f).collect() }, diagnostics }
@@ -146,29 +174,30 @@ pub(crate) struct ParentRef {
     pub port: Option<i32>,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn attach(
-    fleets: &mut [(Arc<Gateway>, ir::Fleet)],
-    gateways: &BTreeMap<(String, String), usize>,
+/// The listeners a route may attach to through its parentRefs.
+fn attachments(
+    fleets: &[(Arc<Gateway>, ir::Fleet)],
+    gateways: &[(&str, &str, usize)],
     snapshot: &Snapshot,
     origin: &Origin,
     parents: &[ParentRef],
     kind: &str,
     hostnames: &[String],
-    diagnostics: &mut Vec<Diagnostic>,
-    mut push: impl FnMut(&mut ir::Listener),
-) {
+) -> Attachments {
+    let mut out = Attachments::default();
     for (i, parent) in parents.iter().enumerate() {
         if parent.group != GROUP || parent.kind != "Gateway" {
             continue;
         }
-        let Some(&index) = gateways.get(&(parent.namespace.clone(), parent.name.clone())) else {
+        let Some(&(_, _, index)) =
+            gateways.iter().find(|(ns, name, _)| *ns == parent.namespace && *name == parent.name)
+        else {
             continue;
         };
-        let (gateway, fleet) = &mut fleets[index];
+        let (gateway, fleet) = &fleets[index];
         let mut reason = "NoMatchingParent";
         let mut attached = false;
-        for (spec, listener) in gateway.spec.listeners.iter().zip(fleet.listeners.iter_mut()) {
+        for (l, (spec, listener)) in gateway.spec.listeners.iter().zip(fleet.listeners.iter()).enumerate() {
             if parent.section_name.as_ref().is_some_and(|s| *s != spec.name)
                 || parent.port.is_some_and(|p| p != spec.port)
             {
@@ -179,17 +208,17 @@ fn attach(
                 continue;
             }
             let hostname = listener.hostname.as_deref();
-            if !hostnames.is_empty() && hostnames.iter().all(|h| ir::hostname::intersect(hostname, h).is_none()) {
+            if !hostnames.is_empty() && !hostnames.iter().any(|h| ir::hostname::intersects(hostname, h)) {
                 reason = "NoMatchingListenerHostname";
                 continue;
             }
             // Listeners the front end refused (protocol, port, TLS) are kept out of the IR by the
             // DAG; a route still counts as attached, as the Gateway API asks.
-            push(listener);
+            out.listeners.push((index, l));
             attached = true;
         }
         if !attached {
-            diagnostics.push(Diagnostic {
+            out.diagnostics.push(Diagnostic {
                 origin: origin.clone(),
                 severity: Severity::Error,
                 field: format!("spec.parentRefs[{i}]"),
@@ -198,6 +227,7 @@ fn attach(
             });
         }
     }
+    out
 }
 
 /// The origin of an object from its metadata.

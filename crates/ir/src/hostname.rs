@@ -1,5 +1,7 @@
 //! Gateway API hostname rules: how a listener's hostname and a route's hostnames combine.
 
+use std::borrow::Cow;
+
 /// The hostname a request must carry to reach a route hostname through a listener hostname, or
 /// `None` when the two can never both match. `*.example.com` matches any name ending in
 /// `.example.com`; with two wildcards the more specific one wins. Comparison ignores case.
@@ -20,6 +22,21 @@ pub fn intersect(listener: Option<&str>, route: &str) -> Option<String> {
     }
 }
 
+/// Whether [`intersect`] would find a hostname, without allocating. Both names must already be
+/// lower case (the front ends lower-case every hostname they read).
+pub fn intersects(listener: Option<&str>, route: &str) -> bool {
+    let Some(listener) = listener else { return true };
+    if listener == route {
+        return true;
+    }
+    match (wildcard_suffix(listener), wildcard_suffix(route)) {
+        (Some(l), Some(r)) => r.ends_with(l) || l.ends_with(r),
+        (Some(l), None) => route.ends_with(l) && route.len() > l.len(),
+        (None, Some(r)) => listener.ends_with(r) && listener.len() > r.len(),
+        (None, None) => false,
+    }
+}
+
 /// The hostnames a route serves through a listener; `["*"]` when neither names any.
 pub fn effective(listener: Option<&str>, route_hostnames: &[String]) -> Vec<String> {
     if route_hostnames.is_empty() {
@@ -29,6 +46,31 @@ pub fn effective(listener: Option<&str>, route_hostnames: &[String]) -> Vec<Stri
     names.sort();
     names.dedup();
     names
+}
+
+/// Calls `each` with every hostname a route serves through a listener, like [`effective`], but
+/// borrowing where it can. Hostnames must already be lower case.
+pub fn for_each_effective<'a>(
+    listener: Option<&'a str>,
+    route_hostnames: &'a [String],
+    mut each: impl FnMut(Cow<'a, str>),
+) {
+    if route_hostnames.is_empty() {
+        each(Cow::Borrowed(listener.unwrap_or("*")));
+        return;
+    }
+    for h in route_hostnames {
+        match listener {
+            None => each(Cow::Borrowed(h)),
+            Some(l) if l == h => each(Cow::Borrowed(h)),
+            Some(l) if intersects(Some(l), h) => {
+                if let Some(name) = intersect(Some(l), h) {
+                    each(Cow::Owned(name));
+                }
+            }
+            Some(_) => {}
+        }
+    }
 }
 
 /// `.example.com` for `*.example.com`.
@@ -51,6 +93,11 @@ mod tests {
         assert_eq!(intersect(Some("*.a.example.com"), "*.example.com").as_deref(), Some("*.a.example.com"));
         assert_eq!(intersect(Some("a.example.com"), "b.example.com"), None);
         assert_eq!(effective(None, &[]), vec!["*".to_string()]);
+        for (l, r) in
+            [("*.example.com", "a.example.com"), ("a.example.com", "b.example.com"), ("*.example.com", "example.com")]
+        {
+            assert_eq!(intersects(Some(l), r), intersect(Some(l), r).is_some(), "{l} {r}");
+        }
         assert_eq!(effective(Some("x.io"), &[]), vec!["x.io".to_string()]);
     }
 }

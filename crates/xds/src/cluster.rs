@@ -65,7 +65,7 @@ pub fn endpoints(fleet: &dag::FleetDag, snapshot: &Snapshot) -> Resources {
 #[derive(Debug, Default)]
 pub struct EndpointCache {
     inputs: (Vec<usize>, Vec<usize>),
-    by_cluster: HashMap<String, (dag::Cluster, Resource)>,
+    by_cluster: rustc_hash::FxHashMap<String, (dag::Cluster, Resource)>,
 }
 
 /// [`endpoints`], reusing load assignments of clusters seen before when their inputs are the same.

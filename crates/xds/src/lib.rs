@@ -163,20 +163,31 @@ pub fn compile(dag: &dag::Dag, options: &CompileOptions) -> BTreeMap<String, Fle
 #[derive(Debug, Default)]
 pub struct Cache {
     routes: route::RouteCache,
+    clusters: rustc_hash::FxHashMap<String, (dag::Cluster, Resource)>,
 }
 
 /// [`compile`], re-encoding only the routes and virtual hosts the DAG did not share with the
 /// previous build.
 pub fn compile_cached(dag: &dag::Dag, options: &CompileOptions, cache: &mut Cache) -> BTreeMap<String, FleetResources> {
-    let out = dag.fleets.iter().map(|(id, fleet)| (id.clone(), compile_fleet(fleet, options, cache))).collect();
+    let out: BTreeMap<String, FleetResources> =
+        dag.fleets.iter().map(|(id, fleet)| (id.clone(), compile_fleet(fleet, options, cache))).collect();
     cache.routes.sweep();
+    cache.clusters.retain(|name, _| out.values().any(|f| f.of(ResourceType::Cluster).contains_key(name.as_str())));
     out
 }
 
 fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Cache) -> FleetResources {
     let mut out = FleetResources::default();
     for c in fleet.clusters.values() {
-        out.insert(ResourceType::Cluster, cluster::cluster(c));
+        let resource = match cache.clusters.get(&c.name) {
+            Some((cached, r)) if cached == c => r.clone(),
+            _ => {
+                let r = cluster::cluster(c);
+                cache.clusters.insert(c.name.clone(), (c.clone(), r.clone()));
+                r
+            }
+        };
+        out.insert(ResourceType::Cluster, resource);
     }
     for s in fleet.secrets.values() {
         out.insert(ResourceType::Secret, secret::secret(s));

@@ -12,7 +12,7 @@ use envoy_types::pb::envoy::r#type::v3::{FractionalPercent, fractional_percent};
 use envoy_types::pb::google::protobuf::UInt32Value;
 use ir::{HttpMatch, PathMatch, PathModifier, StringMatch};
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
 use envoy_types::pb::google::protobuf::Any;
@@ -29,24 +29,40 @@ pub const INVALID_BACKEND_CLUSTER: &str = "contour/invalid-backend";
 /// values they came from (which the DAG shares when unchanged).
 #[derive(Debug, Default)]
 pub struct RouteCache {
-    routes: HashMap<usize, (Arc<Route>, Arc<[u8]>)>,
-    vhosts: HashMap<usize, (Arc<dag::VirtualHost>, Arc<[u8]>, [u8; 32])>,
-    routes_used: HashSet<usize>,
-    vhosts_used: HashSet<usize>,
+    generation: u64,
+    routes: FxHashMap<usize, EncodedRoute>,
+    vhosts: FxHashMap<usize, EncodedVhost>,
 }
+
+/// A DAG route (kept alive so its address stays its key), its encoding, and the last build
+/// that used it.
+type EncodedRoute = (Arc<Route>, Arc<[u8]>, u64);
+
+/// A DAG virtual host, its encoding and digest, and the last build that used it.
+type EncodedVhost = (Arc<dag::VirtualHost>, Arc<[u8]>, [u8; 32], u64);
 
 impl RouteCache {
     /// Forgets what the last build did not use.
     pub(crate) fn sweep(&mut self) {
-        let (routes_used, vhosts_used) = (std::mem::take(&mut self.routes_used), std::mem::take(&mut self.vhosts_used));
-        self.routes.retain(|k, _| routes_used.contains(k));
-        self.vhosts.retain(|k, _| vhosts_used.contains(k));
+        let generation = self.generation;
+        self.vhosts.retain(|_, v| v.3 == generation);
+        // Routes of a reused virtual host were not looked at, so they carry old generations.
+        // Sweep them only when the cache has grown to twice what the live hosts hold: amortised,
+        // and memory stays bounded.
+        let vhosts = &self.vhosts;
+        let mut alive: FxHashSet<usize> = FxHashSet::default();
+        if self.routes.len() > 2 * vhosts.values().map(|v| v.0.routes.len()).sum::<usize>() {
+            alive.extend(vhosts.values().flat_map(|v| v.0.routes.iter().map(|r| Arc::as_ptr(r) as usize)));
+            self.routes.retain(|k, r| r.2 == generation || alive.contains(k));
+        }
+        self.generation += 1;
     }
 
     fn vhost(&mut self, vh: &Arc<dag::VirtualHost>) -> (Arc<[u8]>, [u8; 32]) {
         let key = Arc::as_ptr(vh) as usize;
-        self.vhosts_used.insert(key);
-        if let Some((_, bytes, digest)) = self.vhosts.get(&key) {
+        let generation = self.generation;
+        if let Some((_, bytes, digest, used)) = self.vhosts.get_mut(&key) {
+            *used = generation;
             return (Arc::clone(bytes), *digest);
         }
         // The message without routes, then each route appended as field 3: the same bytes prost
@@ -60,18 +76,19 @@ impl RouteCache {
         }
         let digest: [u8; 32] = Sha256::digest(&bytes).into();
         let bytes: Arc<[u8]> = bytes.into();
-        self.vhosts.insert(key, (Arc::clone(vh), Arc::clone(&bytes), digest));
+        self.vhosts.insert(key, (Arc::clone(vh), Arc::clone(&bytes), digest, generation));
         (bytes, digest)
     }
 
     fn route(&mut self, route: &Arc<Route>) -> Arc<[u8]> {
         let key = Arc::as_ptr(route) as usize;
-        self.routes_used.insert(key);
-        if let Some((_, bytes)) = self.routes.get(&key) {
+        let generation = self.generation;
+        if let Some((_, bytes, used)) = self.routes.get_mut(&key) {
+            *used = generation;
             return Arc::clone(bytes);
         }
         let bytes: Arc<[u8]> = self::route(route).encode_to_vec().into();
-        self.routes.insert(key, (Arc::clone(route), Arc::clone(&bytes)));
+        self.routes.insert(key, (Arc::clone(route), Arc::clone(&bytes), generation));
         bytes
     }
 }

@@ -216,17 +216,13 @@ pub(super) fn allows(
     namespace: &str,
 ) -> bool {
     let allowed = spec.allowed_routes.as_ref();
-    let kinds: Vec<(String, String)> = match allowed.and_then(|a| a.kinds.as_ref()).filter(|k| !k.is_empty()) {
+    let kind_allowed = match allowed.and_then(|a| a.kinds.as_ref()).filter(|k| !k.is_empty()) {
         Some(kinds) => {
-            kinds.iter().map(|k| (k.group.clone().unwrap_or_else(|| super::GROUP.into()), k.kind.clone())).collect()
+            kinds.iter().any(|k| k.group.as_deref().unwrap_or(super::GROUP) == super::GROUP && k.kind == kind)
         }
-        None => match spec.protocol.as_str() {
-            "HTTP" | "HTTPS" => vec![(super::GROUP.into(), "HTTPRoute".into())],
-            "TLS" => vec![(super::GROUP.into(), "TLSRoute".into())],
-            _ => Vec::new(),
-        },
+        None => matches!((spec.protocol.as_str(), kind), ("HTTP" | "HTTPS", "HTTPRoute") | ("TLS", "TLSRoute")),
     };
-    if !kinds.iter().any(|(g, k)| g == super::GROUP && k == kind) {
+    if !kind_allowed {
         return false;
     }
     let gateway_ns = gateway.metadata.namespace.as_deref().unwrap_or_default();
@@ -238,17 +234,18 @@ pub(super) fn allows(
             let Some(selector) = namespaces.and_then(|n| n.selector.as_ref()) else {
                 return false;
             };
+            let empty = std::collections::BTreeMap::new();
             let labels = snapshot
                 .namespaces
                 .get(&objects::ObjectKey::new("", namespace))
-                .and_then(|n| n.metadata.labels.clone())
-                .unwrap_or_default();
+                .and_then(|n| n.metadata.labels.as_ref())
+                .unwrap_or(&empty);
             let expressions = selector
                 .match_expressions
                 .iter()
                 .flatten()
                 .map(|e| (e.key.as_str(), e.operator.as_str(), e.values.as_deref().unwrap_or_default()));
-            refs::selects(selector.match_labels.as_ref(), expressions, &labels)
+            refs::selects(selector.match_labels.as_ref(), expressions, labels)
         }
     }
 }
