@@ -30,11 +30,7 @@ spec: {parentRefs: [{name: gw}], rules: [{backendRefs: [{name: web, port: 80}]}]
 "#;
 
 fn snapshot(yaml: &str) -> Snapshot {
-    let mut s = Snapshot::default();
-    for o in objects::parse_documents(yaml) {
-        s.insert(o.unwrap());
-    }
-    s
+    Snapshot::from_yaml(yaml).expect("fixture parses")
 }
 
 #[test]

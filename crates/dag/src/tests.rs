@@ -3,11 +3,7 @@ use ir::PathMatch;
 use objects::Snapshot;
 
 fn snapshot(yaml: &str) -> Snapshot {
-    let mut s = Snapshot::default();
-    for o in objects::parse_documents(yaml) {
-        s.insert(o.expect("fixture parses"));
-    }
-    s
+    Snapshot::from_yaml(yaml).expect("fixture parses")
 }
 
 fn dag(yaml: &str) -> Dag {

@@ -163,6 +163,25 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     Translation { ir: ir::Ir { fleets: fleets.into_iter().map(|(_, f)| f).collect() }, diagnostics }
 }
 
+/// The parentRefs of any route kind, defaulted (the generated types differ per kind but share
+/// their fields).
+macro_rules! parent_refs {
+    ($route:expr, $refs:expr) => {{
+        let namespace = $route.metadata.namespace.clone().unwrap_or_default();
+        $refs
+            .map(|p| $crate::gateway_api::ParentRef {
+                group: p.group.clone().unwrap_or_else(|| $crate::gateway_api::GROUP.into()),
+                kind: p.kind.clone().unwrap_or_else(|| "Gateway".into()),
+                namespace: p.namespace.clone().unwrap_or_else(|| namespace.clone()),
+                name: p.name.clone(),
+                section_name: p.section_name.clone(),
+                port: p.port,
+            })
+            .collect::<Vec<_>>()
+    }};
+}
+pub(crate) use parent_refs;
+
 /// A route's reference to a parent Gateway, already defaulted.
 #[derive(Debug, Clone)]
 pub(crate) struct ParentRef {

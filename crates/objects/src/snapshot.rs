@@ -144,6 +144,16 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// A snapshot of every object in a multi-document YAML text; the first document that cannot
+    /// be read is the error.
+    pub fn from_yaml(text: &str) -> Result<Self, crate::ParseError> {
+        let mut snapshot = Self::default();
+        for object in crate::parse_documents(text) {
+            snapshot.insert(object?);
+        }
+        Ok(snapshot)
+    }
+
     /// Adds or replaces an object; returns whether it was already present.
     pub fn insert(&mut self, object: Object) -> bool {
         let key = object.key();

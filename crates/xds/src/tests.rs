@@ -36,10 +36,7 @@ spec:
 "#;
 
 fn compiled(yaml: &str) -> FleetResources {
-    let mut s = objects::Snapshot::default();
-    for o in objects::parse_documents(yaml) {
-        s.insert(o.unwrap());
-    }
+    let s = objects::Snapshot::from_yaml(yaml).expect("fixture parses");
     let t = frontends::gateway_api::translate(&s, &Default::default());
     let dag = dag::build(&t.ir, &s, t.diagnostics);
     compile(&dag, &CompileOptions::default()).remove("default/gw").expect("fleet compiled")

@@ -20,21 +20,7 @@ pub const MAX_REGEX_LEN: usize = 1024;
 
 /// The route's parentRefs, defaulted.
 pub(super) fn parent_refs(route: &HTTPRoute) -> Vec<ParentRef> {
-    let namespace = route.metadata.namespace.clone().unwrap_or_default();
-    route
-        .spec
-        .parent_refs
-        .iter()
-        .flatten()
-        .map(|p| ParentRef {
-            group: p.group.clone().unwrap_or_else(|| super::GROUP.into()),
-            kind: p.kind.clone().unwrap_or_else(|| "Gateway".into()),
-            namespace: p.namespace.clone().unwrap_or_else(|| namespace.clone()),
-            name: p.name.clone(),
-            section_name: p.section_name.clone(),
-            port: p.port,
-        })
-        .collect()
+    super::parent_refs!(route, route.spec.parent_refs.iter().flatten())
 }
 
 /// Translates one HTTPRoute. Rules with problems still produce a rule (answering 500) so that
@@ -171,6 +157,17 @@ fn translate_match(m: &HttpRouteRulesMatches) -> Result<HttpMatch, (&'static str
     Ok(HttpMatch { path, headers, query, method })
 }
 
+/// A request or response header modifier (distinct generated types with the same fields).
+macro_rules! header_modifier {
+    ($m:expr) => {
+        HeaderModifier {
+            set: $m.set.iter().flatten().map(|h| (h.name.clone(), h.value.clone())).collect(),
+            add: $m.add.iter().flatten().map(|h| (h.name.clone(), h.value.clone())).collect(),
+            remove: $m.remove.clone().unwrap_or_default(),
+        }
+    };
+}
+
 /// Checks that a regular expression is valid RE2 syntax and not too large.
 pub fn check_regex(pattern: String) -> Result<String, String> {
     if pattern.len() > MAX_REGEX_LEN {
@@ -189,13 +186,6 @@ fn translate_filter(
     field: &str,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<HttpFilter> {
-    let modifier = |set: Option<Vec<(String, String)>>,
-                    add: Option<Vec<(String, String)>>,
-                    remove: Option<Vec<String>>| HeaderModifier {
-        set: set.unwrap_or_default(),
-        add: add.unwrap_or_default(),
-        remove: remove.unwrap_or_default(),
-    };
     let missing = |diagnostics: &mut Vec<Diagnostic>, what: &str| {
         diagnostics.push(error(
             origin,
@@ -210,21 +200,13 @@ fn translate_filter(
             let Some(m) = &f.request_header_modifier else {
                 return missing(diagnostics, "RequestHeaderModifier");
             };
-            Some(HttpFilter::RequestHeaders(modifier(
-                m.set.as_ref().map(|v| v.iter().map(|h| (h.name.clone(), h.value.clone())).collect()),
-                m.add.as_ref().map(|v| v.iter().map(|h| (h.name.clone(), h.value.clone())).collect()),
-                m.remove.clone(),
-            )))
+            Some(HttpFilter::RequestHeaders(header_modifier!(m)))
         }
         FilterType::ResponseHeaderModifier => {
             let Some(m) = &f.response_header_modifier else {
                 return missing(diagnostics, "ResponseHeaderModifier");
             };
-            Some(HttpFilter::ResponseHeaders(modifier(
-                m.set.as_ref().map(|v| v.iter().map(|h| (h.name.clone(), h.value.clone())).collect()),
-                m.add.as_ref().map(|v| v.iter().map(|h| (h.name.clone(), h.value.clone())).collect()),
-                m.remove.clone(),
-            )))
+            Some(HttpFilter::ResponseHeaders(header_modifier!(m)))
         }
         FilterType::RequestRedirect => {
             let Some(r) = &f.request_redirect else {

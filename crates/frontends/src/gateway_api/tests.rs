@@ -2,11 +2,7 @@ use super::*;
 use ir::{BackendTarget, HttpFilter, PathMatch, Protocol};
 
 fn snapshot(yaml: &str) -> Snapshot {
-    let mut s = Snapshot::default();
-    for o in objects::parse_documents(yaml) {
-        s.insert(o.expect("fixture parses"));
-    }
-    s
+    Snapshot::from_yaml(yaml).expect("fixture parses")
 }
 
 const BASE: &str = r#"

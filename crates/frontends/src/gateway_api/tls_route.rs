@@ -9,21 +9,7 @@ use super::{ParentRef, origin};
 
 /// The route's parentRefs, defaulted.
 pub(super) fn parent_refs(route: &TLSRoute) -> Vec<ParentRef> {
-    let namespace = route.metadata.namespace.clone().unwrap_or_default();
-    route
-        .spec
-        .parent_refs
-        .iter()
-        .flatten()
-        .map(|p| ParentRef {
-            group: p.group.clone().unwrap_or_else(|| super::GROUP.into()),
-            kind: p.kind.clone().unwrap_or_else(|| "Gateway".into()),
-            namespace: p.namespace.clone().unwrap_or_else(|| namespace.clone()),
-            name: p.name.clone(),
-            section_name: p.section_name.clone(),
-            port: p.port,
-        })
-        .collect()
+    super::parent_refs!(route, route.spec.parent_refs.iter().flatten())
 }
 
 /// Translates one TLSRoute; backends of all rules are merged (TLSRoute rules carry no matches).

@@ -46,6 +46,7 @@ fn changed_kinds_sees_only_what_changed() {
     for o in parse_documents(DOCS).into_iter().flatten() {
         a.insert(o);
     }
+    assert!(Snapshot::from_yaml(DOCS).is_err(), "the ConfigMap is not a kind we read");
     let mut b = a.clone();
     assert!(a.changed_kinds(&b).is_empty());
     b.remove(Kind::Secret, &ObjectKey::new("default", "cert"));
