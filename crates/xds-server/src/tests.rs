@@ -489,3 +489,31 @@ async fn nothing_is_served_before_the_first_build() {
     server.set_ready();
     assert_eq!(types(&envoy.settle().await), [CDS, EDS, LDS, RDS]);
 }
+
+#[tokio::test]
+async fn per_type_services_serve_their_type_only() {
+    use envoy_types::pb::envoy::service::cluster::v3::cluster_discovery_service_client::ClusterDiscoveryServiceClient;
+    let server = XdsServer::default();
+    server.set_fleets(fleets("f", fleet(&["a", "b"], &["a"], "v1", 1)));
+    server.set_ready();
+    let url = start(&server).await;
+    let mut client = ClusterDiscoveryServiceClient::connect(url).await.unwrap();
+    let node = Some(envoy_types::pb::envoy::config::core::v3::Node {
+        id: "cds".into(),
+        cluster: "f".into(),
+        ..Default::default()
+    });
+    let (tx, rx) = mpsc::channel(4);
+    tx.send(DiscoveryRequest { node, type_url: CDS.type_url().into(), ..Default::default() }).await.unwrap();
+    let mut responses = client.stream_clusters(ReceiverStream::new(rx)).await.unwrap().into_inner();
+    let first = tokio::time::timeout(Duration::from_secs(5), responses.message()).await.unwrap().unwrap().unwrap();
+    let names: Vec<String> = first.resources.iter().map(|a| name_of(CDS, a)).collect();
+    assert_eq!(names, ["a", "b"]);
+
+    // Another type on this stream is refused rather than served.
+    tx.send(DiscoveryRequest { type_url: LDS.type_url().into(), response_nonce: first.nonce, ..Default::default() })
+        .await
+        .unwrap();
+    let refused = tokio::time::timeout(Duration::from_secs(5), responses.message()).await.unwrap();
+    assert!(refused.is_err(), "{refused:?}");
+}
