@@ -349,7 +349,7 @@ impl Builder<'_> {
             request_headers,
             response_headers,
             timeout_ms: rule.request_timeout_ms,
-            origin: route.origin.clone(),
+            origin: Arc::clone(&route.origin),
         }
     }
 

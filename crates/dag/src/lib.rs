@@ -122,7 +122,7 @@ pub struct Route {
     /// The request timeout in milliseconds.
     pub timeout_ms: Option<u64>,
     /// The route object this came from.
-    pub origin: Origin,
+    pub origin: std::sync::Arc<Origin>,
 }
 
 /// What a route does.

@@ -5,8 +5,8 @@ use crate::{Backend, Origin};
 /// An HTTP route attached to one or more listeners.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpRoute {
-    /// The object this route comes from.
-    pub origin: Origin,
+    /// The object this route comes from (shared by everything made from the route).
+    pub origin: std::sync::Arc<Origin>,
     /// `metadata.creationTimestamp` in seconds, the first tie-breaker between routes.
     pub created: i64,
     /// Hostnames this route serves; empty means the listener's hostname (or all).

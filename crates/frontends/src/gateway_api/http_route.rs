@@ -95,7 +95,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
         rules.push(HttpRule { matches, filters, backends, request_timeout_ms });
     }
     ir::HttpRoute {
-        origin,
+        origin: std::sync::Arc::new(origin),
         created: route.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()).unwrap_or(0),
         hostnames: route
             .spec
