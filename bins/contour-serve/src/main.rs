@@ -33,6 +33,24 @@ struct Args {
     /// Port of the default fleet's HTTPS listener.
     #[arg(long, default_value_t = 8443)]
     envoy_service_https_port: u16,
+    /// Address of the metrics server (`/metrics`).
+    #[arg(long, default_value = "0.0.0.0")]
+    http_address: IpAddr,
+    /// Port of the metrics server.
+    #[arg(long, default_value_t = 8000)]
+    http_port: u16,
+    /// Address of the health server (`/healthz`, `/readyz`); shared with metrics when equal.
+    #[arg(long, default_value = "0.0.0.0")]
+    health_address: IpAddr,
+    /// Port of the health server.
+    #[arg(long, default_value_t = 8000)]
+    health_port: u16,
+    /// Address of the debug server (`/debug/dag`).
+    #[arg(long, default_value = "127.0.0.1")]
+    debug_http_address: IpAddr,
+    /// Port of the debug server.
+    #[arg(long, default_value_t = 6060)]
+    debug_http_port: u16,
     /// GatewayClasses with this controllerName are reconciled.
     #[arg(long, default_value = frontends::gateway_api::DEFAULT_CONTROLLER_NAME)]
     gateway_controller_name: String,
@@ -85,13 +103,36 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let store = store::Store::new();
     let server = xds_server::XdsServer::default();
     let xds_addr = SocketAddr::new(args.xds_address, args.xds_port);
-    let listener =
+    let xds_listener =
         tokio::net::TcpListener::bind(xds_addr).await.with_context(|| format!("binding xDS on {xds_addr}"))?;
     info!(%xds_addr, dir = %dir.display(), "contour-serve starting");
 
+    let controller = controller::Controller::new(options, server.clone());
+    let telemetry = telemetry::Telemetry {
+        version: env!("CARGO_PKG_VERSION"),
+        counters: controller.counters(),
+        xds: server.clone(),
+        store: store.clone(),
+        dag: controller.dag(),
+    };
+    let metrics_addr = SocketAddr::new(args.http_address, args.http_port);
+    let health_addr = SocketAddr::new(args.health_address, args.health_port);
+    let debug_addr = SocketAddr::new(args.debug_http_address, args.debug_http_port);
+    let mut http = vec![metrics_addr];
+    if health_addr != metrics_addr {
+        http.push(health_addr);
+    }
+    for addr in http {
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+        tokio::spawn(telemetry::serve_metrics(listener, telemetry.clone(), std::future::pending()));
+    }
+    let debug_listener =
+        tokio::net::TcpListener::bind(debug_addr).await.with_context(|| format!("binding {debug_addr}"))?;
+    tokio::spawn(telemetry::serve_debug(debug_listener, telemetry, std::future::pending()));
+
     tokio::spawn(store::DirectorySource::new(dir).run(store.clone(), args.resync_period));
-    tokio::spawn(controller::Controller::new(options, server.clone()).run(store.clone()));
-    xds_server::serve(server, listener, shutdown_signal()).await.context("xDS server")?;
+    tokio::spawn(controller.run(store.clone()));
+    xds_server::serve(server, xds_listener, shutdown_signal()).await.context("xDS server")?;
     info!("contour-serve stopped");
     Ok(())
 }

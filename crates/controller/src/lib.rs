@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use objects::{Kind, Snapshot};
 use store::Store;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
 use xds::{CompileOptions, FleetResources, ResourceType};
@@ -109,6 +110,10 @@ pub struct Counters {
     pub rebuilds: AtomicU64,
     /// Endpoint-only updates that skipped the rebuild.
     pub endpoint_updates: AtomicU64,
+    /// Total time spent in full rebuilds, in microseconds.
+    pub rebuild_micros: AtomicU64,
+    /// When the last full rebuild finished, in seconds since the Unix epoch.
+    pub last_rebuild_unix: AtomicU64,
 }
 
 /// Keeps the xDS server in step with the store.
@@ -117,13 +122,26 @@ pub struct Controller {
     server: XdsServer,
     counters: Arc<Counters>,
     pipeline: Pipeline,
-    last: Option<(Arc<Snapshot>, dag::Dag)>,
+    last: Option<(Arc<Snapshot>, Arc<dag::Dag>)>,
+    published: watch::Sender<Option<Arc<dag::Dag>>>,
 }
 
 impl Controller {
     /// A controller feeding `server`.
     pub fn new(options: Options, server: XdsServer) -> Self {
-        Self { options, server, counters: Arc::default(), pipeline: Pipeline::default(), last: None }
+        Self {
+            options,
+            server,
+            counters: Arc::default(),
+            pipeline: Pipeline::default(),
+            last: None,
+            published: watch::channel(None).0,
+        }
+    }
+
+    /// The latest DAG (for the debug endpoint and, later, status), updated after every rebuild.
+    pub fn dag(&self) -> watch::Receiver<Option<Arc<dag::Dag>>> {
+        self.published.subscribe()
     }
 
     /// The loop's counters, shared.
@@ -159,6 +177,9 @@ impl Controller {
             build.fleets.values().map(FleetResources::size).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         self.server.set_fleets(build.fleets);
         self.counters.rebuilds.fetch_add(1, Ordering::Relaxed);
+        self.counters.rebuild_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        self.counters.last_rebuild_unix.store(now.as_secs(), Ordering::Relaxed);
         info!(
             fleets = build.dag.fleets.len(),
             resources,
@@ -166,7 +187,9 @@ impl Controller {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "configuration rebuilt"
         );
-        self.last = Some((snapshot, build.dag));
+        let dag = Arc::new(build.dag);
+        self.published.send_replace(Some(Arc::clone(&dag)));
+        self.last = Some((snapshot, dag));
     }
 
     /// Waits for the store to sync, builds, marks the server ready, then follows every change

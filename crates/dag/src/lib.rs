@@ -5,6 +5,7 @@
 //! diagnostic naming the object and field; the rest keeps working.
 
 mod build;
+mod dot;
 mod endpoints;
 mod order;
 
@@ -15,11 +16,12 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 pub use build::{Cache, build, build_cached};
+pub use dot::to_dot;
 pub use endpoints::{SliceIndex, endpoints};
 pub use ir::{Diagnostic, HeaderModifier, HttpMatch, Origin, Redirect, ServicePort, UrlRewrite};
 
 /// The resolved configuration of every fleet, and the problems found on the way.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq)]
 pub struct Dag {
     /// Fleets by id.
     pub fleets: BTreeMap<String, FleetDag>,
@@ -28,7 +30,7 @@ pub struct Dag {
 }
 
 /// The resolved configuration of one fleet.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq)]
 pub struct FleetDag {
     /// The fleet id.
     pub id: String,
@@ -43,7 +45,7 @@ pub struct FleetDag {
 }
 
 /// One port Envoy listens on.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct DagListener {
     /// A name unique within the fleet, such as `http-8080`.
     pub name: String,
@@ -56,7 +58,7 @@ pub struct DagListener {
 }
 
 /// What a port serves.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub enum ListenerKind {
     /// Plain HTTP, routed by Host header.
     Http(RouteTable),
@@ -65,7 +67,7 @@ pub enum ListenerKind {
 }
 
 /// One SNI-selected branch of a TLS port.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct TlsChain {
     /// SNI names this chain serves; empty means any.
     pub server_names: Vec<String>,
@@ -74,7 +76,7 @@ pub struct TlsChain {
 }
 
 /// What a TLS chain does with a connection.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub enum TlsAction {
     /// Terminate TLS with these certificates and route the HTTP inside.
     Terminate {
@@ -91,7 +93,7 @@ pub enum TlsAction {
 }
 
 /// A named set of virtual hosts: one Envoy RouteConfiguration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct RouteTable {
     /// The RouteConfiguration name.
     pub name: String,
@@ -100,7 +102,7 @@ pub struct RouteTable {
 }
 
 /// The routes for one hostname.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct VirtualHost {
     /// The hostname, `*.example.com`, or `*` for any.
     pub hostname: String,
@@ -109,7 +111,7 @@ pub struct VirtualHost {
 }
 
 /// One match and what to do with requests that satisfy it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct Route {
     /// The conditions.
     pub matcher: HttpMatch,
@@ -126,7 +128,7 @@ pub struct Route {
 }
 
 /// What a route does.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub enum RouteAction {
     /// Forward to weighted clusters.
     Forward {
@@ -149,7 +151,7 @@ pub enum RouteAction {
 }
 
 /// A cluster and its share of traffic.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
 pub struct WeightedCluster {
     /// The cluster name, or `None` for a backend that could not be resolved.
     pub cluster: Option<String>,
@@ -158,7 +160,7 @@ pub struct WeightedCluster {
 }
 
 /// An upstream cluster: one port of one Service.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
 pub struct Cluster {
     /// The cluster name, `namespace/service/port`.
     pub name: String,
@@ -171,12 +173,14 @@ pub struct Cluster {
 }
 
 /// A TLS certificate and key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
 pub struct TlsSecret {
     /// The secret name, `namespace/name`.
     pub name: String,
     /// PEM certificate chain.
+    #[serde(skip)]
     pub certificate_chain: Vec<u8>,
-    /// PEM private key.
+    /// PEM private key; never serialized.
+    #[serde(skip)]
     pub private_key: Vec<u8>,
 }

@@ -129,3 +129,20 @@ fn endpoints_are_ready_addresses_on_the_named_port() {
     let cluster = &dag.fleets["default/gw"].clusters["default/web/80"];
     assert_eq!(endpoints(cluster, &s), vec!["127.0.0.1:8000".parse().unwrap()]);
 }
+
+#[test]
+fn dot_shows_the_path_from_fleet_to_cluster() {
+    let dot = to_dot(&dag(FIXTURE));
+    assert!(dot.starts_with("digraph DAG {"));
+    assert!(dot.contains("\"fleet default/gw\""));
+    assert!(dot.contains("\"vhost www.example.com\""));
+    assert!(dot.contains("\"cluster default/web/80\""));
+    assert!(dot.contains("[label=\"weight 1\"]"));
+}
+
+#[test]
+fn json_never_carries_private_keys() {
+    let json = serde_json::to_string(&dag(FIXTURE)).unwrap();
+    assert!(json.contains("default/cert"));
+    assert!(!json.contains("PRIVATE KEY"));
+}

@@ -3,7 +3,7 @@
 use crate::Origin;
 
 /// How bad a problem is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, serde::Serialize, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
     /// Part of the object was not used.
     Error,
@@ -12,7 +12,7 @@ pub enum Severity {
 }
 
 /// One problem with one object, naming the field at fault.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Diagnostic {
     /// The object at fault.
     pub origin: Origin,

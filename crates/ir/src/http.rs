@@ -3,7 +3,7 @@
 use crate::{Backend, Origin};
 
 /// An HTTP route attached to one or more listeners.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct HttpRoute {
     /// The object this route comes from (shared by everything made from the route).
     pub origin: std::sync::Arc<Origin>,
@@ -16,7 +16,7 @@ pub struct HttpRoute {
 }
 
 /// One rule: any of its matches selects it; filters apply, then backends are chosen by weight.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct HttpRule {
     /// Matches, OR-ed. Never empty: a rule without matches gets a `/` prefix match.
     pub matches: Vec<HttpMatch>,
@@ -29,7 +29,7 @@ pub struct HttpRule {
 }
 
 /// The conditions of one match, AND-ed.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
 pub struct HttpMatch {
     /// The path condition.
     pub path: PathMatch,
@@ -48,7 +48,7 @@ impl Default for HttpMatch {
 }
 
 /// A path condition.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
 pub enum PathMatch {
     /// The whole path equals the value.
     Exact(String),
@@ -59,7 +59,7 @@ pub enum PathMatch {
 }
 
 /// A string condition on a header or query parameter value.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
 pub enum StringMatch {
     /// Equal to the value.
     Exact(String),
@@ -68,7 +68,7 @@ pub enum StringMatch {
 }
 
 /// A query parameter condition.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
 pub struct QueryMatch {
     /// The parameter name (case-sensitive).
     pub name: String,
@@ -77,7 +77,7 @@ pub struct QueryMatch {
 }
 
 /// What a rule does to a request besides choosing a backend.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub enum HttpFilter {
     /// Change request headers before forwarding.
     RequestHeaders(HeaderModifier),
@@ -99,7 +99,7 @@ pub enum HttpFilter {
 }
 
 /// Header changes: set replaces, add appends, remove deletes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq)]
 pub struct HeaderModifier {
     /// Headers set to a value, replacing any existing value.
     pub set: Vec<(String, String)>,
@@ -110,7 +110,7 @@ pub struct HeaderModifier {
 }
 
 /// A redirect response.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq)]
 pub struct Redirect {
     /// `http` or `https`; `None` keeps the request's scheme.
     pub scheme: Option<String>,
@@ -125,7 +125,7 @@ pub struct Redirect {
 }
 
 /// A URL rewrite before forwarding.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq)]
 pub struct UrlRewrite {
     /// The new Host header.
     pub hostname: Option<String>,
@@ -134,7 +134,7 @@ pub struct UrlRewrite {
 }
 
 /// How a redirect or rewrite changes the path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
 pub enum PathModifier {
     /// Replace the whole path.
     Full(String),
@@ -143,7 +143,7 @@ pub enum PathModifier {
 }
 
 /// A mirrored copy of each request.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct RequestMirror {
     /// Where the copy goes.
     pub backend: Backend,

@@ -20,14 +20,14 @@ use std::sync::Arc;
 pub const DEFAULT_FLEET: &str = "contour";
 
 /// The whole intermediate representation: one entry per Envoy fleet.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq)]
 pub struct Ir {
     /// Fleets, sorted by id.
     pub fleets: Vec<Fleet>,
 }
 
 /// A set of Envoys sharing one configuration: a Gateway (`namespace/name`) or the default fleet.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct Fleet {
     /// The fleet id, matched against the Envoy node's cluster.
     pub id: String,
@@ -40,7 +40,7 @@ pub struct Fleet {
 }
 
 /// One listener of a fleet: a port, a protocol, an optional hostname and the routes attached to it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct Listener {
     /// The listener name, unique within its fleet.
     pub name: String,
@@ -59,7 +59,7 @@ pub struct Listener {
 }
 
 /// The protocol of a listener.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, serde::Serialize, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Protocol {
     /// Plain-text HTTP.
     Http,
@@ -74,7 +74,7 @@ pub enum Protocol {
 }
 
 /// TLS settings of a listener.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct ListenerTls {
     /// Terminate TLS in Envoy, or pass it through to the backend.
     pub mode: TlsMode,
@@ -83,7 +83,7 @@ pub struct ListenerTls {
 }
 
 /// Whether Envoy terminates TLS or passes it through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, Clone, Copy, PartialEq, Eq)]
 pub enum TlsMode {
     /// Envoy terminates TLS with the listener's certificates.
     Terminate,
@@ -92,7 +92,7 @@ pub enum TlsMode {
 }
 
 /// A TLS route: SNI hostnames forwarded to backends without terminating TLS.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct TlsRoute {
     /// The object this route comes from.
     pub origin: Origin,
@@ -103,7 +103,7 @@ pub struct TlsRoute {
 }
 
 /// A weighted backend of a route.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
 pub struct Backend {
     /// Where the traffic goes, or why it cannot go anywhere.
     pub target: BackendTarget,
@@ -112,7 +112,7 @@ pub struct Backend {
 }
 
 /// The destination of a backend.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
 pub enum BackendTarget {
     /// A port of a Kubernetes Service.
     Service(ServicePort),
@@ -121,7 +121,7 @@ pub enum BackendTarget {
 }
 
 /// A port of a Kubernetes Service.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ServicePort {
     /// The Service's namespace.
     pub namespace: String,
@@ -132,7 +132,7 @@ pub struct ServicePort {
 }
 
 /// A namespaced reference to an object.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectRef {
     /// Namespace of the object.
     pub namespace: String,
@@ -141,7 +141,7 @@ pub struct ObjectRef {
 }
 
 /// Where a piece of configuration came from.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Origin {
     /// The object kind, such as `HTTPRoute`.
     pub kind: &'static str,

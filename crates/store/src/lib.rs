@@ -67,6 +67,11 @@ impl Store {
         self.synced.send_replace(true);
     }
 
+    /// Whether every source has delivered its initial state.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
     /// Waits until every source has delivered its initial state.
     pub async fn wait_synced(&self) {
         let mut rx = self.synced.subscribe();

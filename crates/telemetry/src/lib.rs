@@ -1,0 +1,38 @@
+//! The controller's own HTTP endpoints: `/healthz`, `/readyz` and Prometheus `/metrics` (port
+//! 8000, as upstream), and `/debug/dag` (Graphviz DOT or JSON, 127.0.0.1:6060).
+
+mod metrics;
+mod server;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::sync::watch;
+
+pub use metrics::render;
+pub use server::{serve_debug, serve_metrics};
+
+/// What the endpoints read. Cheap to clone.
+#[derive(Clone)]
+pub struct Telemetry {
+    /// The version reported by `contour_build_info`.
+    pub version: &'static str,
+    /// The controller loop's counters.
+    pub counters: Arc<controller::Counters>,
+    /// The xDS server (its counters).
+    pub xds: xds_server::XdsServer,
+    /// The object store (object counts, sync state).
+    pub store: store::Store,
+    /// The latest DAG.
+    pub dag: watch::Receiver<Option<Arc<dag::Dag>>>,
+}
+
+impl Telemetry {
+    /// Ready when every source has synced and the first build is done (xDS is then served).
+    pub fn ready(&self) -> bool {
+        self.store.is_synced() && self.counters.rebuilds.load(Ordering::Relaxed) > 0
+    }
+}

@@ -1,0 +1,108 @@
+//! Prometheus text exposition of the controller's counters, with upstream Contour's metric names
+//! where upstream has the metric.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use xds::ResourceType;
+
+use crate::Telemetry;
+
+/// Renders every metric in the Prometheus text format.
+pub fn render(t: &Telemetry) -> String {
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, value) in samples {
+            let _ = writeln!(out, "{name}{labels} {value}");
+        }
+    };
+    let c = &t.counters;
+    metric(
+        "contour_build_info",
+        "gauge",
+        "Build information for Contour. Labels include the branch and git SHA that Contour was built from, and the Contour version.",
+        &[(format!("{{branch=\"\",revision=\"\",version=\"{}\"}}", t.version), 1.0)],
+    );
+    let rebuilds = c.rebuilds.load(Ordering::Relaxed);
+    metric(
+        "contour_dagrebuild_total",
+        "counter",
+        "Total number of times DAG has been rebuilt since startup",
+        &[(String::new(), rebuilds as f64)],
+    );
+    metric(
+        "contour_dagrebuild_timestamp",
+        "gauge",
+        "Timestamp of the last DAG rebuild.",
+        &[(String::new(), c.last_rebuild_unix.load(Ordering::Relaxed) as f64)],
+    );
+    metric(
+        "contour_dagrebuild_seconds",
+        "summary",
+        "Duration in seconds of DAG rebuilds",
+        &[("_sum".into(), c.rebuild_micros.load(Ordering::Relaxed) as f64 / 1e6), ("_count".into(), rebuilds as f64)],
+    );
+    let snapshot = t.store.current();
+    let kinds = [
+        ("GatewayClass", snapshot.gateway_classes.len()),
+        ("Gateway", snapshot.gateways.len()),
+        ("HTTPRoute", snapshot.http_routes.len()),
+        ("TLSRoute", snapshot.tls_routes.len()),
+        ("ReferenceGrant", snapshot.reference_grants.len()),
+        ("Service", snapshot.services.len()),
+        ("EndpointSlice", snapshot.endpoint_slices.len()),
+        ("Secret", snapshot.secrets.len()),
+        ("Namespace", snapshot.namespaces.len()),
+    ];
+    metric(
+        "contour_dag_cache_object",
+        "gauge",
+        "Total number of items that are currently in the DAG cache.",
+        &kinds.iter().map(|(k, n)| (format!("{{kind=\"{k}\"}}"), *n as f64)).collect::<Vec<_>>(),
+    );
+    metric(
+        "contour_endpoint_updates_total",
+        "counter",
+        "Endpoint-only changes sent to EDS without a rebuild.",
+        &[(String::new(), c.endpoint_updates.load(Ordering::Relaxed) as f64)],
+    );
+
+    let stats = t.xds.stats();
+    let by_type = |m: &std::collections::BTreeMap<ResourceType, u64>| {
+        m.iter().map(|(t, n)| (format!("{{type=\"{}\"}}", t.short()), *n as f64)).collect::<Vec<_>>()
+    };
+    metric("contour_xds_connections", "gauge", "Open xDS streams.", &[(String::new(), stats.connections as f64)]);
+    metric(
+        "contour_xds_streams_total",
+        "counter",
+        "xDS streams opened since startup.",
+        &[(String::new(), stats.streams_total as f64)],
+    );
+    metric("contour_xds_pushes_total", "counter", "xDS responses sent, by resource type.", &by_type(&stats.pushes));
+    metric(
+        "contour_xds_resources_sent_total",
+        "counter",
+        "Resources sent in xDS responses, by type.",
+        &by_type(&stats.resources_sent),
+    );
+    metric(
+        "contour_xds_nacks_total",
+        "counter",
+        "Configuration Envoy rejected (NACKs), by resource type.",
+        &by_type(&stats.nacks),
+    );
+    metric(
+        "contour_xds_unknown_fleet_total",
+        "counter",
+        "xDS streams whose Envoy named a fleet with no configuration.",
+        &[(String::new(), stats.unknown_fleet as f64)],
+    );
+    metric(
+        "contour_xds_rejected_resources",
+        "gauge",
+        "Resources Envoy rejected that are still wanted (the last accepted version is served).",
+        &[(String::new(), t.xds.rejections().len() as f64)],
+    );
+    out
+}
