@@ -75,18 +75,38 @@ ports: [{{name: http, port: {port}}}]
 }
 
 impl Harness {
-    /// Starts the controller on `yaml` and an Envoy for the `default/gw` fleet.
+    /// Starts the controller on `yaml` (read from a directory, as `--from-dir`) and an Envoy for
+    /// the `default/gw` fleet.
     pub async fn start(yaml: &str, delta: bool) -> anyhow::Result<Self> {
         let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("objects.yaml"), yaml)?;
-
         let store = store::Store::new();
+        let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
+        Self::launch(store, source, dir, delta).await
+    }
+
+    /// Starts the controller watching a cluster (as `contour-serve` without `--from-dir`) and
+    /// an Envoy for the `default/gw` fleet.
+    pub async fn start_kubernetes(client: kube::Client, delta: bool) -> anyhow::Result<Self> {
+        let store = store::Store::new();
+        let source = store::KubernetesSource::new(client, Vec::new());
+        let watching = store.clone();
+        let source = tokio::spawn(async move {
+            if let Err(e) = source.run(watching).await {
+                eprintln!("Kubernetes source stopped: {e}");
+            }
+        });
+        let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
+        std::fs::create_dir_all(&dir)?;
+        Self::launch(store, source, dir, delta).await
+    }
+
+    async fn launch(store: store::Store, source: JoinHandle<()>, dir: PathBuf, delta: bool) -> anyhow::Result<Self> {
         let server = XdsServer::default();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let xds_port = listener.local_addr()?.port();
-        let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30))));
+        let mut tasks = vec![source];
         tasks.push(tokio::spawn(controller::Controller::new(Default::default(), server.clone()).run(store.clone())));
         let serving = server.clone();
         tasks.push(tokio::spawn(async move {

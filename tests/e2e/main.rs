@@ -1,6 +1,7 @@
 //! End-to-end: the real Envoy against the real xDS server, real requests.
 
 mod harness;
+mod kubernetes;
 mod lifecycle;
 mod routing;
 mod tls;

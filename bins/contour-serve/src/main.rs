@@ -13,8 +13,17 @@ use tracing::info;
 #[command(name = "contour-serve", version)]
 struct Args {
     /// Read objects from YAML files in this directory (standalone mode) instead of Kubernetes.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["kubeconfig", "incluster", "watch_namespaces"])]
     from_dir: Option<PathBuf>,
+    /// Kubeconfig of the cluster to watch (default: in-cluster, then $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, env = "KUBECONFIG", value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+    /// Use the in-cluster service account, ignoring any kubeconfig.
+    #[arg(long)]
+    incluster: bool,
+    /// Watch only these namespaces (comma-separated); allows namespaced RBAC.
+    #[arg(long, value_delimiter = ',')]
+    watch_namespaces: Vec<String>,
     /// Address the xDS server listens on.
     #[arg(long, default_value = "127.0.0.1")]
     xds_address: IpAddr,
@@ -79,6 +88,8 @@ fn duration(text: &str) -> Result<Duration, String> {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    // One TLS implementation everywhere: ring.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if args.debug { "debug" } else { "info" }));
     let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
@@ -91,9 +102,6 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let Some(dir) = args.from_dir.clone() else {
-        anyhow::bail!("Kubernetes mode is not available yet: pass --from-dir DIR");
-    };
     let options = controller::Options {
         gateway_api: frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() },
         compile: xds::CompileOptions { default_address: args.envoy_service_http_address },
@@ -105,7 +113,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let xds_addr = SocketAddr::new(args.xds_address, args.xds_port);
     let xds_listener =
         tokio::net::TcpListener::bind(xds_addr).await.with_context(|| format!("binding xDS on {xds_addr}"))?;
-    info!(%xds_addr, dir = %dir.display(), "contour-serve starting");
+    info!(%xds_addr, "contour-serve starting");
 
     let controller = controller::Controller::new(options, server.clone());
     let telemetry = telemetry::Telemetry {
@@ -130,11 +138,40 @@ async fn run(args: Args) -> anyhow::Result<()> {
         tokio::net::TcpListener::bind(debug_addr).await.with_context(|| format!("binding {debug_addr}"))?;
     tokio::spawn(telemetry::serve_debug(debug_listener, telemetry, std::future::pending()));
 
-    tokio::spawn(store::DirectorySource::new(dir).run(store.clone(), args.resync_period));
+    match &args.from_dir {
+        Some(dir) => {
+            info!(dir = %dir.display(), "standalone mode: reading objects from a directory");
+            tokio::spawn(store::DirectorySource::new(dir).run(store.clone(), args.resync_period));
+        }
+        None => {
+            let client = kube_client(&args).await?;
+            info!(namespaces = ?args.watch_namespaces, "Kubernetes mode");
+            let source = store::KubernetesSource::new(client, args.watch_namespaces.clone());
+            let store = store.clone();
+            tokio::spawn(async move {
+                if let Err(e) = source.run(store).await {
+                    tracing::error!(error = %e, "the Kubernetes source stopped");
+                }
+            });
+        }
+    }
     tokio::spawn(controller.run(store.clone()));
     xds_server::serve(server, xds_listener, shutdown_signal()).await.context("xDS server")?;
     info!("contour-serve stopped");
     Ok(())
+}
+
+async fn kube_client(args: &Args) -> anyhow::Result<kube::Client> {
+    let config = match (&args.kubeconfig, args.incluster) {
+        (_, true) => kube::Config::incluster().context("in-cluster configuration")?,
+        (Some(path), false) => {
+            let kubeconfig =
+                kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.context("kubeconfig")?
+        }
+        (None, false) => kube::Config::infer().await.context("finding a Kubernetes configuration")?,
+    };
+    Ok(kube::Client::try_from(config)?)
 }
 
 async fn shutdown_signal() {

@@ -4,6 +4,7 @@
 //! directory source (`--from-dir`) is here; the Kubernetes watches feed the same store.
 
 mod directory;
+pub mod kubernetes;
 
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use objects::Snapshot;
 use tokio::sync::watch;
 
 pub use directory::{DirectorySource, FileProblem};
+pub use kubernetes::KubernetesSource;
 
 /// The current snapshot of every object, with a change signal. Cheap to clone.
 #[derive(Clone)]
@@ -46,7 +48,7 @@ impl Store {
     pub fn replace(&self, mut snapshot: Snapshot) {
         snapshot.share_unchanged(&self.current());
         self.snapshot.send_if_modified(|current| {
-            if **current == snapshot {
+            if current.changed_kinds(&snapshot).is_empty() {
                 false
             } else {
                 *current = Arc::new(snapshot);

@@ -1,15 +1,19 @@
 //! Real parts for tests: the Envoy binary, echo backends (HTTP and TLS), an HTTP(S) client,
 //! certificates, and free loopback ports. Everything started here stops when dropped.
 
+mod apiserver;
 mod backend;
 mod certs;
 mod client;
 mod envoy;
+mod netns;
 
+pub use apiserver::{ApiServer, apply_yaml, delete_yaml};
 pub use backend::{Backend, serve_echo};
 pub use certs::{Ca, Issued};
 pub use client::{Request, Response, request, request_tls};
 pub use envoy::Envoy;
+pub use netns::NetnsBackend;
 
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;

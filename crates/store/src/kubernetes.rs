@@ -1,0 +1,313 @@
+//! The Kubernetes source: one watch per kind (per namespace with `--watch-namespaces`), merged
+//! into the store. Objects are trimmed to what can change the output (no managedFields, no
+//! status, no resourceVersion), so status-only updates never reach the pipeline.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Debug;
+use std::time::Duration;
+
+use futures::stream::{BoxStream, SelectAll};
+use futures::{FutureExt, StreamExt};
+use kube::api::{Api, ListParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use objects::types::*;
+use objects::{Kind, Object, ObjectKey, Snapshot};
+use serde::de::DeserializeOwned;
+use tracing::{debug, info, warn};
+
+use crate::Store;
+
+/// Secret types the controller never keeps: they are large, numerous and never referenced.
+pub const IGNORED_SECRET_TYPES: [&str; 2] = ["helm.sh/release.v1", "kubernetes.io/service-account-token"];
+
+/// Why the source could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Discovering a kind failed for a reason other than its CRD being absent.
+    #[error("checking {kind}: {source}")]
+    Discovery {
+        /// The kind.
+        kind: &'static str,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Watches the cluster and keeps the store current.
+pub struct KubernetesSource {
+    client: kube::Client,
+    namespaces: Vec<String>,
+}
+
+/// A kind the source watches.
+trait Watched: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static {
+    const KIND: Kind;
+    const NAME: &'static str;
+    const NAMESPACED: bool;
+    fn into_object(self) -> Option<Object>;
+    /// The API for one namespace (namespaced kinds) or the whole cluster.
+    fn api(client: kube::Client, namespace: Option<&str>) -> Api<Self>;
+    fn config() -> watcher::Config {
+        watcher::Config::default().any_semantic()
+    }
+}
+
+macro_rules! scoped_api {
+    (true) => {
+        fn api(client: kube::Client, namespace: Option<&str>) -> Api<Self> {
+            match namespace {
+                Some(ns) => Api::namespaced(client, ns),
+                None => Api::all(client),
+            }
+        }
+    };
+    (false) => {
+        fn api(client: kube::Client, _namespace: Option<&str>) -> Api<Self> {
+            Api::all(client)
+        }
+    };
+}
+
+macro_rules! watched {
+    ($ty:ty, $kind:ident, $name:literal, $namespaced:tt, $variant:ident) => {
+        impl Watched for $ty {
+            const KIND: Kind = Kind::$kind;
+            const NAME: &'static str = $name;
+            const NAMESPACED: bool = $namespaced;
+            fn into_object(mut self) -> Option<Object> {
+                trim(&mut self.metadata);
+                self.status = None;
+                Some(Object::$variant(self))
+            }
+            scoped_api!($namespaced);
+        }
+    };
+}
+
+watched!(GatewayClass, GatewayClass, "GatewayClass", false, GatewayClass);
+watched!(Gateway, Gateway, "Gateway", true, Gateway);
+watched!(HTTPRoute, HttpRoute, "HTTPRoute", true, HttpRoute);
+watched!(TLSRoute, TlsRoute, "TLSRoute", true, TlsRoute);
+watched!(Service, Service, "Service", true, Service);
+watched!(Namespace, Namespace, "Namespace", false, Namespace);
+
+impl Watched for ReferenceGrant {
+    scoped_api!(true);
+    const KIND: Kind = Kind::ReferenceGrant;
+    const NAME: &'static str = "ReferenceGrant";
+    const NAMESPACED: bool = true;
+    fn into_object(mut self) -> Option<Object> {
+        trim(&mut self.metadata);
+        Some(Object::ReferenceGrant(self))
+    }
+}
+
+impl Watched for EndpointSlice {
+    scoped_api!(true);
+    const KIND: Kind = Kind::EndpointSlice;
+    const NAME: &'static str = "EndpointSlice";
+    const NAMESPACED: bool = true;
+    fn into_object(mut self) -> Option<Object> {
+        trim(&mut self.metadata);
+        Some(Object::EndpointSlice(self))
+    }
+}
+
+impl Watched for Secret {
+    scoped_api!(true);
+    const KIND: Kind = Kind::Secret;
+    const NAME: &'static str = "Secret";
+    const NAMESPACED: bool = true;
+    fn into_object(mut self) -> Option<Object> {
+        if self.type_.as_deref().is_some_and(|t| IGNORED_SECRET_TYPES.contains(&t)) {
+            return None;
+        }
+        trim(&mut self.metadata);
+        Some(Object::Secret(self))
+    }
+    fn config() -> watcher::Config {
+        let selector = IGNORED_SECRET_TYPES.map(|t| format!("type!={t}")).join(",");
+        watcher::Config::default().any_semantic().fields(&selector)
+    }
+}
+
+/// Drops what never changes the output but changes on every write.
+fn trim(meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) {
+    meta.managed_fields = None;
+    meta.resource_version = None;
+    if let Some(a) = meta.annotations.as_mut() {
+        a.remove("kubectl.kubernetes.io/last-applied-configuration");
+        if a.is_empty() {
+            meta.annotations = None;
+        }
+    }
+}
+
+/// One watch stream's events, typed as objects.
+enum Change {
+    Init,
+    Add(Object),
+    InitDone,
+    Apply(Object),
+    Delete(Kind, ObjectKey),
+}
+
+type Stream = BoxStream<'static, (usize, Change)>;
+
+impl KubernetesSource {
+    /// A source over `client`; `namespaces` restricts namespaced kinds (empty: all namespaces).
+    pub fn new(client: kube::Client, namespaces: Vec<String>) -> Self {
+        Self { client, namespaces }
+    }
+
+    /// Starts every watch whose kind the API server serves (absent CRDs are skipped with one
+    /// log line), fills the store, marks it synced once every watch has listed, and keeps it
+    /// current until the store is dropped.
+    pub async fn run(self, store: Store) -> Result<(), Error> {
+        let mut streams: SelectAll<Stream> = SelectAll::new();
+        let mut scopes: Vec<(Kind, Option<String>)> = Vec::new();
+        self.add::<GatewayClass>(&mut streams, &mut scopes).await?;
+        self.add::<Gateway>(&mut streams, &mut scopes).await?;
+        self.add::<HTTPRoute>(&mut streams, &mut scopes).await?;
+        self.add::<TLSRoute>(&mut streams, &mut scopes).await?;
+        self.add::<ReferenceGrant>(&mut streams, &mut scopes).await?;
+        self.add::<Service>(&mut streams, &mut scopes).await?;
+        self.add::<EndpointSlice>(&mut streams, &mut scopes).await?;
+        self.add::<Secret>(&mut streams, &mut scopes).await?;
+        self.add::<Namespace>(&mut streams, &mut scopes).await?;
+
+        let mut working = Snapshot::default();
+        let mut listing: BTreeMap<usize, Vec<Object>> = BTreeMap::new();
+        let mut unsynced: BTreeSet<usize> = (0..scopes.len()).collect();
+        if unsynced.is_empty() {
+            store.set_synced();
+        }
+        while let Some((stream, change)) = streams.next().await {
+            let mut dirty = apply(&mut working, &scopes, &mut listing, &mut unsynced, stream, change);
+            // Take whatever else is ready, then publish once.
+            while let Some(Some((stream, change))) = streams.next().now_or_never() {
+                dirty |= apply(&mut working, &scopes, &mut listing, &mut unsynced, stream, change);
+            }
+            if dirty {
+                store.replace(working.clone());
+            }
+            if unsynced.is_empty() && !store.is_synced() {
+                info!("every watch has listed; the store is synced");
+                store.set_synced();
+            }
+        }
+        Ok(())
+    }
+
+    async fn add<K: Watched>(
+        &self,
+        streams: &mut SelectAll<Stream>,
+        scopes: &mut Vec<(Kind, Option<String>)>,
+    ) -> Result<(), Error> {
+        let apis: Vec<(Api<K>, Option<String>)> = if K::NAMESPACED && !self.namespaces.is_empty() {
+            self.namespaces.iter().map(|ns| (K::api(self.client.clone(), Some(ns)), Some(ns.clone()))).collect()
+        } else {
+            vec![(K::api(self.client.clone(), None), None)]
+        };
+        for (api, scope) in apis {
+            match api.list_metadata(&ListParams::default().limit(1)).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {
+                    info!(kind = K::NAME, "not served by the API server (CRD absent?); not watching it");
+                    return Ok(());
+                }
+                Err(source) => return Err(Error::Discovery { kind: K::NAME, source }),
+            }
+            let index = scopes.len();
+            scopes.push((K::KIND, scope));
+            let stream = watcher::watcher(api, K::config())
+                .default_backoff()
+                .filter_map(move |event| async move {
+                    let change = match event {
+                        Ok(Event::Init) => Change::Init,
+                        Ok(Event::InitApply(o)) => Change::Add(o.into_object()?),
+                        Ok(Event::InitDone) => Change::InitDone,
+                        Ok(Event::Apply(o)) => {
+                            let key = ObjectKey::of(o.meta());
+                            match o.into_object() {
+                                Some(object) => Change::Apply(object),
+                                None => Change::Delete(K::KIND, key),
+                            }
+                        }
+                        Ok(Event::Delete(o)) => Change::Delete(K::KIND, ObjectKey::of(o.meta())),
+                        Err(e) => {
+                            warn!(kind = K::NAME, error = %e, "watch failed; retrying with backoff");
+                            return None;
+                        }
+                    };
+                    Some((index, change))
+                })
+                .boxed();
+            streams.push(stream);
+        }
+        Ok(())
+    }
+}
+
+/// Applies one change to the working snapshot; returns whether it changed.
+fn apply(
+    working: &mut Snapshot,
+    scopes: &[(Kind, Option<String>)],
+    listing: &mut BTreeMap<usize, Vec<Object>>,
+    unsynced: &mut BTreeSet<usize>,
+    stream: usize,
+    change: Change,
+) -> bool {
+    match change {
+        Change::Init => {
+            listing.insert(stream, Vec::new());
+            false
+        }
+        Change::Add(o) => {
+            listing.entry(stream).or_default().push(o);
+            false
+        }
+        Change::InitDone => {
+            // A (re)list is complete: it replaces everything this stream had.
+            let (kind, scope) = &scopes[stream];
+            let keep = |key: &ObjectKey| scope.as_ref().is_some_and(|ns| *ns != key.namespace);
+            let stale: Vec<ObjectKey> = keys(working, *kind).into_iter().filter(|k| !keep(k)).collect();
+            for key in stale {
+                working.remove(*kind, &key);
+            }
+            for o in listing.remove(&stream).unwrap_or_default() {
+                working.insert(o);
+            }
+            unsynced.remove(&stream);
+            debug!(kind = ?kind, scope = ?scope, "listed");
+            true
+        }
+        Change::Apply(o) => {
+            working.insert(o);
+            true
+        }
+        Change::Delete(kind, key) => working.remove(kind, &key),
+    }
+}
+
+fn keys(s: &Snapshot, kind: Kind) -> Vec<ObjectKey> {
+    fn of<T>(m: &objects::Objects<T>) -> Vec<ObjectKey> {
+        m.keys().cloned().collect()
+    }
+    match kind {
+        Kind::GatewayClass => of(&s.gateway_classes),
+        Kind::Gateway => of(&s.gateways),
+        Kind::HttpRoute => of(&s.http_routes),
+        Kind::TlsRoute => of(&s.tls_routes),
+        Kind::ReferenceGrant => of(&s.reference_grants),
+        Kind::Service => of(&s.services),
+        Kind::EndpointSlice => of(&s.endpoint_slices),
+        Kind::Secret => of(&s.secrets),
+        Kind::Namespace => of(&s.namespaces),
+    }
+}
+
+/// How long the source waits between retries of a failed discovery at start-up.
+pub const DISCOVERY_RETRY: Duration = Duration::from_secs(2);

@@ -1,0 +1,90 @@
+//! Backends in network namespaces of their own, reachable from the host over a veth pair.
+//!
+//! The API server refuses loopback addresses in EndpointSlices, so tests that go through it run
+//! their backends here, on addresses from 10.248.0.0/16 that exist only inside this machine.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+/// An echo backend in its own network namespace; everything is removed when dropped.
+pub struct NetnsBackend {
+    /// Where it listens (inside the namespace, reachable from the host).
+    pub addr: SocketAddr,
+    /// Its name, echoed in every answer.
+    pub name: String,
+    netns: String,
+    host_if: String,
+    child: Option<tokio::process::Child>,
+}
+
+impl Drop for NetnsBackend {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.start_kill();
+        }
+        let _ = std::process::Command::new("ip").args(["link", "del", &self.host_if]).status();
+        let _ = std::process::Command::new("ip").args(["netns", "del", &self.netns]).status();
+    }
+}
+
+fn echo_backend() -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("CONTOUR_ECHO_BACKEND") {
+        return Ok(p.into());
+    }
+    // Test binaries live in target/<profile>/deps; the workspace's binaries one level up.
+    let exe = std::env::current_exe()?;
+    let candidate = exe.parent().and_then(|d| d.parent()).map(|d| d.join("echo-backend"));
+    candidate.filter(|p| p.exists()).ok_or_else(|| anyhow::anyhow!("echo-backend not built; set CONTOUR_ECHO_BACKEND"))
+}
+
+fn ip(args: &[&str]) -> anyhow::Result<()> {
+    let status = std::process::Command::new("ip").args(args).status()?;
+    anyhow::ensure!(status.success(), "ip {}: {status}", args.join(" "));
+    Ok(())
+}
+
+impl NetnsBackend {
+    /// Creates a namespace with a veth pair and starts an echo backend in it on port 8080.
+    pub async fn start(name: &str) -> anyhow::Result<Self> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let slot = (std::process::id() % 64) * 256 + NEXT.fetch_add(1, Ordering::Relaxed) % 256;
+        let base = u32::from(Ipv4Addr::new(10, 248, 0, 0)) + slot * 4;
+        let (host_ip, ns_ip) = (Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2));
+        let tag = format!("{}-{}", std::process::id() % 64, slot % 256);
+        let mut me = Self {
+            addr: SocketAddr::from((ns_ip, 8080)),
+            name: name.into(),
+            netns: format!("contour-t{tag}"),
+            host_if: format!("ct{tag}h"),
+            child: None,
+        };
+        let ns_if = format!("ct{tag}n");
+        ip(&["netns", "add", &me.netns])?;
+        ip(&["link", "add", &me.host_if, "type", "veth", "peer", "name", &ns_if])?;
+        ip(&["link", "set", &ns_if, "netns", &me.netns])?;
+        ip(&["addr", "add", &format!("{host_ip}/30"), "dev", &me.host_if])?;
+        ip(&["link", "set", &me.host_if, "up"])?;
+        ip(&["netns", "exec", &me.netns, "ip", "addr", "add", &format!("{ns_ip}/30"), "dev", &ns_if])?;
+        ip(&["netns", "exec", &me.netns, "ip", "link", "set", &ns_if, "up"])?;
+        ip(&["netns", "exec", &me.netns, "ip", "link", "set", "lo", "up"])?;
+        me.child = Some(
+            tokio::process::Command::new("ip")
+                .args(["netns", "exec", &me.netns])
+                .arg(echo_backend()?)
+                .args([me.addr.to_string(), name.to_string()])
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .spawn()?,
+        );
+        let addr = me.addr;
+        let up = crate::eventually(Duration::from_secs(10), || async move {
+            tokio::net::TcpStream::connect(addr).await.ok().map(drop)
+        })
+        .await;
+        anyhow::ensure!(up.is_some(), "backend {name} in {} did not start", me.netns);
+        Ok(me)
+    }
+}
