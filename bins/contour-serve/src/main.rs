@@ -121,7 +121,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         counters: controller.counters(),
         xds: server.clone(),
         store: store.clone(),
-        dag: controller.dag(),
+        published: controller.published(),
     };
     let metrics_addr = SocketAddr::new(args.http_address, args.http_port);
     let health_addr = SocketAddr::new(args.health_address, args.health_port);

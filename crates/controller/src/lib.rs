@@ -49,6 +49,19 @@ pub struct Build {
     pub fleets: BTreeMap<String, FleetResources>,
     /// How long each stage took.
     pub timings: Timings,
+    /// Routes attached per `(fleet, listener)`, for listener status.
+    pub attached: BTreeMap<(String, String), u32>,
+}
+
+/// What the last full build produced, for status and the debug endpoint.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// The objects it was built from.
+    pub snapshot: Arc<Snapshot>,
+    /// The DAG, with every diagnostic.
+    pub dag: Arc<dag::Dag>,
+    /// Routes attached per `(fleet, listener)`.
+    pub attached: Arc<BTreeMap<(String, String), u32>>,
 }
 
 /// Time spent per stage of one build.
@@ -85,6 +98,7 @@ impl Pipeline {
         let clock = std::time::Instant::now();
         let translation = frontends::gateway_api::translate_cached(snapshot, &options.gateway_api, &mut self.translate);
         let translate = clock.elapsed();
+        let attached = frontends::gateway_api::status::attached_routes(&translation.ir);
         let dag = dag::build_cached(&translation.ir, snapshot, translation.diagnostics, &mut self.dag);
         let dag_done = clock.elapsed();
         let mut fleets = xds::compile_cached(&dag, &options.compile, &mut self.compile);
@@ -99,7 +113,7 @@ impl Pipeline {
             compile: compile_done - dag_done,
             endpoints: clock.elapsed() - compile_done,
         };
-        Build { dag, fleets, timings }
+        Build { dag, fleets, timings, attached }
     }
 }
 
@@ -123,7 +137,7 @@ pub struct Controller {
     counters: Arc<Counters>,
     pipeline: Pipeline,
     last: Option<(Arc<Snapshot>, Arc<dag::Dag>)>,
-    published: watch::Sender<Option<Arc<dag::Dag>>>,
+    published: watch::Sender<Option<Arc<Published>>>,
 }
 
 impl Controller {
@@ -139,8 +153,8 @@ impl Controller {
         }
     }
 
-    /// The latest DAG (for the debug endpoint and, later, status), updated after every rebuild.
-    pub fn dag(&self) -> watch::Receiver<Option<Arc<dag::Dag>>> {
+    /// What the latest full build produced (for status and the debug endpoint).
+    pub fn published(&self) -> watch::Receiver<Option<Arc<Published>>> {
         self.published.subscribe()
     }
 
@@ -188,7 +202,9 @@ impl Controller {
             "configuration rebuilt"
         );
         let dag = Arc::new(build.dag);
-        self.published.send_replace(Some(Arc::clone(&dag)));
+        let published =
+            Published { snapshot: Arc::clone(&snapshot), dag: Arc::clone(&dag), attached: Arc::new(build.attached) };
+        self.published.send_replace(Some(Arc::new(published)));
         self.last = Some((snapshot, dag));
     }
 

@@ -7,6 +7,7 @@ mod backends;
 pub(crate) mod http_route;
 mod listeners;
 mod refs;
+pub mod status;
 mod tls_route;
 
 #[cfg(test)]
@@ -184,7 +185,7 @@ pub(crate) use parent_refs;
 
 /// A route's reference to a parent Gateway, already defaulted.
 #[derive(Debug, Clone)]
-pub(crate) struct ParentRef {
+pub struct ParentRef {
     pub group: String,
     pub kind: String,
     pub namespace: String,

@@ -26,8 +26,8 @@ pub struct Telemetry {
     pub xds: xds_server::XdsServer,
     /// The object store (object counts, sync state).
     pub store: store::Store,
-    /// The latest DAG.
-    pub dag: watch::Receiver<Option<Arc<dag::Dag>>>,
+    /// What the latest build produced.
+    pub published: watch::Receiver<Option<Arc<controller::Published>>>,
 }
 
 impl Telemetry {

@@ -31,13 +31,14 @@ pub async fn serve_debug(listener: TcpListener, t: Telemetry, shutdown: impl Fut
         if req.uri().path() != "/debug/dag" {
             return status(StatusCode::NOT_FOUND, "not found");
         }
-        let Some(dag) = t.dag.borrow().clone() else {
+        let Some(published) = t.published.borrow().clone() else {
             return status(StatusCode::SERVICE_UNAVAILABLE, "no DAG built yet");
         };
+        let dag = &*published.dag;
         if req.uri().query().is_some_and(|q| q.split('&').any(|p| p == "format=json")) {
-            ok("application/json", serde_json::to_string_pretty(&*dag).unwrap_or_default())
+            ok("application/json", serde_json::to_string_pretty(dag).unwrap_or_default())
         } else {
-            ok("text/vnd.graphviz", dag::to_dot(&dag))
+            ok("text/vnd.graphviz", dag::to_dot(dag))
         }
     })
     .await

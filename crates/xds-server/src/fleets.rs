@@ -7,6 +7,17 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use xds::{FleetResources, Resource, ResourceType, Resources};
 
+/// Whether a fleet's Envoys run the configuration they are served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Programming {
+    /// Every served resource was accepted by at least one Envoy of the fleet.
+    Programmed,
+    /// Some resource has not been accepted yet (or no Envoy of the fleet is connected).
+    Pending,
+    /// Envoy rejected part of the configuration; this is its message.
+    Rejected(String),
+}
+
 /// A resource Envoy rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
@@ -22,9 +33,16 @@ pub struct Rejection {
     pub error: String,
 }
 
-#[derive(Default)]
 pub(crate) struct Fleets {
     fleets: HashMap<String, Fleet>,
+    /// Bumped on every ACK and NACK, so status can follow what Envoy accepted.
+    pub(crate) feedback: watch::Sender<u64>,
+}
+
+impl Default for Fleets {
+    fn default() -> Self {
+        Self { fleets: HashMap::new(), feedback: watch::channel(0).0 }
+    }
 }
 
 struct Fleet {
@@ -112,6 +130,7 @@ impl Fleets {
     }
 
     pub(crate) fn accepted(&mut self, id: &str, t: ResourceType, resources: &[Resource]) {
+        self.feedback.send_modify(|n| *n += 1);
         if let Some(fleet) = self.fleets.get_mut(id) {
             for r in resources {
                 fleet.accepted.insert((t, Arc::clone(&r.name)), r.clone());
@@ -121,12 +140,28 @@ impl Fleets {
 
     /// Records a rejection; returns true when the served configuration changed.
     pub(crate) fn rejected(&mut self, id: &str, t: ResourceType, resources: &[Resource], error: &str) {
+        self.feedback.send_modify(|n| *n += 1);
         if let Some(fleet) = self.fleets.get_mut(id) {
             for r in resources {
                 fleet.rejected.insert((t, Arc::clone(&r.name)), (Arc::clone(&r.version), error.to_string()));
             }
             fleet.publish();
         }
+    }
+
+    /// How far the fleet's Envoys are with the configuration they are served.
+    pub(crate) fn programming(&self, id: &str) -> Programming {
+        let Some(fleet) = self.fleets.get(id) else { return Programming::Pending };
+        if let Some((_, (_, error))) = fleet.rejected.iter().next() {
+            return Programming::Rejected(error.clone());
+        }
+        let served = fleet.served.borrow();
+        let accepted = served.by_type.iter().all(|(t, resources)| {
+            resources
+                .values()
+                .all(|r| fleet.accepted.get(&(*t, Arc::clone(&r.name))).is_some_and(|a| a.version == r.version))
+        });
+        if accepted { Programming::Programmed } else { Programming::Pending }
     }
 
     pub(crate) fn rejections(&self) -> Vec<Rejection> {

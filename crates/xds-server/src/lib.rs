@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 pub use xds::{FleetResources, Resource, ResourceType, Resources};
 
-pub use fleets::Rejection;
+pub use fleets::{Programming, Rejection};
 pub use services::serve;
 
 /// The fleet Envoys join when their node names no cluster.
@@ -134,6 +134,16 @@ impl XdsServer {
             resources_sent: by_type(&c.resources_sent),
             nacks: by_type(&c.nacks),
         }
+    }
+
+    /// How far a fleet's Envoys are with their configuration.
+    pub fn programming(&self, fleet: &str) -> Programming {
+        self.inner.fleets.lock().expect("fleets lock").programming(fleet)
+    }
+
+    /// A receiver that changes whenever an Envoy ACKs or NACKs.
+    pub fn feedback(&self) -> watch::Receiver<u64> {
+        self.inner.fleets.lock().expect("fleets lock").feedback.subscribe()
     }
 
     /// Resources Envoy rejected that are still part of the desired configuration, for status.

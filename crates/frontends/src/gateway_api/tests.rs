@@ -125,3 +125,41 @@ fn durations_parse_like_the_gateway_api() {
     assert_eq!(http_route::parse_duration_ms("10"), None);
     assert_eq!(http_route::parse_duration_ms(""), None);
 }
+
+#[test]
+fn status_reports_listeners_attachments_and_references() {
+    let yaml = format!(
+        "{BASE}{}",
+        r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: apps}
+spec:
+  parentRefs: [{name: gw, namespace: infra, sectionName: http}, {name: gw, namespace: infra, sectionName: same-ns}, {name: elsewhere}]
+  rules:
+  - backendRefs: [{name: other, namespace: elsewhere, port: 80}]
+"#
+    );
+    let s = snapshot(&yaml);
+    let t = translate(&s, &Options::default());
+    let attached = status::attached_routes(&t.ir);
+    let set = status::compute(&s, &Options::default(), &t.diagnostics, &attached, |_| status::FleetState::Pending);
+    let gw = &set.gateways[0];
+    let find = |conds: &[status::Condition], t: &str| conds.iter().find(|c| c.type_ == t).cloned().unwrap();
+    assert_eq!(find(&gw.conditions, "Accepted").status, true);
+    assert_eq!(find(&gw.conditions, "Programmed").reason, "Pending", "an address exists, no Envoy accepted yet");
+    assert_eq!(gw.listeners[0].attached_routes, 1);
+    assert_eq!(gw.listeners[1].attached_routes, 0);
+    let udp = find(&gw.listeners[2].conditions, "Accepted");
+    assert_eq!((udp.status, udp.reason), (false, "UnsupportedProtocol"));
+
+    let route = &set.routes[0];
+    assert_eq!(route.parents.len(), 2, "the parentRef to a Gateway that is not ours gets no entry");
+    let first = &route.parents[0];
+    assert_eq!(find(&first.conditions, "Accepted").status, true);
+    let refs = find(&first.conditions, "ResolvedRefs");
+    assert_eq!((refs.status, refs.reason), (false, "RefNotPermitted"));
+    let second = find(&route.parents[1].conditions, "Accepted");
+    assert_eq!((second.status, second.reason), (false, "NotAllowedByListeners"));
+}

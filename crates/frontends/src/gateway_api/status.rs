@@ -1,0 +1,298 @@
+//! Gateway API status: what the Gateway, its listeners and the routes' parent entries should say,
+//! computed from the objects and from what the pipeline found (diagnostics, attachments, and
+//! whether the fleet's Envoys accepted the configuration). Pure; the writer lives elsewhere.
+
+use std::collections::BTreeMap;
+
+use ir::Diagnostic;
+use objects::{ObjectKey, Snapshot};
+
+use super::{GROUP, Options, ParentRef};
+
+/// One condition, in the Gateway API's vocabulary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    /// The type, such as `Accepted`.
+    pub type_: &'static str,
+    /// True or False.
+    pub status: bool,
+    /// A CamelCase reason.
+    pub reason: &'static str,
+    /// A human-readable message.
+    pub message: String,
+    /// The generation of the object this condition describes.
+    pub observed_generation: i64,
+}
+
+/// What a Gateway's status should say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayStatus {
+    /// The Gateway.
+    pub key: ObjectKey,
+    /// Accepted and Programmed.
+    pub conditions: Vec<Condition>,
+    /// Addresses the Gateway is reachable on.
+    pub addresses: Vec<String>,
+    /// One entry per listener, in spec order.
+    pub listeners: Vec<ListenerStatus>,
+}
+
+/// What one listener's status should say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerStatus {
+    /// The listener name.
+    pub name: String,
+    /// Route kinds the listener accepts.
+    pub supported_kinds: Vec<&'static str>,
+    /// How many routes attached.
+    pub attached_routes: i32,
+    /// Accepted, Programmed, ResolvedRefs, Conflicted.
+    pub conditions: Vec<Condition>,
+}
+
+/// What a route's `status.parents` entries for our Gateways should say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteStatus {
+    /// `HTTPRoute` or `TLSRoute`.
+    pub kind: &'static str,
+    /// The route.
+    pub key: ObjectKey,
+    /// One entry per parentRef naming one of our Gateways.
+    pub parents: Vec<RouteParentStatus>,
+}
+
+/// One `status.parents` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteParentStatus {
+    /// The parentRef as the route wrote it (defaults filled in).
+    pub parent: ParentRefStatus,
+    /// Accepted and ResolvedRefs.
+    pub conditions: Vec<Condition>,
+}
+
+/// A parentRef in a status entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentRefStatus {
+    /// Group (`gateway.networking.k8s.io`).
+    pub group: String,
+    /// Kind (`Gateway`).
+    pub kind: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// Section name, if the route named one.
+    pub section_name: Option<String>,
+    /// Port, if the route named one.
+    pub port: Option<i32>,
+}
+
+/// Everything status should say, for every object of ours.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusSet {
+    /// Gateways of our GatewayClasses.
+    pub gateways: Vec<GatewayStatus>,
+    /// Routes with at least one parentRef to one of those Gateways.
+    pub routes: Vec<RouteStatus>,
+}
+
+/// Whether a fleet's Envoys run its configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FleetState {
+    /// Every resource was accepted by at least one Envoy.
+    Programmed,
+    /// No Envoy has accepted the current configuration yet.
+    Pending,
+    /// Envoy rejected part of it; the message is Envoy's.
+    Rejected(String),
+}
+
+fn cond(
+    type_: &'static str,
+    status: bool,
+    reason: &'static str,
+    message: impl Into<String>,
+    generation: i64,
+) -> Condition {
+    Condition { type_, status, reason, message: message.into(), observed_generation: generation }
+}
+
+/// Computes status. `attached` counts the routes attached to each `(fleet, listener)`;
+/// `diagnostics` are the pipeline's (front end and DAG); `fleet` says how the Envoys are doing.
+pub fn compute(
+    snapshot: &Snapshot,
+    options: &Options,
+    diagnostics: &[Diagnostic],
+    attached: &BTreeMap<(String, String), u32>,
+    fleet: impl Fn(&str) -> FleetState,
+) -> StatusSet {
+    let mut by_object: BTreeMap<(&str, &str, &str), Vec<&Diagnostic>> = BTreeMap::new();
+    for d in diagnostics {
+        by_object.entry((d.origin.kind, d.origin.namespace.as_str(), d.origin.name.as_str())).or_default().push(d);
+    }
+    let none = Vec::new();
+    let mut out = StatusSet::default();
+    let mut ours: Vec<&ObjectKey> = Vec::new();
+    for (key, gateway) in &snapshot.gateways {
+        let class = snapshot.gateway_classes.get(&ObjectKey::new("", &gateway.spec.gateway_class_name));
+        if !class.is_some_and(|c| c.spec.controller_name == options.controller_name) {
+            continue;
+        }
+        ours.push(key);
+        let generation = gateway.metadata.generation.unwrap_or(0);
+        let found = by_object.get(&("Gateway", key.namespace.as_str(), key.name.as_str())).unwrap_or(&none);
+        let fleet_id = format!("{}/{}", key.namespace, key.name);
+        let mut listeners = Vec::new();
+        let mut valid_listeners = 0;
+        for (i, spec) in gateway.spec.listeners.iter().enumerate() {
+            let prefix = format!("spec.listeners[{i}]");
+            let problems: Vec<&&Diagnostic> = found.iter().filter(|d| d.field.starts_with(&prefix)).collect();
+            let reason_of = |reasons: &[&str]| {
+                problems.iter().find(|d| reasons.contains(&d.reason)).map(|d| (d.reason, d.message.clone()))
+            };
+            let mut conditions = Vec::new();
+            let unaccepted = reason_of(&["UnsupportedProtocol", "PortUnavailable"]);
+            let conflict = reason_of(&["ProtocolConflict", "HostnameConflict"]);
+            let unresolved =
+                reason_of(&["InvalidCertificateRef", "RefNotPermitted", "InvalidTLSConfig", "UnsupportedValue"]);
+            match &unaccepted {
+                Some((reason, message)) => {
+                    conditions.push(cond("Accepted", false, reason, message.clone(), generation))
+                }
+                None => conditions.push(cond("Accepted", true, "Accepted", "Listener accepted", generation)),
+            }
+            match &conflict {
+                Some((reason, message)) => {
+                    conditions.push(cond("Conflicted", true, reason, message.clone(), generation))
+                }
+                None => conditions.push(cond("Conflicted", false, "NoConflicts", "No conflicts", generation)),
+            }
+            match &unresolved {
+                Some((reason, message)) => {
+                    let reason = if *reason == "RefNotPermitted" { "RefNotPermitted" } else { "InvalidCertificateRef" };
+                    conditions.push(cond("ResolvedRefs", false, reason, message.clone(), generation));
+                }
+                None => conditions.push(cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation)),
+            }
+            let ok = unaccepted.is_none() && conflict.is_none() && unresolved.is_none();
+            if ok {
+                valid_listeners += 1;
+                conditions.push(cond("Programmed", true, "Programmed", "Listener programmed", generation));
+            } else {
+                conditions.push(cond("Programmed", false, "Invalid", "Listener is not served", generation));
+            }
+            let supported_kinds = match spec.protocol.as_str() {
+                "HTTP" | "HTTPS" => vec!["HTTPRoute"],
+                "TLS" => vec!["TLSRoute"],
+                _ => Vec::new(),
+            };
+            let count = attached.get(&(fleet_id.clone(), spec.name.clone())).copied().unwrap_or(0);
+            listeners.push(ListenerStatus {
+                name: spec.name.clone(),
+                supported_kinds,
+                attached_routes: count as i32,
+                conditions,
+            });
+        }
+        let addresses: Vec<String> = gateway
+            .spec
+            .addresses
+            .iter()
+            .flatten()
+            .filter(|a| a.r#type.as_deref().unwrap_or("IPAddress") == "IPAddress")
+            .filter_map(|a| a.value.clone())
+            .filter(|v| v.parse::<std::net::IpAddr>().is_ok())
+            .collect();
+        let mut conditions = Vec::new();
+        if valid_listeners == 0 && !gateway.spec.listeners.is_empty() {
+            conditions.push(cond("Accepted", false, "ListenersNotValid", "No listener is valid", generation));
+        } else {
+            conditions.push(cond("Accepted", true, "Accepted", "Gateway accepted", generation));
+        }
+        let programmed = if addresses.is_empty() {
+            cond("Programmed", false, "AddressNotAssigned", "No address assigned to the Gateway yet", generation)
+        } else {
+            match fleet(&fleet_id) {
+                FleetState::Programmed => {
+                    cond("Programmed", true, "Programmed", "Envoy accepted the configuration", generation)
+                }
+                FleetState::Pending => cond(
+                    "Programmed",
+                    false,
+                    "Pending",
+                    "Waiting for an Envoy of this Gateway to accept its configuration",
+                    generation,
+                ),
+                FleetState::Rejected(error) => cond(
+                    "Programmed",
+                    false,
+                    "Invalid",
+                    format!("Envoy rejected the configuration: {error}"),
+                    generation,
+                ),
+            }
+        };
+        conditions.push(programmed);
+        out.gateways.push(GatewayStatus { key: key.clone(), conditions, addresses, listeners });
+    }
+
+    let is_ours = |p: &ParentRef| {
+        p.group == GROUP && p.kind == "Gateway" && ours.iter().any(|k| k.namespace == p.namespace && k.name == p.name)
+    };
+    let http =
+        snapshot.http_routes.iter().map(|(k, r)| ("HTTPRoute", k, &r.metadata, super::http_route::parent_refs(r)));
+    let tls = snapshot.tls_routes.iter().map(|(k, r)| ("TLSRoute", k, &r.metadata, super::tls_route::parent_refs(r)));
+    for (kind, key, meta, parents) in http.chain(tls) {
+        let generation = meta.generation.unwrap_or(0);
+        let found = by_object.get(&(kind, key.namespace.as_str(), key.name.as_str())).unwrap_or(&none);
+        let mut entries = Vec::new();
+        for (i, parent) in parents.iter().enumerate() {
+            if !is_ours(parent) {
+                continue;
+            }
+            let field = format!("spec.parentRefs[{i}]");
+            let accepted = match found.iter().find(|d| d.field == field) {
+                Some(d) => cond("Accepted", false, d.reason, d.message.clone(), generation),
+                None => match found.iter().find(|d| d.reason == "UnsupportedValue") {
+                    Some(d) => {
+                        cond("Accepted", false, "UnsupportedValue", format!("{}: {}", d.field, d.message), generation)
+                    }
+                    None => cond("Accepted", true, "Accepted", "Accepted by the Gateway", generation),
+                },
+            };
+            let resolved = match found.iter().find(|d| {
+                d.field.starts_with("spec.rules")
+                    && matches!(d.reason, "BackendNotFound" | "RefNotPermitted" | "InvalidKind")
+            }) {
+                Some(d) => cond("ResolvedRefs", false, d.reason, format!("{}: {}", d.field, d.message), generation),
+                None => cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation),
+            };
+            entries.push(RouteParentStatus {
+                parent: ParentRefStatus {
+                    group: parent.group.clone(),
+                    kind: parent.kind.clone(),
+                    namespace: parent.namespace.clone(),
+                    name: parent.name.clone(),
+                    section_name: parent.section_name.clone(),
+                    port: parent.port,
+                },
+                conditions: vec![accepted, resolved],
+            });
+        }
+        if !entries.is_empty() {
+            out.routes.push(RouteStatus { kind, key: key.clone(), parents: entries });
+        }
+    }
+    out
+}
+
+/// Routes attached per `(fleet, listener)`, from the IR.
+pub fn attached_routes(ir: &ir::Ir) -> BTreeMap<(String, String), u32> {
+    let mut out = BTreeMap::new();
+    for fleet in &ir.fleets {
+        for l in &fleet.listeners {
+            out.insert((fleet.id.clone(), l.name.clone()), (l.http_routes.len() + l.tls_routes.len()) as u32);
+        }
+    }
+    out
+}
