@@ -135,7 +135,7 @@ pub fn compute(
     let mut ours: Vec<&ObjectKey> = Vec::new();
     for (key, gateway) in &snapshot.gateways {
         let class = snapshot.gateway_classes.get(&ObjectKey::new("", &gateway.spec.gateway_class_name));
-        if !class.is_some_and(|c| c.spec.controller_name == options.controller_name) {
+        if class.is_none_or(|c| c.spec.controller_name != options.controller_name) {
             continue;
         }
         ours.push(key);
