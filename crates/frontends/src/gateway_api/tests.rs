@@ -147,7 +147,7 @@ spec:
     let set = status::compute(&s, &Options::default(), &t.diagnostics, &attached, |_| status::FleetState::Pending);
     let gw = &set.gateways[0];
     let find = |conds: &[status::Condition], t: &str| conds.iter().find(|c| c.type_ == t).cloned().unwrap();
-    assert_eq!(find(&gw.conditions, "Accepted").status, true);
+    assert!(find(&gw.conditions, "Accepted").status);
     assert_eq!(find(&gw.conditions, "Programmed").reason, "Pending", "an address exists, no Envoy accepted yet");
     assert_eq!(gw.listeners[0].attached_routes, 1);
     assert_eq!(gw.listeners[1].attached_routes, 0);
@@ -157,7 +157,7 @@ spec:
     let route = &set.routes[0];
     assert_eq!(route.parents.len(), 2, "the parentRef to a Gateway that is not ours gets no entry");
     let first = &route.parents[0];
-    assert_eq!(find(&first.conditions, "Accepted").status, true);
+    assert!(find(&first.conditions, "Accepted").status);
     let refs = find(&first.conditions, "ResolvedRefs");
     assert_eq!((refs.status, refs.reason), (false, "RefNotPermitted"));
     let second = find(&route.parents[1].conditions, "Accepted");
