@@ -13,6 +13,7 @@ pub const GATEWAY: &str = "default/gw";
 
 pub struct Harness {
     pub server: XdsServer,
+    pub counters: std::sync::Arc<controller::Counters>,
     pub envoy: Envoy,
     dir: PathBuf,
     tasks: Vec<JoinHandle<()>>,
@@ -83,14 +84,14 @@ impl Harness {
         std::fs::write(dir.join("objects.yaml"), yaml)?;
         let store = store::Store::new();
         let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
-        Self::launch(store, source, dir, delta).await
+        Self::launch(store, source, dir, delta, None).await
     }
 
     /// Starts the controller watching a cluster (as `contour-serve` without `--from-dir`) and
     /// an Envoy for the `default/gw` fleet.
     pub async fn start_kubernetes(client: kube::Client, delta: bool) -> anyhow::Result<Self> {
         let store = store::Store::new();
-        let source = store::KubernetesSource::new(client, Vec::new());
+        let source = store::KubernetesSource::new(client.clone(), Vec::new());
         let watching = store.clone();
         let source = tokio::spawn(async move {
             if let Err(e) = source.run(watching).await {
@@ -99,15 +100,27 @@ impl Harness {
         });
         let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
         std::fs::create_dir_all(&dir)?;
-        Self::launch(store, source, dir, delta).await
+        Self::launch(store, source, dir, delta, Some(client)).await
     }
 
-    async fn launch(store: store::Store, source: JoinHandle<()>, dir: PathBuf, delta: bool) -> anyhow::Result<Self> {
+    async fn launch(
+        store: store::Store,
+        source: JoinHandle<()>,
+        dir: PathBuf,
+        delta: bool,
+        status_client: Option<kube::Client>,
+    ) -> anyhow::Result<Self> {
         let server = XdsServer::default();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let xds_port = listener.local_addr()?.port();
         let mut tasks = vec![source];
-        tasks.push(tokio::spawn(controller::Controller::new(Default::default(), server.clone()).run(store.clone())));
+        let controller = controller::Controller::new(Default::default(), server.clone());
+        let counters = controller.counters();
+        if let Some(client) = status_client {
+            let (writer, _) = status::spawn(client, controller.published(), server.clone(), Default::default());
+            tasks.push(writer);
+        }
+        tasks.push(tokio::spawn(controller.run(store.clone())));
         let serving = server.clone();
         tasks.push(tokio::spawn(async move {
             let _ = xds_server::serve(serving, listener, std::future::pending()).await;
@@ -122,7 +135,7 @@ impl Harness {
             ..Default::default()
         })
         .await?;
-        Ok(Self { server, envoy, dir, tasks })
+        Ok(Self { server, counters, envoy, dir, tasks })
     }
 
     /// Replaces every object with those in `yaml`, as an editor saving the file would.

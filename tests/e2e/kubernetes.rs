@@ -1,14 +1,39 @@
 //! Kubernetes mode against a real kube-apiserver: objects created, changed and deleted through
-//! the API reach Envoy.
+//! the API reach Envoy, and status appears on them.
 
 use std::time::Duration;
 
-use testkit::{ApiServer, NetnsBackend, Request, apply_yaml, delete_yaml};
+use serde_json::{Value, json};
+use testkit::{ApiServer, NetnsBackend, Request, apply_yaml, delete_yaml, set_status, status_of};
 
 use crate::harness::{Harness, gateway, http_listener, http_route, service};
 
+const V1: &str = "gateway.networking.k8s.io/v1";
+
+fn condition<'a>(conditions: &'a Value, type_: &str) -> Option<&'a Value> {
+    conditions.as_array()?.iter().find(|c| c["type"] == type_)
+}
+
+/// Polls `check` on an object's status for up to 15 s; returns the last status seen.
+async fn status_until(
+    client: &kube::Client,
+    kind: &str,
+    name: &str,
+    check: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Value> {
+    let mut last = Value::Null;
+    for _ in 0..150 {
+        last = status_of(client, V1, kind, "default", name).await?;
+        if check(&last) {
+            return Ok(last);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("{kind} {name}: status never matched; last: {last:#}")
+}
+
 #[tokio::test]
-async fn objects_applied_through_the_api_reach_envoy() -> anyhow::Result<()> {
+async fn objects_applied_through_the_api_reach_envoy_and_get_status() -> anyhow::Result<()> {
     let api = ApiServer::start().await?;
     api.install_gateway_api().await?;
     let client = api.client().await?;
@@ -25,14 +50,75 @@ async fn objects_applied_through_the_api_reach_envoy() -> anyhow::Result<()> {
         )
     };
     apply_yaml(&client, &route("blue")).await?;
+    // Another controller already reports on this route; its entry must survive our writes.
+    let foreign = json!({"parentRef": {"name": "other-gw"}, "controllerName": "example.com/other",
+        "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "theirs", "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+    set_status(&client, V1, "HTTPRoute", "default", "app", json!({"parents": [foreign]})).await?;
 
     let h = Harness::start_kubernetes(client.clone(), true).await?;
     let req = Request::get("app.example.com", "/");
     h.until(port, &req, |r| r.header("x-backend") == Some("blue")).await?;
 
+    // The Gateway is programmed once Envoy accepted its configuration; the listener counts the route.
+    let gw = status_until(&client, "Gateway", "gw", |s| {
+        condition(&s["conditions"], "Programmed").is_some_and(|c| c["status"] == "True")
+    })
+    .await?;
+    assert_eq!(condition(&gw["conditions"], "Accepted").unwrap()["status"], "True");
+    assert_eq!(gw["listeners"][0]["attachedRoutes"], 1, "{gw:#}");
+    assert_eq!(gw["addresses"][0]["value"], "127.0.0.1");
+    let route_status =
+        status_until(&client, "HTTPRoute", "app", |s| s["parents"].as_array().is_some_and(|p| p.len() == 2)).await?;
+    let ours = route_status["parents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["controllerName"] == "projectcontour.io/gateway-controller")
+        .unwrap();
+    assert_eq!(condition(&ours["conditions"], "Accepted").unwrap()["status"], "True");
+    assert_eq!(condition(&ours["conditions"], "ResolvedRefs").unwrap()["status"], "True");
+    assert_eq!(condition(&ours["conditions"], "Accepted").unwrap()["observedGeneration"], 1);
+    let theirs = route_status["parents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["controllerName"] == "example.com/other")
+        .unwrap();
+    assert_eq!(
+        (&theirs["conditions"], &theirs["parentRef"]["name"]),
+        (&foreign["conditions"], &json!("other-gw")),
+        "the other controller's entry is untouched"
+    );
+
+    // Status-only updates (ours, or anyone's) never reach the pipeline.
+    let rebuilds = h.counters.rebuilds.load(std::sync::atomic::Ordering::Relaxed);
+    set_status(&client, V1, "HTTPRoute", "default", "app", json!({"parents": [foreign]})).await?;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        h.counters.rebuilds.load(std::sync::atomic::Ordering::Relaxed),
+        rebuilds,
+        "a status write caused a rebuild"
+    );
+
     // An update through the API moves the traffic.
     apply_yaml(&client, &route("green")).await?;
     h.until(port, &req, |r| r.header("x-backend") == Some("green")).await?;
+
+    // A backend that does not exist: ResolvedRefs=False naming it; the rest keeps serving.
+    apply_yaml(
+        &client,
+        &http_route("ghost", "  hostnames: [ghost.example.com]\n  rules: [{backendRefs: [{name: nowhere, port: 80}]}]"),
+    )
+    .await?;
+    let ghost = status_until(&client, "HTTPRoute", "ghost", |s| !s["parents"].is_null()).await?;
+    let refs = condition(&ghost["parents"][0]["conditions"], "ResolvedRefs").unwrap();
+    assert_eq!(
+        (refs["status"].as_str(), refs["reason"].as_str()),
+        (Some("False"), Some("BackendNotFound")),
+        "{ghost:#}"
+    );
+    assert_eq!(h.get(port, &Request::get("ghost.example.com", "/")).await?.status, 500);
+    assert_eq!(h.get(port, &req).await?.header("x-backend"), Some("green"));
 
     // Deleting the route takes it out of Envoy.
     delete_yaml(&client, &route("green")).await?;

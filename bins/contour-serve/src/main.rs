@@ -146,6 +146,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         None => {
             let client = kube_client(&args).await?;
             info!(namespaces = ?args.watch_namespaces, "Kubernetes mode");
+            let gateway_api = frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() };
+            status::spawn(client.clone(), controller.published(), server.clone(), gateway_api);
             let source = store::KubernetesSource::new(client, args.watch_namespaces.clone());
             let store = store.clone();
             tokio::spawn(async move {

@@ -273,3 +273,35 @@ async fn objects_of(
     }
     Ok(out)
 }
+
+/// The `status` of an object of any kind, as JSON (`Null` when it has none).
+pub async fn status_of(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+    let (resource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    Ok(api.get_status(name).await?.data.get("status").cloned().unwrap_or_default())
+}
+
+/// Replaces the `status` of an object (as another controller would write it).
+pub async fn set_status(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    status: serde_json::Value,
+) -> anyhow::Result<()> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+    let (resource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(serde_json::json!({"status": status}))).await?;
+    Ok(())
+}

@@ -8,7 +8,7 @@ mod client;
 mod envoy;
 mod netns;
 
-pub use apiserver::{ApiServer, apply_yaml, delete_yaml};
+pub use apiserver::{ApiServer, apply_yaml, delete_yaml, set_status, status_of};
 pub use backend::{Backend, serve_echo};
 pub use certs::{Ca, Issued};
 pub use client::{Request, Response, request, request_tls};

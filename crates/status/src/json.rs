@@ -1,0 +1,123 @@
+//! Status values as the API expects them, and comparisons that ignore transition times.
+
+use frontends::gateway_api::status::{Condition, GatewayStatus, RouteParentStatus};
+use serde_json::{Value, json};
+
+/// Conditions as JSON; a condition that did not change keeps its `lastTransitionTime`.
+pub(crate) fn conditions(desired: &[Condition], current: Option<&Value>, now: &str) -> Value {
+    let current: Vec<&Value> = current.and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+    Value::Array(
+        desired
+            .iter()
+            .map(|c| {
+                let status = if c.status { "True" } else { "False" };
+                let unchanged = current.iter().find(|x| {
+                    x["type"] == c.type_
+                        && x["status"] == status
+                        && x["reason"] == c.reason
+                        && x["message"] == c.message.as_str()
+                });
+                let since = unchanged.and_then(|x| x["lastTransitionTime"].as_str()).unwrap_or(now);
+                json!({
+                    "type": c.type_,
+                    "status": status,
+                    "reason": c.reason,
+                    "message": c.message,
+                    "observedGeneration": c.observed_generation,
+                    "lastTransitionTime": since,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// A Gateway's whole status.
+pub(crate) fn gateway(desired: &GatewayStatus, current: &Value, now: &str) -> Value {
+    let listeners: Vec<Value> = desired
+        .listeners
+        .iter()
+        .map(|l| {
+            let old = current["listeners"].as_array().and_then(|a| a.iter().find(|x| x["name"] == l.name.as_str()));
+            json!({
+                "name": l.name,
+                "supportedKinds": l.supported_kinds.iter().map(|k| json!({"group": "gateway.networking.k8s.io", "kind": k})).collect::<Vec<_>>(),
+                "attachedRoutes": l.attached_routes,
+                "conditions": conditions(&l.conditions, old.map(|o| &o["conditions"]), now),
+            })
+        })
+        .collect();
+    let mut status = json!({
+        "conditions": conditions(&desired.conditions, Some(&current["conditions"]), now),
+        "listeners": listeners,
+    });
+    if !desired.addresses.is_empty() {
+        status["addresses"] = desired.addresses.iter().map(|a| json!({"type": "IPAddress", "value": a})).collect();
+    }
+    status
+}
+
+/// A route's `status.parents`: other controllers' entries as they are, ours replaced.
+pub(crate) fn parents(desired: &[RouteParentStatus], current: &Value, controller: &str, now: &str) -> Value {
+    let mut out: Vec<Value> = current["parents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["controllerName"] != controller)
+        .cloned()
+        .collect();
+    for entry in desired {
+        let p = &entry.parent;
+        let mut parent_ref = json!({"group": p.group, "kind": p.kind, "namespace": p.namespace, "name": p.name});
+        if let Some(s) = &p.section_name {
+            parent_ref["sectionName"] = json!(s);
+        }
+        if let Some(port) = p.port {
+            parent_ref["port"] = json!(port);
+        }
+        let old = current["parents"].as_array().and_then(|a| {
+            a.iter().find(|x| x["controllerName"] == controller && same_ref(&x["parentRef"], &parent_ref))
+        });
+        out.push(json!({
+            "parentRef": parent_ref,
+            "controllerName": controller,
+            "conditions": conditions(&entry.conditions, old.map(|o| &o["conditions"]), now),
+        }));
+    }
+    Value::Array(out)
+}
+
+/// Parent refs are equal when their fields are, with the API's defaults filled in.
+fn same_ref(a: &Value, b: &Value) -> bool {
+    let field = |v: &Value, k: &str, default: &str| v[k].as_str().unwrap_or(default).to_string();
+    ["group", "kind", "namespace", "name", "sectionName"].iter().all(|k| {
+        let default = match *k {
+            "group" => "gateway.networking.k8s.io",
+            "kind" => "Gateway",
+            _ => "",
+        };
+        field(a, k, default) == field(b, k, default)
+    }) && a["port"] == b["port"]
+}
+
+/// Equal but for transition times.
+pub(crate) fn same(a: &Value, b: &Value) -> bool {
+    strip(a.clone()) == strip(b.clone())
+}
+
+fn strip(mut v: Value) -> Value {
+    match &mut v {
+        Value::Object(map) => {
+            map.remove("lastTransitionTime");
+            for (_, x) in map.iter_mut() {
+                *x = strip(std::mem::take(x));
+            }
+        }
+        Value::Array(items) => {
+            for x in items.iter_mut() {
+                *x = strip(std::mem::take(x));
+            }
+        }
+        _ => {}
+    }
+    v
+}

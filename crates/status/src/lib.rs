@@ -1,0 +1,107 @@
+//! The status writer: Gateway API status, computed after every build and every ACK or NACK,
+//! written to the API server only where it changed.
+//!
+//! Writes carry a resourceVersion precondition and retry a bounded number of times on conflict;
+//! route `status.parents` entries of other controllers are kept as they are.
+
+mod json;
+mod writer;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use frontends::gateway_api::status::{FleetState, compute};
+use tokio::sync::watch;
+use xds_server::{Programming, XdsServer};
+
+pub use writer::StatusWriter;
+
+/// Counters of the writer, with upstream's meaning (`contour_status_update_*`).
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Status updates attempted (written or found unchanged).
+    pub total: AtomicU64,
+    /// Writes that succeeded.
+    pub success: AtomicU64,
+    /// Writes that failed after retries.
+    pub failed: AtomicU64,
+    /// Conflicts (another writer changed the object first); each is retried.
+    pub conflict: AtomicU64,
+    /// Updates skipped because the object already said it.
+    pub noop: AtomicU64,
+}
+
+/// Why a write failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API server refused or could not be reached.
+    #[error("{kind} {key}: {source}")]
+    Api {
+        /// The object kind.
+        kind: &'static str,
+        /// The object.
+        key: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The object kept changing under us.
+    #[error("{kind} {key}: still conflicting after {attempts} attempts")]
+    Conflict {
+        /// The object kind.
+        kind: &'static str,
+        /// The object.
+        key: String,
+        /// How many writes were tried.
+        attempts: usize,
+    },
+}
+
+/// How long status waits after a change for more changes before writing.
+pub const HOLDOFF: Duration = Duration::from_millis(200);
+
+/// How often every object's status is read back and repaired if someone else changed it.
+pub const RESYNC: Duration = Duration::from_secs(300);
+
+/// Starts a writer for `client` that follows `published` and the xDS server's feedback.
+pub fn spawn(
+    client: kube::Client,
+    published: watch::Receiver<Option<Arc<controller::Published>>>,
+    xds: XdsServer,
+    options: frontends::gateway_api::Options,
+) -> (tokio::task::JoinHandle<()>, Arc<Counters>) {
+    let writer = StatusWriter::new(client, options.controller_name.clone());
+    let counters = writer.counters();
+    (tokio::spawn(run(writer, published, xds, options)), counters)
+}
+
+/// Follows the controller's builds and Envoy's ACKs/NACKs, writing status until the controller
+/// goes away.
+pub async fn run(
+    mut writer: StatusWriter,
+    mut published: watch::Receiver<Option<Arc<controller::Published>>>,
+    xds: XdsServer,
+    options: frontends::gateway_api::Options,
+) {
+    let mut feedback = xds.feedback();
+    let mut resync = tokio::time::interval(RESYNC);
+    resync.tick().await;
+    loop {
+        tokio::select! {
+            changed = published.changed() => if changed.is_err() { return },
+            changed = feedback.changed() => if changed.is_err() { return },
+            _ = resync.tick() => writer.forget(),
+        }
+        tokio::time::sleep(HOLDOFF).await;
+        let Some(p) = published.borrow_and_update().clone() else { continue };
+        feedback.borrow_and_update();
+        let set =
+            compute(&p.snapshot, &options, &p.dag.diagnostics, &p.attached, |fleet| match xds.programming(fleet) {
+                Programming::Programmed => FleetState::Programmed,
+                Programming::Pending => FleetState::Pending,
+                Programming::Rejected(e) => FleetState::Rejected(e),
+            });
+        writer.write(&set).await;
+    }
+}

@@ -1,0 +1,251 @@
+//! Reads the current status, merges, and writes with a resourceVersion precondition.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use frontends::gateway_api::status::StatusSet;
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+use tracing::{debug, warn};
+
+use crate::{Counters, Error, json};
+
+/// How many status writes run at once.
+const CONCURRENCY: usize = 8;
+/// How many times a conflicting write is retried.
+const ATTEMPTS: usize = 3;
+
+/// Writes status for one controller name.
+pub struct StatusWriter {
+    client: kube::Client,
+    controller: String,
+    counters: Arc<Counters>,
+    /// What we last wrote (or found) per object, without transition times: unchanged desired
+    /// status costs no request.
+    last: HashMap<(&'static str, String, String), Value>,
+}
+
+struct Write {
+    kind: &'static str,
+    namespace: String,
+    name: String,
+    desired: Desired,
+}
+
+enum Desired {
+    Gateway(frontends::gateway_api::status::GatewayStatus),
+    Route(Vec<frontends::gateway_api::status::RouteParentStatus>),
+}
+
+impl StatusWriter {
+    /// A writer that signs route parent entries with `controller`.
+    pub fn new(client: kube::Client, controller: String) -> Self {
+        Self { client, controller, counters: Arc::default(), last: HashMap::new() }
+    }
+
+    /// The writer's counters, shared.
+    pub fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.counters)
+    }
+
+    /// Forgets what was written, so the next pass reads every object back and repairs it.
+    pub fn forget(&mut self) {
+        self.last.clear();
+    }
+
+    /// Writes what changed; routes we wrote before but no longer parent lose our entries.
+    pub async fn write(&mut self, set: &StatusSet) {
+        let mut writes = Vec::new();
+        let mut seen = Vec::new();
+        for g in &set.gateways {
+            writes.push(Write {
+                kind: "Gateway",
+                namespace: g.key.namespace.clone(),
+                name: g.key.name.clone(),
+                desired: Desired::Gateway(g.clone()),
+            });
+        }
+        for r in &set.routes {
+            seen.push((r.kind, r.key.namespace.clone(), r.key.name.clone()));
+            writes.push(Write {
+                kind: r.kind,
+                namespace: r.key.namespace.clone(),
+                name: r.key.name.clone(),
+                desired: Desired::Route(r.parents.clone()),
+            });
+        }
+        // Routes that had our entries and now have none.
+        let gone: Vec<_> =
+            self.last.keys().filter(|(k, _, _)| *k != "Gateway").filter(|k| !seen.contains(k)).cloned().collect();
+        for (kind, namespace, name) in gone {
+            if self
+                .last
+                .get(&(kind, namespace.clone(), name.clone()))
+                .is_some_and(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+            {
+                writes.push(Write { kind, namespace, name, desired: Desired::Route(Vec::new()) });
+            }
+        }
+
+        let client = self.client.clone();
+        let controller = self.controller.clone();
+        let counters = Arc::clone(&self.counters);
+        let last = &self.last;
+        let results: Vec<_> = futures::stream::iter(writes)
+            .map(|w| {
+                let (client, controller, counters) = (client.clone(), controller.clone(), Arc::clone(&counters));
+                let previous = last.get(&(w.kind, w.namespace.clone(), w.name.clone())).cloned();
+                async move {
+                    let key = (w.kind, w.namespace.clone(), w.name.clone());
+                    (key, write_one(&client, &controller, &counters, w, previous).await)
+                }
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        for (key, result) in results {
+            match result {
+                Ok(Some(value)) => {
+                    self.last.insert(key, value);
+                }
+                Ok(None) => {
+                    self.last.remove(&key);
+                }
+                Err(e) => {
+                    self.last.remove(&key);
+                    warn!(error = %e, "status write failed");
+                }
+            }
+        }
+    }
+}
+
+fn resource(kind: &str) -> ApiResource {
+    let plural = match kind {
+        "Gateway" => "gateways",
+        "HTTPRoute" => "httproutes",
+        _ => "tlsroutes",
+    };
+    ApiResource {
+        group: "gateway.networking.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "gateway.networking.k8s.io/v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Returns what the object's status now says (our part), or None when the object is gone.
+async fn write_one(
+    client: &kube::Client,
+    controller: &str,
+    counters: &Counters,
+    w: Write,
+    previous: Option<Value>,
+) -> Result<Option<Value>, Error> {
+    // Nothing changed since we last wrote or checked: no request at all.
+    if let Some(previous) = &previous
+        && previous_matches(previous, &w.desired, controller)
+    {
+        counters.total.fetch_add(1, Ordering::Relaxed);
+        counters.noop.fetch_add(1, Ordering::Relaxed);
+        return Ok(Some(previous.clone()));
+    }
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &w.namespace, &resource(w.kind));
+    let key = format!("{}/{}", w.namespace, w.name);
+    let api_error = |source| Error::Api { kind: w.kind, key: key.clone(), source };
+    let now = now();
+    counters.total.fetch_add(1, Ordering::Relaxed);
+    for _ in 0..ATTEMPTS {
+        let object = match api.get_status(&w.name).await {
+            Ok(o) => o,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+            Err(e) => return Err(api_error(e)),
+        };
+        let current = object.data.get("status").cloned().unwrap_or(Value::Null);
+        let (status, ours) = match &w.desired {
+            Desired::Gateway(g) => {
+                let status = json::gateway(g, &current, &now);
+                (status.clone(), status)
+            }
+            Desired::Route(parents) => {
+                let merged = json::parents(parents, &current, controller, &now);
+                let ours = Value::Array(
+                    merged
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|p| p["controllerName"] == controller)
+                        .cloned()
+                        .collect(),
+                );
+                (json!({"parents": merged}), ours)
+            }
+        };
+        if json::same(&current_part(&current, &w.desired, controller), &ours) {
+            counters.noop.fetch_add(1, Ordering::Relaxed);
+            return Ok(Some(ours));
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": object.metadata.resource_version},
+            "status": status,
+        });
+        match api.patch_status(&w.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => {
+                counters.success.fetch_add(1, Ordering::Relaxed);
+                debug!(kind = w.kind, object = %key, "status written");
+                return Ok(Some(ours));
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                counters.conflict.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+            Err(e) => {
+                counters.failed.fetch_add(1, Ordering::Relaxed);
+                return Err(api_error(e));
+            }
+        }
+    }
+    counters.failed.fetch_add(1, Ordering::Relaxed);
+    Err(Error::Conflict { kind: w.kind, key, attempts: ATTEMPTS })
+}
+
+/// Whether what we last wrote already says what is desired now.
+fn previous_matches(previous: &Value, desired: &Desired, controller: &str) -> bool {
+    let rendered = match desired {
+        Desired::Gateway(g) => json::gateway(g, previous, ""),
+        Desired::Route(parents) => json::parents(parents, &json!({"parents": previous}), controller, ""),
+    };
+    json::same(previous, &rendered)
+}
+
+/// The part of the current status we own.
+fn current_part(current: &Value, desired: &Desired, controller: &str) -> Value {
+    match desired {
+        Desired::Gateway(g) => {
+            let mut part = json!({"conditions": current["conditions"], "listeners": current["listeners"]});
+            if !g.addresses.is_empty() {
+                part["addresses"] = current["addresses"].clone();
+            }
+            part
+        }
+        Desired::Route(_) => Value::Array(
+            current["parents"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["controllerName"] == controller)
+                .cloned()
+                .collect(),
+        ),
+    }
+}
+
+fn now() -> String {
+    k8s_openapi::jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%SZ", k8s_openapi::jiff::Timestamp::now())
+        .unwrap_or_default()
+}
