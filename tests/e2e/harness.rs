@@ -117,7 +117,13 @@ impl Harness {
         let controller = controller::Controller::new(Default::default(), server.clone());
         let counters = controller.counters();
         if let Some(client) = status_client {
-            let (writer, _) = status::spawn(client, controller.published(), server.clone(), Default::default());
+            let (writer, _) = status::spawn(
+                client,
+                controller.published(),
+                server.clone(),
+                Default::default(),
+                election::Leadership::always(),
+            );
             tasks.push(writer);
         }
         tasks.push(tokio::spawn(controller.run(store.clone())));

@@ -63,6 +63,27 @@ struct Args {
     /// GatewayClasses with this controllerName are reconciled.
     #[arg(long, default_value = frontends::gateway_api::DEFAULT_CONTROLLER_NAME)]
     gateway_controller_name: String,
+    /// Write status without a Lease (a single replica).
+    #[arg(long)]
+    disable_leader_election: bool,
+    /// How long a leader's Lease is valid without renewal.
+    #[arg(long, default_value = "15s", value_parser = duration)]
+    leader_election_lease_duration: Duration,
+    /// How long the leader retries renewing before it stops leading.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    leader_election_renew_deadline: Duration,
+    /// How often replicas try to acquire or renew the Lease.
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    leader_election_retry_period: Duration,
+    /// The Lease name.
+    #[arg(long, default_value = "leader-elect")]
+    leader_election_resource_name: String,
+    /// The Lease namespace.
+    #[arg(long, env = "CONTOUR_NAMESPACE", default_value = "projectcontour")]
+    leader_election_resource_namespace: String,
+    /// This replica's identity in the Lease.
+    #[arg(long, env = "POD_NAME")]
+    leader_election_identity: Option<String>,
     /// Quiet time after a change before rebuilding (such as 100ms).
     #[arg(long, default_value = "100ms", value_parser = duration)]
     rebuild_holdoff: Duration,
@@ -138,6 +159,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
         tokio::net::TcpListener::bind(debug_addr).await.with_context(|| format!("binding {debug_addr}"))?;
     tokio::spawn(telemetry::serve_debug(debug_listener, telemetry, std::future::pending()));
 
+    let (shutdown_tx, shutdown) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        shutdown_tx.send_replace(true);
+    });
+    let mut release = None;
     match &args.from_dir {
         Some(dir) => {
             info!(dir = %dir.display(), "standalone mode: reading objects from a directory");
@@ -147,7 +174,28 @@ async fn run(args: Args) -> anyhow::Result<()> {
             let client = kube_client(&args).await?;
             info!(namespaces = ?args.watch_namespaces, "Kubernetes mode");
             let gateway_api = frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() };
-            status::spawn(client.clone(), controller.published(), server.clone(), gateway_api);
+            let leadership = if args.disable_leader_election {
+                election::Leadership::always()
+            } else {
+                let identity = args.leader_election_identity.clone().unwrap_or_else(|| {
+                    std::env::var("HOSTNAME").unwrap_or_else(|_| format!("contour-{}", std::process::id()))
+                });
+                let options = election::Options {
+                    name: args.leader_election_resource_name.clone(),
+                    namespace: args.leader_election_resource_namespace.clone(),
+                    identity,
+                    lease_duration: args.leader_election_lease_duration,
+                    renew_deadline: args.leader_election_renew_deadline,
+                    retry_period: args.leader_election_retry_period,
+                };
+                let mut stop = shutdown.clone();
+                let (leadership, task) = election::spawn(client.clone(), options, async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                });
+                release = Some(task);
+                leadership
+            };
+            status::spawn(client.clone(), controller.published(), server.clone(), gateway_api, leadership);
             let source = store::KubernetesSource::new(client, args.watch_namespaces.clone());
             let store = store.clone();
             tokio::spawn(async move {
@@ -158,7 +206,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     tokio::spawn(controller.run(store.clone()));
-    xds_server::serve(server, xds_listener, shutdown_signal()).await.context("xDS server")?;
+    let mut stopping = shutdown.clone();
+    xds_server::serve(server, xds_listener, async move {
+        let _ = stopping.wait_for(|s| *s).await;
+    })
+    .await
+    .context("xDS server")?;
+    if let Some(task) = release {
+        // Give the election a moment to hand the Lease over.
+        let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+    }
     info!("contour-serve stopped");
     Ok(())
 }

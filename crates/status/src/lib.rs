@@ -46,6 +46,9 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// This replica stopped leading before the write.
+    #[error("not the leader")]
+    NotLeader,
     /// The object kept changing under us.
     #[error("{kind} {key}: still conflicting after {attempts} attempts")]
     Conflict {
@@ -70,19 +73,21 @@ pub fn spawn(
     published: watch::Receiver<Option<Arc<controller::Published>>>,
     xds: XdsServer,
     options: frontends::gateway_api::Options,
+    leadership: election::Leadership,
 ) -> (tokio::task::JoinHandle<()>, Arc<Counters>) {
     let writer = StatusWriter::new(client, options.controller_name.clone());
     let counters = writer.counters();
-    (tokio::spawn(run(writer, published, xds, options)), counters)
+    (tokio::spawn(run(writer, published, xds, options, leadership)), counters)
 }
 
-/// Follows the controller's builds and Envoy's ACKs/NACKs, writing status until the controller
-/// goes away.
+/// Follows the controller's builds and Envoy's ACKs/NACKs, writing status while this replica
+/// leads, until the controller goes away.
 pub async fn run(
     mut writer: StatusWriter,
     mut published: watch::Receiver<Option<Arc<controller::Published>>>,
     xds: XdsServer,
     options: frontends::gateway_api::Options,
+    mut leadership: election::Leadership,
 ) {
     let mut feedback = xds.feedback();
     let mut resync = tokio::time::interval(RESYNC);
@@ -92,8 +97,13 @@ pub async fn run(
             changed = published.changed() => if changed.is_err() { return },
             changed = feedback.changed() => if changed.is_err() { return },
             _ = resync.tick() => writer.forget(),
+            // A new leader trusts nothing it wrote before.
+            alive = leadership.changed() => if alive { writer.forget() } else { return },
         }
         tokio::time::sleep(HOLDOFF).await;
+        if !leadership.is_leader() {
+            continue;
+        }
         let Some(p) = published.borrow_and_update().clone() else { continue };
         feedback.borrow_and_update();
         let set =
@@ -102,6 +112,6 @@ pub async fn run(
                 Programming::Pending => FleetState::Pending,
                 Programming::Rejected(e) => FleetState::Rejected(e),
             });
-        writer.write(&set).await;
+        writer.write(&set, &leadership).await;
     }
 }

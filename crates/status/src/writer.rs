@@ -57,7 +57,7 @@ impl StatusWriter {
     }
 
     /// Writes what changed; routes we wrote before but no longer parent lose our entries.
-    pub async fn write(&mut self, set: &StatusSet) {
+    pub async fn write(&mut self, set: &StatusSet, leadership: &election::Leadership) {
         let mut writes = Vec::new();
         let mut seen = Vec::new();
         for g in &set.gateways {
@@ -98,8 +98,13 @@ impl StatusWriter {
             .map(|w| {
                 let (client, controller, counters) = (client.clone(), controller.clone(), Arc::clone(&counters));
                 let previous = last.get(&(w.kind, w.namespace.clone(), w.name.clone())).cloned();
+                let leadership = leadership.clone();
                 async move {
                     let key = (w.kind, w.namespace.clone(), w.name.clone());
+                    // Leadership can end mid-pass (a paused replica resumes): check per write.
+                    if !leadership.is_leader() {
+                        return (key, Err(Error::NotLeader));
+                    }
                     (key, write_one(&client, &controller, &counters, w, previous).await)
                 }
             })
@@ -112,6 +117,9 @@ impl StatusWriter {
                     self.last.insert(key, value);
                 }
                 Ok(None) => {
+                    self.last.remove(&key);
+                }
+                Err(Error::NotLeader) => {
                     self.last.remove(&key);
                 }
                 Err(e) => {
