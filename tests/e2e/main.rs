@@ -2,6 +2,7 @@
 
 mod harness;
 mod kubernetes;
+mod leader;
 mod lifecycle;
 mod routing;
 mod tls;

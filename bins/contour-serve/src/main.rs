@@ -137,13 +137,62 @@ async fn run(args: Args) -> anyhow::Result<()> {
     info!(%xds_addr, "contour-serve starting");
 
     let controller = controller::Controller::new(options, server.clone());
+    let (shutdown_tx, shutdown) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        shutdown_tx.send_replace(true);
+    });
+
+    let (release, status_counters) = match &args.from_dir {
+        Some(dir) => {
+            info!(dir = %dir.display(), "standalone mode: reading objects from a directory");
+            tokio::spawn(store::DirectorySource::new(dir).run(store.clone(), args.resync_period));
+            (None, None)
+        }
+        None => {
+            let client = kube_client(&args).await?;
+            info!(namespaces = ?args.watch_namespaces, "Kubernetes mode");
+            let (leadership, release) = leadership(&args, &client, shutdown.clone());
+            let gateway_api = frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() };
+            let (_, counters) =
+                status::spawn(client.clone(), controller.published(), server.clone(), gateway_api, leadership);
+            let source = store::KubernetesSource::new(client, args.watch_namespaces.clone());
+            let store = store.clone();
+            tokio::spawn(async move {
+                if let Err(e) = source.run(store).await {
+                    tracing::error!(error = %e, "the Kubernetes source stopped");
+                }
+            });
+            (release, Some(counters))
+        }
+    };
+
     let telemetry = telemetry::Telemetry {
         version: env!("CARGO_PKG_VERSION"),
         counters: controller.counters(),
         xds: server.clone(),
         store: store.clone(),
+        status: status_counters,
         published: controller.published(),
     };
+    serve_telemetry(&args, telemetry).await?;
+    tokio::spawn(controller.run(store.clone()));
+    let mut stopping = shutdown.clone();
+    xds_server::serve(server, xds_listener, async move {
+        let _ = stopping.wait_for(|s| *s).await;
+    })
+    .await
+    .context("xDS server")?;
+    if let Some(task) = release {
+        // Give the election a moment to hand the Lease over.
+        let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+    }
+    info!("contour-serve stopped");
+    Ok(())
+}
+
+/// Binds the metrics/health and debug servers.
+async fn serve_telemetry(args: &Args, telemetry: telemetry::Telemetry) -> anyhow::Result<()> {
     let metrics_addr = SocketAddr::new(args.http_address, args.http_port);
     let health_addr = SocketAddr::new(args.health_address, args.health_port);
     let debug_addr = SocketAddr::new(args.debug_http_address, args.debug_http_port);
@@ -158,66 +207,36 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let debug_listener =
         tokio::net::TcpListener::bind(debug_addr).await.with_context(|| format!("binding {debug_addr}"))?;
     tokio::spawn(telemetry::serve_debug(debug_listener, telemetry, std::future::pending()));
-
-    let (shutdown_tx, shutdown) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        shutdown_tx.send_replace(true);
-    });
-    let mut release = None;
-    match &args.from_dir {
-        Some(dir) => {
-            info!(dir = %dir.display(), "standalone mode: reading objects from a directory");
-            tokio::spawn(store::DirectorySource::new(dir).run(store.clone(), args.resync_period));
-        }
-        None => {
-            let client = kube_client(&args).await?;
-            info!(namespaces = ?args.watch_namespaces, "Kubernetes mode");
-            let gateway_api = frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() };
-            let leadership = if args.disable_leader_election {
-                election::Leadership::always()
-            } else {
-                let identity = args.leader_election_identity.clone().unwrap_or_else(|| {
-                    std::env::var("HOSTNAME").unwrap_or_else(|_| format!("contour-{}", std::process::id()))
-                });
-                let options = election::Options {
-                    name: args.leader_election_resource_name.clone(),
-                    namespace: args.leader_election_resource_namespace.clone(),
-                    identity,
-                    lease_duration: args.leader_election_lease_duration,
-                    renew_deadline: args.leader_election_renew_deadline,
-                    retry_period: args.leader_election_retry_period,
-                };
-                let mut stop = shutdown.clone();
-                let (leadership, task) = election::spawn(client.clone(), options, async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                });
-                release = Some(task);
-                leadership
-            };
-            status::spawn(client.clone(), controller.published(), server.clone(), gateway_api, leadership);
-            let source = store::KubernetesSource::new(client, args.watch_namespaces.clone());
-            let store = store.clone();
-            tokio::spawn(async move {
-                if let Err(e) = source.run(store).await {
-                    tracing::error!(error = %e, "the Kubernetes source stopped");
-                }
-            });
-        }
-    }
-    tokio::spawn(controller.run(store.clone()));
-    let mut stopping = shutdown.clone();
-    xds_server::serve(server, xds_listener, async move {
-        let _ = stopping.wait_for(|s| *s).await;
-    })
-    .await
-    .context("xDS server")?;
-    if let Some(task) = release {
-        // Give the election a moment to hand the Lease over.
-        let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
-    }
-    info!("contour-serve stopped");
     Ok(())
+}
+
+/// Leadership from a Lease, or always with `--disable-leader-election`; the task releases the
+/// Lease on shutdown.
+fn leadership(
+    args: &Args,
+    client: &kube::Client,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> (election::Leadership, Option<tokio::task::JoinHandle<()>>) {
+    if args.disable_leader_election {
+        return (election::Leadership::always(), None);
+    }
+    let identity = args
+        .leader_election_identity
+        .clone()
+        .unwrap_or_else(|| std::env::var("HOSTNAME").unwrap_or_else(|_| format!("contour-{}", std::process::id())));
+    let options = election::Options {
+        name: args.leader_election_resource_name.clone(),
+        namespace: args.leader_election_resource_namespace.clone(),
+        identity,
+        lease_duration: args.leader_election_lease_duration,
+        renew_deadline: args.leader_election_renew_deadline,
+        retry_period: args.leader_election_retry_period,
+    };
+    let mut stop = shutdown;
+    let (leadership, task) = election::spawn(client.clone(), options, async move {
+        let _ = stop.wait_for(|s| *s).await;
+    });
+    (leadership, Some(task))
 }
 
 async fn kube_client(args: &Args) -> anyhow::Result<kube::Client> {

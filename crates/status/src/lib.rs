@@ -17,19 +17,28 @@ use xds_server::{Programming, XdsServer};
 
 pub use writer::StatusWriter;
 
-/// Counters of the writer, with upstream's meaning (`contour_status_update_*`).
+/// The kinds whose status the writer writes, in counter order.
+pub const KINDS: [&str; 3] = ["Gateway", "HTTPRoute", "TLSRoute"];
+
+/// Counters of the writer per kind (see [`KINDS`]), with upstream's meaning
+/// (`contour_status_update_*`).
 #[derive(Debug, Default)]
 pub struct Counters {
     /// Status updates attempted (written or found unchanged).
-    pub total: AtomicU64,
+    pub total: [AtomicU64; 3],
     /// Writes that succeeded.
-    pub success: AtomicU64,
+    pub success: [AtomicU64; 3],
     /// Writes that failed after retries.
-    pub failed: AtomicU64,
+    pub failed: [AtomicU64; 3],
     /// Conflicts (another writer changed the object first); each is retried.
-    pub conflict: AtomicU64,
+    pub conflict: [AtomicU64; 3],
     /// Updates skipped because the object already said it.
-    pub noop: AtomicU64,
+    pub noop: [AtomicU64; 3],
+}
+
+/// The counter index of a kind.
+pub(crate) fn kind_index(kind: &str) -> usize {
+    KINDS.iter().position(|k| *k == kind).unwrap_or(0)
 }
 
 /// Why a write failed.

@@ -11,7 +11,7 @@ use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
-use crate::{Counters, Error, json};
+use crate::{Counters, Error, json, kind_index};
 
 /// How many status writes run at once.
 const CONCURRENCY: usize = 8;
@@ -158,15 +158,15 @@ async fn write_one(
     if let Some(previous) = &previous
         && previous_matches(previous, &w.desired, controller)
     {
-        counters.total.fetch_add(1, Ordering::Relaxed);
-        counters.noop.fetch_add(1, Ordering::Relaxed);
+        counters.total[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
+        counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
         return Ok(Some(previous.clone()));
     }
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &w.namespace, &resource(w.kind));
     let key = format!("{}/{}", w.namespace, w.name);
     let api_error = |source| Error::Api { kind: w.kind, key: key.clone(), source };
     let now = now();
-    counters.total.fetch_add(1, Ordering::Relaxed);
+    counters.total[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
     for _ in 0..ATTEMPTS {
         let object = match api.get_status(&w.name).await {
             Ok(o) => o,
@@ -194,7 +194,7 @@ async fn write_one(
             }
         };
         if json::same(&current_part(&current, &w.desired, controller), &ours) {
-            counters.noop.fetch_add(1, Ordering::Relaxed);
+            counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
             return Ok(Some(ours));
         }
         let patch = json!({
@@ -203,22 +203,22 @@ async fn write_one(
         });
         match api.patch_status(&w.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(_) => {
-                counters.success.fetch_add(1, Ordering::Relaxed);
+                counters.success[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
                 debug!(kind = w.kind, object = %key, "status written");
                 return Ok(Some(ours));
             }
             Err(kube::Error::Api(s)) if s.code == 409 => {
-                counters.conflict.fetch_add(1, Ordering::Relaxed);
+                counters.conflict[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
                 continue;
             }
             Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
             Err(e) => {
-                counters.failed.fetch_add(1, Ordering::Relaxed);
+                counters.failed[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
                 return Err(api_error(e));
             }
         }
     }
-    counters.failed.fetch_add(1, Ordering::Relaxed);
+    counters.failed[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
     Err(Error::Conflict { kind: w.kind, key, attempts: ATTEMPTS })
 }
 

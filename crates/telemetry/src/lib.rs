@@ -26,6 +26,8 @@ pub struct Telemetry {
     pub xds: xds_server::XdsServer,
     /// The object store (object counts, sync state).
     pub store: store::Store,
+    /// The status writer's counters (Kubernetes mode).
+    pub status: Option<Arc<status::Counters>>,
     /// What the latest build produced.
     pub published: watch::Receiver<Option<Arc<controller::Published>>>,
 }

@@ -68,6 +68,46 @@ pub fn render(t: &Telemetry) -> String {
         &[(String::new(), c.endpoint_updates.load(Ordering::Relaxed) as f64)],
     );
 
+    if let Some(sc) = &t.status {
+        let per_kind = |a: &[std::sync::atomic::AtomicU64; 3]| {
+            status::KINDS
+                .iter()
+                .zip(a)
+                .map(|(k, n)| (format!("{{kind=\"{k}\"}}"), n.load(Ordering::Relaxed) as f64))
+                .collect::<Vec<_>>()
+        };
+        metric(
+            "contour_status_update_total",
+            "counter",
+            "Total number of status updates by object kind.",
+            &per_kind(&sc.total),
+        );
+        metric(
+            "contour_status_update_success_total",
+            "counter",
+            "Number of status updates that succeeded, by object kind.",
+            &per_kind(&sc.success),
+        );
+        metric(
+            "contour_status_update_failed_total",
+            "counter",
+            "Number of status updates that failed, by object kind.",
+            &per_kind(&sc.failed),
+        );
+        metric(
+            "contour_status_update_conflict_total",
+            "counter",
+            "Number of status update conflicts encountered, by object kind.",
+            &per_kind(&sc.conflict),
+        );
+        metric(
+            "contour_status_update_noop_total",
+            "counter",
+            "Number of status updates that are no-ops, by object kind.",
+            &per_kind(&sc.noop),
+        );
+    }
+
     let stats = t.xds.stats();
     let by_type = |m: &std::collections::BTreeMap<ResourceType, u64>| {
         m.iter().map(|(t, n)| (format!("{{type=\"{}\"}}", t.short()), *n as f64)).collect::<Vec<_>>()

@@ -7,6 +7,7 @@ mod certs;
 mod client;
 mod envoy;
 mod netns;
+mod process;
 
 pub use apiserver::{ApiServer, apply_yaml, delete_yaml, set_status, status_of};
 pub use backend::{Backend, serve_echo};
@@ -14,6 +15,7 @@ pub use certs::{Ca, Issued};
 pub use client::{Request, Response, request, request_tls};
 pub use envoy::Envoy;
 pub use netns::NetnsBackend;
+pub use process::{signal, workspace_binary};
 
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;

@@ -30,13 +30,7 @@ impl Drop for NetnsBackend {
 }
 
 fn echo_backend() -> anyhow::Result<PathBuf> {
-    if let Some(p) = std::env::var_os("CONTOUR_ECHO_BACKEND") {
-        return Ok(p.into());
-    }
-    // Test binaries live in target/<profile>/deps; the workspace's binaries one level up.
-    let exe = std::env::current_exe()?;
-    let candidate = exe.parent().and_then(|d| d.parent()).map(|d| d.join("echo-backend"));
-    candidate.filter(|p| p.exists()).ok_or_else(|| anyhow::anyhow!("echo-backend not built; set CONTOUR_ECHO_BACKEND"))
+    crate::workspace_binary("echo-backend")
 }
 
 fn ip(args: &[&str]) -> anyhow::Result<()> {
