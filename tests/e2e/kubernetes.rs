@@ -126,3 +126,38 @@ async fn objects_applied_through_the_api_reach_envoy_and_get_status() -> anyhow:
     tokio::time::sleep(Duration::from_millis(200)).await;
     h.assert_no_nacks().await
 }
+
+#[tokio::test]
+async fn traffic_keeps_flowing_while_the_api_server_is_down_and_changes_resume_after() -> anyhow::Result<()> {
+    let mut api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    let client = api.client().await?;
+    let blue = NetnsBackend::start("blue").await?;
+    let green = NetnsBackend::start("green").await?;
+    let port = testkit::free_port();
+    let route = |svc: &str| http_route("app", &format!("  rules: [{{backendRefs: [{{name: {svc}, port: 80}}]}}]"));
+    let yaml = [gateway(&http_listener("http", port)), service("blue", &[blue.addr]), service("green", &[green.addr]), route("blue")].concat();
+    apply_yaml(&client, &yaml).await?;
+    let h = Harness::start_kubernetes(client.clone(), false).await?;
+    let req = Request::get("app", "/");
+    h.until(port, &req, |r| r.header("x-backend") == Some("blue")).await?;
+
+    // 30 s without an API server: every request is still answered by the backend.
+    api.stop().await;
+    let outage = std::time::Instant::now();
+    let mut answered = 0;
+    while outage.elapsed() < Duration::from_secs(30) {
+        let r = h.get(port, &req).await?;
+        assert_eq!((r.status, r.header("x-backend")), (200, Some("blue")), "request {answered} during the outage");
+        answered += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(answered > 100, "{answered} requests");
+
+    // Back: the controller resyncs on its own and follows new changes.
+    api.restart().await?;
+    let client = api.client().await?;
+    apply_yaml(&client, &route("green")).await?;
+    h.until(port, &req, |r| r.header("x-backend") == Some("green")).await?;
+    h.assert_no_nacks().await
+}

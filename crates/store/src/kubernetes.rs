@@ -223,7 +223,7 @@ impl KubernetesSource {
             let index = scopes.len();
             scopes.push((K::KIND, scope));
             let stream = watcher::watcher(api, K::config())
-                .default_backoff()
+                .backoff(WatchBackoff::default())
                 .filter_map(move |event| async move {
                     let change = match event {
                         Ok(Event::Init) => Change::Init,
@@ -309,5 +309,33 @@ fn keys(s: &Snapshot, kind: Kind) -> Vec<ObjectKey> {
     }
 }
 
-/// How long the source waits between retries of a failed discovery at start-up.
-pub const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
+/// Retry delays of a failed watch: 250 ms doubling up to [`MAX_WATCH_BACKOFF`], so the store
+/// catches up within seconds of the API server coming back.
+#[derive(Debug, Clone)]
+struct WatchBackoff {
+    next: Duration,
+}
+
+/// The longest a failed watch waits before trying again.
+pub const MAX_WATCH_BACKOFF: Duration = Duration::from_secs(5);
+
+impl Default for WatchBackoff {
+    fn default() -> Self {
+        Self { next: Duration::from_millis(250) }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        let delay = self.next;
+        self.next = (self.next * 2).min(MAX_WATCH_BACKOFF);
+        Some(delay)
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        *self = Self::default();
+    }
+}
