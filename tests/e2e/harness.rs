@@ -84,14 +84,24 @@ impl Harness {
         std::fs::write(dir.join("objects.yaml"), yaml)?;
         let store = store::Store::new();
         let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
-        Self::launch(store, source, dir, delta, None).await
+        Self::launch(store, source, dir, delta, None, GATEWAY).await
     }
 
     /// Starts the controller watching a cluster (as `contour-serve` without `--from-dir`) and
     /// an Envoy for the `default/gw` fleet.
     pub async fn start_kubernetes(client: kube::Client, delta: bool) -> anyhow::Result<Self> {
+        Self::start_kubernetes_with(client, Vec::new(), GATEWAY, delta).await
+    }
+
+    /// [`Harness::start_kubernetes`] watching only `namespaces`, with Envoy in `fleet`.
+    pub async fn start_kubernetes_with(
+        client: kube::Client,
+        namespaces: Vec<String>,
+        fleet: &str,
+        delta: bool,
+    ) -> anyhow::Result<Self> {
         let store = store::Store::new();
-        let source = store::KubernetesSource::new(client.clone(), Vec::new());
+        let source = store::KubernetesSource::new(client.clone(), namespaces);
         let watching = store.clone();
         let source = tokio::spawn(async move {
             if let Err(e) = source.run(watching).await {
@@ -100,7 +110,7 @@ impl Harness {
         });
         let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
         std::fs::create_dir_all(&dir)?;
-        Self::launch(store, source, dir, delta, Some(client)).await
+        Self::launch(store, source, dir, delta, Some(client), fleet).await
     }
 
     async fn launch(
@@ -109,6 +119,7 @@ impl Harness {
         dir: PathBuf,
         delta: bool,
         status_client: Option<kube::Client>,
+        fleet: &str,
     ) -> anyhow::Result<Self> {
         let server = XdsServer::default();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -135,7 +146,7 @@ impl Harness {
         let envoy = Envoy::start(bootstrap::Bootstrap {
             xds_address: "127.0.0.1".into(),
             xds_port,
-            fleet: GATEWAY.into(),
+            fleet: fleet.into(),
             node_id: format!("e2e-{xds_port}"),
             delta,
             ..Default::default()

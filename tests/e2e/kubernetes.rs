@@ -136,7 +136,13 @@ async fn traffic_keeps_flowing_while_the_api_server_is_down_and_changes_resume_a
     let green = NetnsBackend::start("green").await?;
     let port = testkit::free_port();
     let route = |svc: &str| http_route("app", &format!("  rules: [{{backendRefs: [{{name: {svc}, port: 80}}]}}]"));
-    let yaml = [gateway(&http_listener("http", port)), service("blue", &[blue.addr]), service("green", &[green.addr]), route("blue")].concat();
+    let yaml = [
+        gateway(&http_listener("http", port)),
+        service("blue", &[blue.addr]),
+        service("green", &[green.addr]),
+        route("blue"),
+    ]
+    .concat();
     apply_yaml(&client, &yaml).await?;
     let h = Harness::start_kubernetes(client.clone(), false).await?;
     let req = Request::get("app", "/");

@@ -4,5 +4,6 @@ mod harness;
 mod kubernetes;
 mod leader;
 mod lifecycle;
+mod rbac;
 mod routing;
 mod tls;

@@ -1,0 +1,94 @@
+//! contour-serve with the least-privilege RBAC of deploy/rbac/, as a ServiceAccount: cluster-wide,
+//! and Role-only with --watch-namespaces. A permission the manifests lack fails these tests.
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::{Api, PostParams};
+use testkit::{ApiServer, NetnsBackend, Request, apply_yaml, status_of};
+
+use crate::harness::{Harness, gateway, http_listener, http_route, service};
+
+/// A client authenticated as `projectcontour/contour` with a fresh ServiceAccount token.
+async fn service_account_client(api: &ApiServer, admin: &kube::Client) -> anyhow::Result<kube::Client> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), "projectcontour");
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec { expiration_seconds: Some(3600), ..Default::default() }),
+        ..Default::default()
+    };
+    let token = accounts.create_token_request("contour", &PostParams::default(), &request).await?;
+    let token = token.status.and_then(|s| s.token).ok_or_else(|| anyhow::anyhow!("no token issued"))?;
+    let admin_config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(&api.kubeconfig)?,
+        &Default::default(),
+    )
+    .await?;
+    let mut config = kube::Config::new(admin_config.cluster_url.clone());
+    config.root_cert = admin_config.root_cert.clone();
+    config.auth_info.token = Some(token.into());
+    Ok(kube::Client::try_from(config)?)
+}
+
+async fn serves_as_service_account(rbac: &str, namespace: &str, watch: Vec<String>) -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    let admin = api.client().await?;
+    apply_yaml(&admin, "apiVersion: v1\nkind: Namespace\nmetadata: {name: projectcontour}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n").await?;
+    apply_yaml(&admin, rbac).await?;
+    let client = service_account_client(&api, &admin).await?;
+
+    let web = NetnsBackend::start("web").await?;
+    let port = testkit::free_port();
+    let yaml = [
+        gateway(&http_listener("http", port)),
+        service("web", &[web.addr]),
+        http_route("web", "  rules: [{backendRefs: [{name: web, port: 80}]}]"),
+    ]
+    .concat()
+    .replace("namespace: default", &format!("namespace: {namespace}"));
+    apply_yaml(&admin, &yaml).await?;
+
+    let h = Harness::start_kubernetes_with(client, watch, &format!("{namespace}/gw"), false).await?;
+    h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web")).await?;
+    // Status writes are allowed too.
+    for _ in 0..100 {
+        let s = status_of(&admin, "gateway.networking.k8s.io/v1", "HTTPRoute", namespace, "web").await?;
+        if !s["parents"].is_null() {
+            return h.assert_no_nacks().await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("the ServiceAccount could not write route status")
+}
+
+#[tokio::test]
+async fn cluster_wide_rbac_is_enough() -> anyhow::Result<()> {
+    serves_as_service_account(include_str!("../../deploy/rbac/contour.yaml"), "default", Vec::new()).await
+}
+
+#[tokio::test]
+async fn namespaced_rbac_is_enough_with_watch_namespaces() -> anyhow::Result<()> {
+    serves_as_service_account(include_str!("../../deploy/rbac/contour-namespaced.yaml"), "apps", vec!["apps".into()])
+        .await
+}
+
+#[tokio::test]
+async fn a_missing_permission_stops_the_source_with_a_clear_error() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    let admin = api.client().await?;
+    apply_yaml(&admin, "apiVersion: v1\nkind: Namespace\nmetadata: {name: projectcontour}\n").await?;
+    let without_slices = include_str!("../../deploy/rbac/contour.yaml")
+        .replace("  resources: [endpointslices]", "  resources: [nothing]");
+    apply_yaml(&admin, &without_slices).await?;
+    let client = service_account_client(&api, &admin).await?;
+    let store = store::Store::new();
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        store::KubernetesSource::new(client, Vec::new()).run(store.clone()),
+    )
+    .await?;
+    let error = result.expect_err("the source must not run without EndpointSlice access").to_string();
+    assert!(error.contains("EndpointSlice") && error.contains("forbidden"), "{error}");
+    assert!(!store.is_synced());
+    Ok(())
+}
