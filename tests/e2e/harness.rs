@@ -14,6 +14,8 @@ pub const GATEWAY: &str = "default/gw";
 pub struct Harness {
     pub server: XdsServer,
     pub counters: std::sync::Arc<controller::Counters>,
+    /// The status writer's counters, in Kubernetes mode.
+    pub status: Option<std::sync::Arc<status::Counters>>,
     pub envoy: Envoy,
     dir: PathBuf,
     tasks: Vec<JoinHandle<()>>,
@@ -127,15 +129,13 @@ impl Harness {
         let mut tasks = vec![source];
         let controller = controller::Controller::new(Default::default(), server.clone());
         let counters = controller.counters();
+        let mut status_counters = None;
         if let Some(client) = status_client {
-            let (writer, _) = status::spawn(
-                client,
-                controller.published(),
-                server.clone(),
-                Default::default(),
-                election::Leadership::always(),
-            );
+            let leadership = election::Leadership::always();
+            let (writer, counters) =
+                status::spawn(client, controller.published(), server.clone(), Default::default(), leadership);
             tasks.push(writer);
+            status_counters = Some(counters);
         }
         tasks.push(tokio::spawn(controller.run(store.clone())));
         let serving = server.clone();
@@ -152,7 +152,7 @@ impl Harness {
             ..Default::default()
         })
         .await?;
-        Ok(Self { server, counters, envoy, dir, tasks })
+        Ok(Self { server, counters, status: status_counters, envoy, dir, tasks })
     }
 
     /// Replaces every object with those in `yaml`, as an editor saving the file would.

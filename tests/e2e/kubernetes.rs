@@ -100,6 +100,17 @@ async fn objects_applied_through_the_api_reach_envoy_and_get_status() -> anyhow:
         "a status write caused a rebuild"
     );
 
+    // A rebuild that changes no status writes nothing: the writer counts a no-op instead.
+    let sc = h.status.clone().expect("status writer");
+    let written =
+        |c: &status::Counters| c.success.iter().map(|n| n.load(std::sync::atomic::Ordering::Relaxed)).sum::<u64>();
+    let noops = |c: &status::Counters| c.noop.iter().map(|n| n.load(std::sync::atomic::Ordering::Relaxed)).sum::<u64>();
+    let (before_written, before_noops) = (written(&sc), noops(&sc));
+    apply_yaml(&client, &service("unrelated", &[blue.addr])).await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(written(&sc), before_written, "an unchanged status was written again");
+    assert!(noops(&sc) > before_noops, "the no-op was not counted");
+
     // An update through the API moves the traffic.
     apply_yaml(&client, &route("green")).await?;
     h.until(port, &req, |r| r.header("x-backend") == Some("green")).await?;

@@ -120,5 +120,13 @@ async fn the_survivor_takes_over_status_and_a_paused_leader_stops_writing() -> a
     assert_eq!(b.writes().await?, b_writes, "the paused replica wrote status after losing the Lease");
     assert!(c.writes().await? > 0);
     assert_eq!(holder(&client).await.as_deref(), Some("c"), "the resumed replica did not take the Lease back");
+
+    // SIGTERM: the leader hands the Lease over on its way out, so the next one need not wait it out.
+    let mut c = c;
+    signal(c.pid(), "TERM")?;
+    let exited = tokio::time::timeout(Duration::from_secs(10), c.child.wait()).await??;
+    assert!(exited.success(), "contour-serve exited with {exited}");
+    let took = wait_holder(&client, "b", LEASE * 3).await?;
+    assert!(took < LEASE, "the Lease was not released on SIGTERM (takeover took {took:?})");
     Ok(())
 }
