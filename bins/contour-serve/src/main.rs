@@ -15,6 +15,9 @@ struct Args {
     /// Read objects from YAML files in this directory (standalone mode) instead of Kubernetes.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["kubeconfig", "incluster", "watch_namespaces"])]
     from_dir: Option<PathBuf>,
+    /// contour.yaml with upstream's keys; flags override it.
+    #[arg(short = 'c', long, value_name = "PATH")]
+    config_path: Option<PathBuf>,
     /// Kubeconfig of the cluster to watch (default: in-cluster, then $KUBECONFIG, then ~/.kube/config).
     #[arg(long, env = "KUBECONFIG", value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
@@ -108,7 +111,17 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if let Some(path) = args.config_path.clone() {
+        let file = config::load(&path)?;
+        // Flags override the file.
+        if !args.incluster {
+            args.incluster = file.incluster.unwrap_or(false);
+        }
+        if args.kubeconfig.is_none() {
+            args.kubeconfig = file.kubeconfig.map(PathBuf::from);
+        }
+    }
     // One TLS implementation everywhere: ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -1,0 +1,366 @@
+//! The file's shape: upstream's keys, kebab- or camel-case exactly as upstream spells them.
+
+use serde::Deserialize;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContourConfig {
+    /// Use the in-cluster configuration.
+    #[serde(default)]
+    pub incluster: Option<bool>,
+    /// Path of a kubeconfig.
+    #[serde(default)]
+    pub kubeconfig: Option<String>,
+    /// Client QPS towards the API server.
+    #[serde(default, rename = "kubernetesClientQPS")]
+    pub kubernetes_client_qps: Option<f64>,
+    /// Client burst towards the API server.
+    #[serde(default, rename = "kubernetesClientBurst")]
+    pub kubernetes_client_burst: Option<u32>,
+    /// Server settings (empty upstream).
+    #[serde(default)]
+    pub server: Option<serde_yaml::Mapping>,
+    /// Gateway settings.
+    #[serde(default)]
+    pub gateway: Option<GatewayConfig>,
+    /// Static addresses for Ingress and HTTPProxy status.
+    #[serde(default, rename = "ingress-status-address")]
+    pub ingress_status_address: Option<String>,
+    /// Access log format.
+    #[serde(default, rename = "accesslog-format")]
+    pub accesslog_format: Option<AccessLogFormat>,
+    /// Envoy access log format string.
+    #[serde(default, rename = "accesslog-format-string")]
+    pub accesslog_format_string: Option<String>,
+    /// JSON access log fields.
+    #[serde(default, rename = "json-fields")]
+    pub json_fields: Option<Vec<String>>,
+    /// Access log level.
+    #[serde(default, rename = "accesslog-level")]
+    pub accesslog_level: Option<AccessLogLevel>,
+    /// Downstream TLS settings.
+    #[serde(default)]
+    pub tls: Option<TlsConfig>,
+    /// Ignore `permitInsecure` on HTTPProxy routes.
+    #[serde(default, rename = "disablePermitInsecure")]
+    pub disable_permit_insecure: Option<bool>,
+    /// Refuse chunked requests with a Content-Length.
+    #[serde(default, rename = "disableAllowChunkedLength")]
+    pub disable_allow_chunked_length: Option<bool>,
+    /// Keep duplicate slashes in paths.
+    #[serde(default, rename = "disableMergeSlashes")]
+    pub disable_merge_slashes: Option<bool>,
+    /// Response compression.
+    #[serde(default)]
+    pub compression: Option<Compression>,
+    /// What Envoy does with the Server header.
+    #[serde(default, rename = "serverHeaderTransformation")]
+    pub server_header_transformation: Option<ServerHeaderTransformation>,
+    /// Allow ExternalName Services (off by default, as upstream).
+    #[serde(default, rename = "enableExternalNameService")]
+    pub enable_external_name_service: Option<bool>,
+    /// Connection and request timeouts.
+    #[serde(default)]
+    pub timeouts: Option<Timeouts>,
+    /// Headers set or removed on every route.
+    #[serde(default)]
+    pub policy: Option<Policy>,
+    /// Namespace of the Envoy Service whose address goes to status.
+    #[serde(default, rename = "envoy-service-namespace")]
+    pub envoy_service_namespace: Option<String>,
+    /// Name of that Service.
+    #[serde(default, rename = "envoy-service-name")]
+    pub envoy_service_name: Option<String>,
+    /// HTTP versions offered upstream and downstream.
+    #[serde(default, rename = "default-http-versions")]
+    pub default_http_versions: Option<Vec<HttpVersion>>,
+    /// Upstream cluster settings.
+    #[serde(default)]
+    pub cluster: Option<serde_yaml::Mapping>,
+    /// Network settings.
+    #[serde(default)]
+    pub network: Option<Network>,
+    /// Listener settings.
+    #[serde(default)]
+    pub listener: Option<serde_yaml::Mapping>,
+    /// The global rate limit service.
+    #[serde(default, rename = "rateLimitService")]
+    pub rate_limit_service: Option<serde_yaml::Mapping>,
+    /// Global external authorization.
+    #[serde(default, rename = "globalExtAuth")]
+    pub global_ext_auth: Option<serde_yaml::Mapping>,
+    /// Metrics servers.
+    #[serde(default)]
+    pub metrics: Option<serde_yaml::Mapping>,
+    /// Tracing.
+    #[serde(default)]
+    pub tracing: Option<serde_yaml::Mapping>,
+    /// Feature flags (none are defined, as upstream).
+    #[serde(default, rename = "featureFlags")]
+    pub feature_flags: Option<Vec<String>>,
+    /// Overload-manager health listener.
+    #[serde(default, rename = "omEnforcedHealthListener")]
+    pub om_enforced_health_listener: Option<serde_yaml::Mapping>,
+    /// Extra Envoy runtime keys.
+    #[serde(default, rename = "runtime-settings")]
+    pub runtime_settings: Option<serde_yaml::Mapping>,
+}
+
+/// `gateway:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// A specific Gateway to serve.
+    #[serde(default, rename = "gatewayRef")]
+    pub gateway_ref: Option<NamespacedName>,
+}
+
+/// A namespace and a name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamespacedName {
+    /// Name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+}
+
+/// `accesslog-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessLogFormat {
+    /// Envoy's text format.
+    Envoy,
+    /// JSON.
+    Json,
+}
+
+/// `accesslog-level`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessLogLevel {
+    /// Every request.
+    Info,
+    /// Responses with status ≥ 400.
+    Error,
+    /// Responses with status ≥ 500.
+    Critical,
+    /// None.
+    Disabled,
+}
+
+/// `tls:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// `1.2` or `1.3`.
+    #[serde(default, rename = "minimum-protocol-version")]
+    pub minimum_protocol_version: Option<String>,
+    /// `1.2` or `1.3`.
+    #[serde(default, rename = "maximum-protocol-version")]
+    pub maximum_protocol_version: Option<String>,
+    /// Cipher suites.
+    #[serde(default, rename = "cipher-suites")]
+    pub cipher_suites: Option<Vec<String>>,
+    /// ECDH curves.
+    #[serde(default, rename = "ecdh-curves")]
+    pub ecdh_curves: Option<Vec<String>>,
+    /// The fallback certificate.
+    #[serde(default, rename = "fallback-certificate")]
+    pub fallback_certificate: Option<NamespacedName>,
+    /// Envoy's client certificate towards backends.
+    #[serde(default, rename = "envoy-client-certificate")]
+    pub envoy_client_certificate: Option<NamespacedName>,
+    /// TLS fingerprints.
+    #[serde(default)]
+    pub fingerprint: Option<serde_yaml::Mapping>,
+}
+
+/// `compression:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compression {
+    /// `gzip`, `brotli`, `zstd` or `disabled`.
+    #[serde(default)]
+    pub algorithm: Option<CompressionAlgorithm>,
+}
+
+/// A compression algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompressionAlgorithm {
+    /// gzip (default).
+    Gzip,
+    /// Brotli.
+    Brotli,
+    /// Zstandard.
+    Zstd,
+    /// No compression.
+    Disabled,
+}
+
+/// `serverHeaderTransformation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerHeaderTransformation {
+    /// Replace it with Envoy's.
+    Overwrite,
+    /// Add Envoy's only when absent.
+    AppendIfAbsent,
+    /// Leave it alone.
+    PassThrough,
+}
+
+/// `timeouts:`; durations as upstream writes them (`30s`, `infinity`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    /// Whole-request timeout.
+    #[serde(default, rename = "request-timeout")]
+    pub request_timeout: Option<String>,
+    /// Idle connection timeout.
+    #[serde(default, rename = "connection-idle-timeout")]
+    pub connection_idle_timeout: Option<String>,
+    /// Idle stream timeout.
+    #[serde(default, rename = "stream-idle-timeout")]
+    pub stream_idle_timeout: Option<String>,
+    /// Maximum connection duration.
+    #[serde(default, rename = "max-connection-duration")]
+    pub max_connection_duration: Option<String>,
+    /// Delayed close timeout.
+    #[serde(default, rename = "delayed-close-timeout")]
+    pub delayed_close_timeout: Option<String>,
+    /// Graceful shutdown period of a connection.
+    #[serde(default, rename = "connection-shutdown-grace-period")]
+    pub connection_shutdown_grace_period: Option<String>,
+    /// Upstream connect timeout.
+    #[serde(default, rename = "connect-timeout")]
+    pub connect_timeout: Option<String>,
+}
+
+/// `policy:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Request headers.
+    #[serde(default, rename = "request-headers")]
+    pub request_headers: Option<HeadersPolicy>,
+    /// Response headers.
+    #[serde(default, rename = "response-headers")]
+    pub response_headers: Option<HeadersPolicy>,
+    /// Apply to Ingress objects too.
+    #[serde(default, rename = "applyToIngress")]
+    pub apply_to_ingress: Option<bool>,
+}
+
+/// Headers set and removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeadersPolicy {
+    /// Headers set.
+    #[serde(default)]
+    pub set: Option<std::collections::BTreeMap<String, String>>,
+    /// Headers removed.
+    #[serde(default)]
+    pub remove: Option<Vec<String>>,
+}
+
+/// An HTTP version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum HttpVersion {
+    /// HTTP/1.1.
+    #[serde(rename = "HTTP/1.1", alias = "http/1.1")]
+    Http11,
+    /// HTTP/2.
+    #[serde(rename = "HTTP/2", alias = "http/2")]
+    Http2,
+}
+
+/// `network:`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// Trusted proxy hops in X-Forwarded-For.
+    #[serde(default, rename = "num-trusted-hops")]
+    pub num_trusted_hops: Option<u32>,
+    /// Envoy's admin port (9001).
+    #[serde(default, rename = "admin-port")]
+    pub admin_port: Option<u16>,
+    /// Strip a trailing dot from hosts.
+    #[serde(default, rename = "strip-trailing-host-dot")]
+    pub strip_trailing_host_dot: Option<bool>,
+}
+
+impl ContourConfig {
+    /// Checks values beyond their shape; the error names the key.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if let Some(tls) = &self.tls {
+            for (key, v) in [
+                ("tls.minimum-protocol-version", &tls.minimum_protocol_version),
+                ("tls.maximum-protocol-version", &tls.maximum_protocol_version),
+            ] {
+                if let Some(v) = v
+                    && !matches!(v.as_str(), "" | "1.2" | "1.3")
+                {
+                    return Err((key.into(), format!("{v:?} is not 1.2 or 1.3")));
+                }
+            }
+            if let (Some(min), Some(max)) = (&tls.minimum_protocol_version, &tls.maximum_protocol_version)
+                && !min.is_empty()
+                && !max.is_empty()
+                && min > max
+            {
+                return Err(("tls.maximum-protocol-version".into(), format!("{max} is below the minimum {min}")));
+            }
+        }
+        if let Some(t) = &self.timeouts {
+            let all = [
+                ("timeouts.request-timeout", &t.request_timeout),
+                ("timeouts.connection-idle-timeout", &t.connection_idle_timeout),
+                ("timeouts.stream-idle-timeout", &t.stream_idle_timeout),
+                ("timeouts.max-connection-duration", &t.max_connection_duration),
+                ("timeouts.delayed-close-timeout", &t.delayed_close_timeout),
+                ("timeouts.connection-shutdown-grace-period", &t.connection_shutdown_grace_period),
+                ("timeouts.connect-timeout", &t.connect_timeout),
+            ];
+            for (key, value) in all {
+                if let Some(v) = value
+                    && !valid_timeout(v)
+                {
+                    return Err((key.into(), format!("{v:?} is not a duration (such as 30s or 1m) or infinity")));
+                }
+            }
+        }
+        if let Some(flags) = &self.feature_flags
+            && let Some(flag) = flags.first()
+        {
+            return Err(("featureFlags".into(), format!("unknown feature flag {flag:?}")));
+        }
+        Ok(())
+    }
+}
+
+/// A Go-style duration (`1h2m3.5s`, `250ms`, `0`) or `infinity`/`infinite`.
+fn valid_timeout(text: &str) -> bool {
+    if matches!(text, "infinity" | "infinite" | "0") {
+        return true;
+    }
+    let mut rest = text;
+    if rest.is_empty() {
+        return false;
+    }
+    while !rest.is_empty() {
+        let number = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        if number == 0 || rest[..number].parse::<f64>().is_err() {
+            return false;
+        }
+        rest = &rest[number..];
+        let unit = ["ns", "us", "µs", "ms", "s", "m", "h"].into_iter().find(|u| rest.starts_with(u));
+        match unit {
+            Some(u) => rest = &rest[u.len()..],
+            None => return false,
+        }
+    }
+    true
+}
