@@ -16,6 +16,7 @@ use crate::DetailedCondition;
     status = "TLSCertificateDelegationStatus",
     shortname = "tlscerts",
     crates(kube_core = "::kube_core"),
+    derive = "PartialEq",
     doc = "TLSCertificateDelegation is an TLS Certificate Delegation CRD specification. See design/tls-certificate-delegation.md for details."
 )]
 #[serde(rename_all = "camelCase")]

@@ -11,11 +11,15 @@ pub use snapshot::{Kind, Object, ObjectKey, Objects, Snapshot};
 
 /// Re-exports of the object types, so users need not name the generated crates.
 pub mod types {
+    pub use api::tlscertificatedelegation::TLSCertificateDelegation;
+    pub use gateway_api::backendtlspolicies::BackendTlsPolicy as BackendTLSPolicy;
     pub use gateway_api::gatewayclasses::GatewayClass;
     pub use gateway_api::gateways::Gateway;
+    pub use gateway_api::grpcroutes::GrpcRoute as GRPCRoute;
     pub use gateway_api::httproutes::HttpRoute as HTTPRoute;
     pub use gateway_api::referencegrants::ReferenceGrant;
     pub use gateway_api::tlsroutes::TlsRoute as TLSRoute;
     pub use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
     pub use k8s_openapi::api::discovery::v1::EndpointSlice;
+    pub use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 }

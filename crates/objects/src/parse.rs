@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::Object;
+use crate::{Kind, Object};
 
 /// Why one document could not be read. Other documents of the same file are unaffected.
 #[derive(Debug, thiserror::Error)]
@@ -83,41 +83,17 @@ fn parse_value(index: usize, value: serde_yaml::Value) -> Result<Object, ParseEr
     let name = json.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or_default().to_string();
     let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
     let schema = |source| ParseError::Schema { index, kind: kind.clone(), name: name.clone(), source };
-    let mut object = match (group, kind.as_str()) {
-        ("gateway.networking.k8s.io", "GatewayClass") => Object::GatewayClass(from(json).map_err(schema)?),
-        ("gateway.networking.k8s.io", "Gateway") => Object::Gateway(from(json).map_err(schema)?),
-        ("gateway.networking.k8s.io", "HTTPRoute") => Object::HttpRoute(from(json).map_err(schema)?),
-        ("gateway.networking.k8s.io", "TLSRoute") => Object::TlsRoute(from(json).map_err(schema)?),
-        ("gateway.networking.k8s.io", "ReferenceGrant") => Object::ReferenceGrant(from(json).map_err(schema)?),
-        ("", "Service") => Object::Service(from(json).map_err(schema)?),
-        ("", "Secret") => Object::Secret(from(json).map_err(schema)?),
-        ("", "Namespace") => Object::Namespace(from(json).map_err(schema)?),
-        ("discovery.k8s.io", "EndpointSlice") => Object::EndpointSlice(from(json).map_err(schema)?),
-        _ => {
-            return Err(ParseError::Unsupported { index, api_version, kind, name });
-        }
+    let Some(k) = Kind::ALL.iter().copied().find(|k| k.group() == group && k.name() == kind) else {
+        return Err(ParseError::Unsupported { index, api_version, kind, name });
     };
+    let mut object = Object::from_json(k, json).map_err(schema)?;
     normalize(&mut object);
     Ok(object)
 }
 
-fn from<T: serde::de::DeserializeOwned>(json: serde_json::Value) -> Result<T, serde_json::Error> {
-    serde_json::from_value(json)
-}
-
 fn normalize(object: &mut Object) {
-    let namespaced = !matches!(object, Object::GatewayClass(_) | Object::Namespace(_));
-    let meta = match object {
-        Object::GatewayClass(o) => &mut o.metadata,
-        Object::Gateway(o) => &mut o.metadata,
-        Object::HttpRoute(o) => &mut o.metadata,
-        Object::TlsRoute(o) => &mut o.metadata,
-        Object::ReferenceGrant(o) => &mut o.metadata,
-        Object::Service(o) => &mut o.metadata,
-        Object::EndpointSlice(o) => &mut o.metadata,
-        Object::Secret(o) => &mut o.metadata,
-        Object::Namespace(o) => &mut o.metadata,
-    };
+    let namespaced = object.kind().namespaced();
+    let meta = object.meta_mut();
     if namespaced && meta.namespace.as_deref().unwrap_or_default().is_empty() {
         meta.namespace = Some("default".into());
     }

@@ -126,15 +126,7 @@ impl DirectorySource {
 }
 
 fn count(s: &Snapshot) -> usize {
-    s.gateway_classes.len()
-        + s.gateways.len()
-        + s.http_routes.len()
-        + s.tls_routes.len()
-        + s.reference_grants.len()
-        + s.services.len()
-        + s.endpoint_slices.len()
-        + s.secrets.len()
-        + s.namespaces.len()
+    objects::Kind::ALL.iter().map(|k| s.len(*k)).sum()
 }
 
 fn collect(dir: &Path, files: &mut Vec<PathBuf>, problems: &mut Vec<FileProblem>) {

@@ -90,6 +90,16 @@ watched!(GatewayClass, GatewayClass, "GatewayClass", false, GatewayClass);
 watched!(Gateway, Gateway, "Gateway", true, Gateway);
 watched!(HTTPRoute, HttpRoute, "HTTPRoute", true, HttpRoute);
 watched!(TLSRoute, TlsRoute, "TLSRoute", true, TlsRoute);
+watched!(GRPCRoute, GrpcRoute, "GRPCRoute", true, GrpcRoute);
+watched!(BackendTLSPolicy, BackendTlsPolicy, "BackendTLSPolicy", true, BackendTlsPolicy);
+watched!(Ingress, Ingress, "Ingress", true, Ingress);
+watched!(
+    TLSCertificateDelegation,
+    TlsCertificateDelegation,
+    "TLSCertificateDelegation",
+    true,
+    TlsCertificateDelegation
+);
 watched!(Service, Service, "Service", true, Service);
 watched!(Namespace, Namespace, "Namespace", false, Namespace);
 
@@ -101,6 +111,17 @@ impl Watched for ReferenceGrant {
     fn into_object(mut self) -> Option<Object> {
         trim(&mut self.metadata);
         Some(Object::ReferenceGrant(self))
+    }
+}
+
+impl Watched for IngressClass {
+    scoped_api!(false);
+    const KIND: Kind = Kind::IngressClass;
+    const NAME: &'static str = "IngressClass";
+    const NAMESPACED: bool = false;
+    fn into_object(mut self) -> Option<Object> {
+        trim(&mut self.metadata);
+        Some(Object::IngressClass(self))
     }
 }
 
@@ -172,6 +193,11 @@ impl KubernetesSource {
         self.add::<Gateway>(&mut streams, &mut scopes).await?;
         self.add::<HTTPRoute>(&mut streams, &mut scopes).await?;
         self.add::<TLSRoute>(&mut streams, &mut scopes).await?;
+        self.add::<GRPCRoute>(&mut streams, &mut scopes).await?;
+        self.add::<BackendTLSPolicy>(&mut streams, &mut scopes).await?;
+        self.add::<Ingress>(&mut streams, &mut scopes).await?;
+        self.add::<IngressClass>(&mut streams, &mut scopes).await?;
+        self.add::<TLSCertificateDelegation>(&mut streams, &mut scopes).await?;
         self.add::<ReferenceGrant>(&mut streams, &mut scopes).await?;
         self.add::<Service>(&mut streams, &mut scopes).await?;
         self.add::<EndpointSlice>(&mut streams, &mut scopes).await?;
@@ -273,7 +299,7 @@ fn apply(
             // A (re)list is complete: it replaces everything this stream had.
             let (kind, scope) = &scopes[stream];
             let keep = |key: &ObjectKey| scope.as_ref().is_some_and(|ns| *ns != key.namespace);
-            let stale: Vec<ObjectKey> = keys(working, *kind).into_iter().filter(|k| !keep(k)).collect();
+            let stale: Vec<ObjectKey> = working.keys(*kind).into_iter().filter(|k| !keep(k)).collect();
             for key in stale {
                 working.remove(*kind, &key);
             }
@@ -289,23 +315,6 @@ fn apply(
             true
         }
         Change::Delete(kind, key) => working.remove(kind, &key),
-    }
-}
-
-fn keys(s: &Snapshot, kind: Kind) -> Vec<ObjectKey> {
-    fn of<T>(m: &objects::Objects<T>) -> Vec<ObjectKey> {
-        m.keys().cloned().collect()
-    }
-    match kind {
-        Kind::GatewayClass => of(&s.gateway_classes),
-        Kind::Gateway => of(&s.gateways),
-        Kind::HttpRoute => of(&s.http_routes),
-        Kind::TlsRoute => of(&s.tls_routes),
-        Kind::ReferenceGrant => of(&s.reference_grants),
-        Kind::Service => of(&s.services),
-        Kind::EndpointSlice => of(&s.endpoint_slices),
-        Kind::Secret => of(&s.secrets),
-        Kind::Namespace => of(&s.namespaces),
     }
 }
 

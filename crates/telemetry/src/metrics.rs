@@ -44,17 +44,7 @@ pub fn render(t: &Telemetry) -> String {
         &[("_sum".into(), c.rebuild_micros.load(Ordering::Relaxed) as f64 / 1e6), ("_count".into(), rebuilds as f64)],
     );
     let snapshot = t.store.current();
-    let kinds = [
-        ("GatewayClass", snapshot.gateway_classes.len()),
-        ("Gateway", snapshot.gateways.len()),
-        ("HTTPRoute", snapshot.http_routes.len()),
-        ("TLSRoute", snapshot.tls_routes.len()),
-        ("ReferenceGrant", snapshot.reference_grants.len()),
-        ("Service", snapshot.services.len()),
-        ("EndpointSlice", snapshot.endpoint_slices.len()),
-        ("Secret", snapshot.secrets.len()),
-        ("Namespace", snapshot.namespaces.len()),
-    ];
+    let kinds: Vec<(&str, usize)> = objects::Kind::ALL.iter().map(|k| (k.name(), snapshot.len(*k))).collect();
     metric(
         "contour_dag_cache_object",
         "gauge",
