@@ -178,3 +178,51 @@ async fn traffic_keeps_flowing_while_the_api_server_is_down_and_changes_resume_a
     h.until(port, &req, |r| r.header("x-backend") == Some("green")).await?;
     h.assert_no_nacks().await
 }
+
+#[tokio::test]
+async fn contour_crds_install_and_validate_like_upstream() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    let client = api.client().await?;
+    let proxy = r#"
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: full, namespace: default}
+spec:
+  virtualhost:
+    fqdn: www.example.com
+    tls: {secretName: cert, minimumProtocolVersion: "1.3"}
+    corsPolicy: {allowOrigin: ["*"], allowMethods: [GET, POST], maxAge: 10m}
+  includes: [{name: child, conditions: [{prefix: /child}]}]
+  routes:
+  - conditions: [{prefix: /api}, {header: {name: x-env, notpresent: true}}, {queryParameter: {name: debug, present: true}}]
+    services:
+    - {name: web, port: 80, weight: 90, protocol: h2c}
+    - {name: shadow, port: 80, mirror: true}
+    timeoutPolicy: {response: 30s, idle: infinity}
+    retryPolicy: {count: 3, retryOn: [5xx, reset], perTryTimeout: 1s}
+    loadBalancerPolicy: {strategy: RequestHash, requestHashPolicies: [{headerHashOptions: {headerName: x-user}}]}
+    healthCheckPolicy: {path: /healthz, expectedStatuses: [{start: 200, end: 300}]}
+    pathRewritePolicy: {replacePrefix: [{prefix: /api, replacement: /}]}
+    requestHeadersPolicy: {set: [{name: x-a, value: b}], remove: [x-c]}
+  - conditions: [{prefix: /old}]
+    requestRedirectPolicy: {scheme: https, statusCode: 301, prefix: /new}
+"#;
+    apply_yaml(&client, proxy).await?;
+    let status = status_of(&client, "projectcontour.io/v1", "HTTPProxy", "default", "full").await?;
+    assert_eq!(status["currentStatus"], "NotReconciled", "upstream's status default: {status}");
+
+    let refused = |yaml: &'static str| {
+        let client = client.clone();
+        async move { apply_yaml(&client, yaml).await.expect_err("the API server must refuse it").to_string() }
+    };
+    let err = refused("apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: bad-fqdn}\nspec: {virtualhost: {fqdn: WWW.Example.com}}\n").await;
+    assert!(err.contains("spec.virtualhost.fqdn"), "{err}");
+    let err = refused("apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: bad-code}\nspec: {routes: [{requestRedirectPolicy: {statusCode: 304}}]}\n").await;
+    assert!(err.contains("statusCode"), "{err}");
+    let err = refused("apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: bad-names}\nspec: {routes: [{services: [{name: s, port: 443, validation: {caSecret: ca, subjectName: a, subjectNames: [b]}}]}]}\n").await;
+    assert!(err.contains("subjectNames[0] must equal subjectName"), "{err}");
+    let err = refused("apiVersion: projectcontour.io/v1\nkind: TLSCertificateDelegation\nmetadata: {name: d}\nspec: {delegations: [{secretName: s}]}\n").await;
+    assert!(err.contains("targetNamespaces"), "{err}");
+    Ok(())
+}

@@ -3,6 +3,7 @@
 //! types; a test fails when the committed YAML is stale.
 
 mod condition;
+pub mod httpproxy;
 pub mod tlscertificatedelegation;
 
 pub use condition::{DetailedCondition, SubCondition};
@@ -15,7 +16,7 @@ pub const GROUP: &str = "projectcontour.io";
 
 /// Every CRD this crate defines.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![tlscertificatedelegation::TLSCertificateDelegation::crd()]
+    vec![httpproxy::HTTPProxy::crd(), tlscertificatedelegation::TLSCertificateDelegation::crd()]
 }
 
 /// Every CRD as one multi-document YAML text, as committed under `deploy/crds/`.

@@ -93,6 +93,7 @@ watched!(TLSRoute, TlsRoute, "TLSRoute", true, TlsRoute);
 watched!(GRPCRoute, GrpcRoute, "GRPCRoute", true, GrpcRoute);
 watched!(BackendTLSPolicy, BackendTlsPolicy, "BackendTLSPolicy", true, BackendTlsPolicy);
 watched!(Ingress, Ingress, "Ingress", true, Ingress);
+watched!(HTTPProxy, HttpProxy, "HTTPProxy", true, HttpProxy);
 watched!(
     TLSCertificateDelegation,
     TlsCertificateDelegation,
@@ -197,6 +198,7 @@ impl KubernetesSource {
         self.add::<BackendTLSPolicy>(&mut streams, &mut scopes).await?;
         self.add::<Ingress>(&mut streams, &mut scopes).await?;
         self.add::<IngressClass>(&mut streams, &mut scopes).await?;
+        self.add::<HTTPProxy>(&mut streams, &mut scopes).await?;
         self.add::<TLSCertificateDelegation>(&mut streams, &mut scopes).await?;
         self.add::<ReferenceGrant>(&mut streams, &mut scopes).await?;
         self.add::<Service>(&mut streams, &mut scopes).await?;

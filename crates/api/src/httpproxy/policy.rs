@@ -1,0 +1,401 @@
+//! Policies shared by routes and services: headers, timeouts, retries, load balancing, health
+//! checks, upstream TLS, rate limits, cookies and rewrites.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{DURATION, DURATION_OR_INFINITY, HOSTNAME, HeaderMatchCondition};
+
+/// Rate limits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RateLimitPolicy {
+    /// Per-Envoy limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalRateLimitPolicy>,
+    /// Limits enforced by the rate limit service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global: Option<GlobalRateLimitPolicy>,
+}
+
+/// A per-Envoy token bucket.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalRateLimitPolicy {
+    /// Requests per unit.
+    #[schemars(range(min = 1))]
+    pub requests: u32,
+    /// `second`, `minute` or `hour`.
+    #[schemars(extend("enum" = ["second", "minute", "hour"]))]
+    pub unit: String,
+    /// Extra requests allowed in a burst.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+    /// The status of limited requests (429).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 400, max = 599))]
+    pub response_status_code: Option<u32>,
+    /// Headers added to limited responses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_headers_to_add: Option<Vec<HeaderValue>>,
+}
+
+/// Limits enforced by the global rate limit service.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GlobalRateLimitPolicy {
+    /// Opt out of the default global policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    /// Descriptors sent to the service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub descriptors: Option<Vec<RateLimitDescriptor>>,
+}
+
+/// One descriptor: a list of entries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RateLimitDescriptor {
+    /// The entries.
+    #[schemars(length(min = 1))]
+    pub entries: Vec<RateLimitDescriptorEntry>,
+}
+
+/// One descriptor entry; exactly one field is set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RateLimitDescriptorEntry {
+    /// A static key and value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generic_key: Option<GenericKeyDescriptor>,
+    /// A request header's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_header: Option<RequestHeaderDescriptor>,
+    /// Whether request headers match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_header_value_match: Option<RequestHeaderValueMatchDescriptor>,
+    /// The client address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_address: Option<RemoteAddressDescriptor>,
+}
+
+/// A static descriptor entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GenericKeyDescriptor {
+    /// The key (`generic_key` when empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The value.
+    #[schemars(length(min = 1))]
+    pub value: String,
+}
+
+/// A descriptor entry from a request header.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestHeaderDescriptor {
+    /// The header.
+    #[schemars(length(min = 1))]
+    pub header_name: String,
+    /// The descriptor key.
+    #[schemars(length(min = 1))]
+    pub descriptor_key: String,
+}
+
+/// A descriptor entry from header matches.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestHeaderValueMatchDescriptor {
+    /// The conditions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub headers: Option<Vec<HeaderMatchCondition>>,
+    /// Whether the entry applies when they match (true) or do not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub expect_match: Option<bool>,
+    /// The value.
+    #[schemars(length(min = 1))]
+    pub value: String,
+}
+
+/// The client address as a descriptor entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RemoteAddressDescriptor {}
+
+/// Headers set and removed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HeadersPolicy {
+    /// Headers set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<Vec<HeaderValue>>,
+    /// Headers removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove: Option<Vec<String>>,
+}
+
+/// A header and its value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HeaderValue {
+    /// The name.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// The value.
+    #[schemars(length(min = 1))]
+    pub value: String,
+}
+
+/// Route timeouts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TimeoutPolicy {
+    /// The whole response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(DURATION_OR_INFINITY))]
+    pub response: Option<String>,
+    /// Idle time of a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(DURATION_OR_INFINITY))]
+    pub idle: Option<String>,
+    /// Idle time of an upstream connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(DURATION_OR_INFINITY))]
+    pub idle_connection: Option<String>,
+}
+
+/// Retries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryPolicy {
+    /// How many retries (-1: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1), extend("default" = 1))]
+    pub count: Option<i64>,
+    /// The timeout of each try.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(DURATION_OR_INFINITY))]
+    pub per_try_timeout: Option<String>,
+    /// When to retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_on: Option<Vec<RetryOn>>,
+    /// Status codes to retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retriable_status_codes: Option<Vec<u32>>,
+}
+
+/// A condition that makes a request retried.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+#[schemars(extend("enum" = ["5xx", "gateway-error", "reset", "reset-before-request", "connect-failure", "envoy-ratelimited", "retriable-4xx", "refused-stream", "retriable-status-codes", "retriable-headers", "http3-post-connect-failure", "cancelled", "deadline-exceeded", "internal", "resource-exhausted", "unavailable"]))]
+pub struct RetryOn(pub String);
+
+/// Load balancing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadBalancerPolicy {
+    /// RoundRobin (default), WeightedLeastRequest, Random, Cookie or RequestHash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// What RequestHash hashes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_hash_policies: Option<Vec<RequestHashPolicy>>,
+}
+
+/// One input of a request hash.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestHashPolicy {
+    /// Stop at this input when it is present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<bool>,
+    /// A header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_hash_options: Option<HeaderHashOptions>,
+    /// A query parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_parameter_hash_options: Option<QueryParameterHashOptions>,
+    /// The client address.
+    #[serde(default, rename = "hashSourceIP", skip_serializing_if = "Option::is_none")]
+    pub hash_source_ip: Option<bool>,
+}
+
+/// Hash a header.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeaderHashOptions {
+    /// The header.
+    #[schemars(length(min = 1))]
+    pub header_name: String,
+}
+
+/// Hash a query parameter.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryParameterHashOptions {
+    /// The parameter.
+    #[schemars(length(min = 1))]
+    pub parameter_name: String,
+}
+
+/// Upstream TLS verification.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{"message": "subjectNames[0] must equal subjectName if set", "rule": "has(self.subjectNames) ? self.subjectNames[0] == self.subjectName : true"}]))]
+pub struct UpstreamValidation {
+    /// The Secret with the CA bundle (`ca.crt`).
+    #[schemars(length(min = 1, max = 317))]
+    pub ca_secret: String,
+    /// The name the certificate must carry (deprecated: use subjectNames).
+    #[schemars(length(min = 1, max = 250))]
+    pub subject_name: String,
+    /// Names the certificate may carry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 8))]
+    pub subject_names: Option<Vec<String>>,
+}
+
+/// Active HTTP health checks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HTTPHealthCheckPolicy {
+    /// The path to check.
+    pub path: String,
+    /// The Host header (`contour-envoy-healthcheck`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Seconds between checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_seconds: Option<i64>,
+    /// Seconds to wait for an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<i64>,
+    /// Failures before a host is unhealthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub unhealthy_threshold_count: Option<i64>,
+    /// Successes before a host is healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub healthy_threshold_count: Option<i64>,
+    /// Statuses that count as healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_statuses: Option<Vec<HTTPStatusRange>>,
+}
+
+/// A range of HTTP statuses, end exclusive.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HTTPStatusRange {
+    /// First status.
+    #[schemars(range(min = 100, max = 599))]
+    pub start: i64,
+    /// One past the last status.
+    #[schemars(range(min = 101, max = 600))]
+    pub end: i64,
+}
+
+/// Active TCP health checks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TCPHealthCheckPolicy {
+    /// Seconds between checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_seconds: Option<i64>,
+    /// Seconds to wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<i64>,
+    /// Failures before a host is unhealthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unhealthy_threshold_count: Option<u32>,
+    /// Successes before a host is healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy_threshold_count: Option<u32>,
+}
+
+/// Slow start for new endpoints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SlowStartPolicy {
+    /// How long the ramp-up lasts.
+    #[schemars(pattern(DURATION))]
+    pub window: String,
+    /// How fast traffic grows (`1.0` is linear).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^([0-9]+([.][0-9]+)?|[.][0-9]+)$"), extend("default" = "1.0"))]
+    pub aggression: Option<String>,
+    /// The weight a new endpoint starts with, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100), extend("default" = 10))]
+    pub min_weight_percent: Option<u32>,
+}
+
+/// Characters not allowed in cookie names and values.
+const COOKIE_NAME: &str = "^[^()<>@,;:\\\\\"\\/[\\]?={} \\t\\x7f\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\x07\\x08\\x09\\x0a\\x0b\\x0c\\x0d\\x0e\\x0f\\x10\\x11\\x12\\x13\\x14\\x15\\x16\\x17\\x18\\x19\\x1a\\x1b\\x1c\\x1d\\x1e\\x1f]+$";
+const COOKIE_PATH: &str = "^[^;\\x7f\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\x07\\x08\\x09\\x0a\\x0b\\x0c\\x0d\\x0e\\x0f\\x10\\x11\\x12\\x13\\x14\\x15\\x16\\x17\\x18\\x19\\x1a\\x1b\\x1c\\x1d\\x1e\\x1f]+$";
+
+/// Rewrites of a Set-Cookie header.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CookieRewritePolicy {
+    /// The cookie.
+    #[schemars(length(min = 1, max = 4096), pattern(COOKIE_NAME))]
+    pub name: String,
+    /// New Path attribute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_rewrite: Option<CookiePathRewrite>,
+    /// New Domain attribute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain_rewrite: Option<CookieDomainRewrite>,
+    /// Set or clear Secure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure: Option<bool>,
+    /// SameSite: Strict, Lax or None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["Strict", "Lax", "None"]))]
+    pub same_site: Option<String>,
+}
+
+/// A cookie's new path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CookiePathRewrite {
+    /// The path.
+    #[schemars(length(min = 1, max = 4096), pattern(COOKIE_PATH))]
+    pub value: String,
+}
+
+/// A cookie's new domain.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CookieDomainRewrite {
+    /// The domain.
+    #[schemars(length(min = 1, max = 4096), pattern(HOSTNAME))]
+    pub value: String,
+}
+
+/// Path prefix rewriting.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PathRewritePolicy {
+    /// Prefix replacements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace_prefix: Option<Vec<ReplacePrefix>>,
+}
+
+/// One prefix replacement.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplacePrefix {
+    /// The prefix replaced (default: the route's prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub prefix: Option<String>,
+    /// What replaces it.
+    #[schemars(length(min = 1))]
+    pub replacement: String,
+}
+
+/// JWT verification of a route.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JWTVerificationPolicy {
+    /// The provider that verifies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require: Option<String>,
+    /// No verification on this route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+}
