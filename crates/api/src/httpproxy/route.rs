@@ -39,15 +39,9 @@ pub struct Route {
     /// Path rewriting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_rewrite_policy: Option<PathRewritePolicy>,
-    /// Request headers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_headers_policy: Option<HeadersPolicy>,
-    /// Response headers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_headers_policy: Option<HeadersPolicy>,
-    /// Set-Cookie rewrites.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cookie_rewrite_policies: Option<Vec<CookieRewritePolicy>>,
+    /// Header changes and Set-Cookie rewrites.
+    #[serde(flatten)]
+    pub headers: HeaderPolicies,
     /// Rate limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_policy: Option<RateLimitPolicy>,
@@ -63,18 +57,24 @@ pub struct Route {
     /// JWT verification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jwt_verification_policy: Option<JWTVerificationPolicy>,
-    /// Addresses allowed.
+    /// Address and location filters.
+    #[serde(flatten)]
+    pub filters: FilterPolicies,
+}
+
+/// Header changes and Set-Cookie rewrites, on a route or one of its services.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeaderPolicies {
+    /// Request headers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ip_allow_policy: Option<Vec<IPFilterPolicy>>,
-    /// Addresses denied.
+    pub request_headers_policy: Option<HeadersPolicy>,
+    /// Response headers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ip_deny_policy: Option<Vec<IPFilterPolicy>>,
-    /// Locations allowed.
+    pub response_headers_policy: Option<HeadersPolicy>,
+    /// Set-Cookie rewrites.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub geo_allow_policy: Option<Vec<GeoFilterPolicy>>,
-    /// Locations denied.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub geo_deny_policy: Option<Vec<GeoFilterPolicy>>,
+    pub cookie_rewrite_policies: Option<Vec<CookieRewritePolicy>>,
 }
 
 /// One condition: exactly one of its fields.
@@ -189,15 +189,9 @@ pub struct Service {
     /// Mirror requests to this service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mirror: Option<bool>,
-    /// Request headers for this service.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_headers_policy: Option<HeadersPolicy>,
-    /// Response headers for this service.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_headers_policy: Option<HeadersPolicy>,
-    /// Set-Cookie rewrites for this service.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cookie_rewrite_policies: Option<Vec<CookieRewritePolicy>>,
+    /// Header changes and Set-Cookie rewrites.
+    #[serde(flatten)]
+    pub headers: HeaderPolicies,
     /// Slow start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_start_policy: Option<SlowStartPolicy>,

@@ -29,6 +29,15 @@ pub struct VirtualHost {
     /// JWT providers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jwt_providers: Option<Vec<JWTProvider>>,
+    /// Address and location filters.
+    #[serde(flatten)]
+    pub filters: FilterPolicies,
+}
+
+/// Address and location filters, on a virtual host or a route (a route's replace the host's).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FilterPolicies {
     /// Addresses allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_allow_policy: Option<Vec<IPFilterPolicy>>,
