@@ -226,3 +226,52 @@ spec:
     assert!(err.contains("targetNamespaces"), "{err}");
     Ok(())
 }
+
+#[tokio::test]
+async fn the_store_keeps_only_what_can_matter() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    let client = api.client().await?;
+    let yaml = r#"
+apiVersion: v1
+kind: Secret
+metadata: {name: tls, namespace: default}
+type: kubernetes.io/tls
+stringData: {tls.crt: c, tls.key: k}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: sh.helm.release.v1.app.v1, namespace: default}
+type: helm.sh/release.v1
+stringData: {release: big}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: token, namespace: default, annotations: {kubernetes.io/service-account.name: default}}
+type: kubernetes.io/service-account-token
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ca, namespace: default}
+data: {ca.crt: bundle, other: dropped}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-settings, namespace: default}
+data: {settings: unrelated}
+"#;
+    apply_yaml(&client, yaml).await?;
+    let store = store::Store::new();
+    let source = tokio::spawn(store::KubernetesSource::new(client, Vec::new()).run(store.clone()));
+    tokio::time::timeout(Duration::from_secs(20), store.wait_synced()).await?;
+    let s = store.current();
+    let secrets: Vec<String> = s.secrets.keys().map(|k| k.name.clone()).collect();
+    assert_eq!(secrets, ["tls"], "Helm releases and service-account tokens are never stored");
+    let maps: Vec<String> = s.config_maps.keys().map(|k| k.name.clone()).collect();
+    assert!(maps.contains(&"ca".to_string()) && !maps.contains(&"app-settings".to_string()), "{maps:?}");
+    let ca = &s.config_maps[&objects::ObjectKey::new("default", "ca")];
+    assert_eq!(ca.data.as_ref().map(|d| d.len()), Some(1), "only the bundle is kept");
+    assert!(s.gateways.values().all(|g| g.metadata.managed_fields.is_none()));
+    assert!(s.secrets.values().all(|o| o.metadata.managed_fields.is_none() && o.metadata.resource_version.is_none()));
+    source.abort();
+    Ok(())
+}

@@ -20,7 +20,7 @@ pub mod types {
     pub use gateway_api::httproutes::HttpRoute as HTTPRoute;
     pub use gateway_api::referencegrants::ReferenceGrant;
     pub use gateway_api::tlsroutes::TlsRoute as TLSRoute;
-    pub use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+    pub use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
     pub use k8s_openapi::api::discovery::v1::EndpointSlice;
     pub use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 }

@@ -161,6 +161,7 @@ kinds! {
     Service, services, Service, "", "Service", true;
     EndpointSlice, endpoint_slices, EndpointSlice, "discovery.k8s.io", "EndpointSlice", true;
     Secret, secrets, Secret, "", "Secret", true;
+    ConfigMap, config_maps, ConfigMap, "", "ConfigMap", true;
     Namespace, namespaces, Namespace, "", "Namespace", false;
 }
 

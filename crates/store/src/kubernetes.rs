@@ -126,6 +126,24 @@ impl Watched for IngressClass {
     }
 }
 
+/// The ConfigMap key that carries a CA bundle (BackendTLSPolicy's caCertificateRefs).
+pub const CA_BUNDLE_KEY: &str = "ca.crt";
+
+impl Watched for ConfigMap {
+    scoped_api!(true);
+    const KIND: Kind = Kind::ConfigMap;
+    const NAME: &'static str = "ConfigMap";
+    const NAMESPACED: bool = true;
+    /// Only CA bundles are kept, and only their bundle: other ConfigMaps are nobody's business here.
+    fn into_object(mut self) -> Option<Object> {
+        let bundle = self.data.as_mut().and_then(|d| d.remove(CA_BUNDLE_KEY))?;
+        trim(&mut self.metadata);
+        self.data = Some([(CA_BUNDLE_KEY.to_string(), bundle)].into_iter().collect());
+        self.binary_data = None;
+        Some(Object::ConfigMap(self))
+    }
+}
+
 impl Watched for EndpointSlice {
     scoped_api!(true);
     const KIND: Kind = Kind::EndpointSlice;
@@ -204,6 +222,7 @@ impl KubernetesSource {
         self.add::<Service>(&mut streams, &mut scopes).await?;
         self.add::<EndpointSlice>(&mut streams, &mut scopes).await?;
         self.add::<Secret>(&mut streams, &mut scopes).await?;
+        self.add::<ConfigMap>(&mut streams, &mut scopes).await?;
         self.add::<Namespace>(&mut streams, &mut scopes).await?;
 
         let mut working = Snapshot::default();
