@@ -222,6 +222,9 @@ spec:
     assert!(err.contains("statusCode"), "{err}");
     let err = refused("apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: bad-names}\nspec: {routes: [{services: [{name: s, port: 443, validation: {caSecret: ca, subjectName: a, subjectNames: [b]}}]}]}\n").await;
     assert!(err.contains("subjectNames[0] must equal subjectName"), "{err}");
+    apply_yaml(&client, "apiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: authz}\nspec: {services: [{name: authz, port: 9443}], protocol: h2, timeoutPolicy: {response: 1s}}\n").await?;
+    let err = refused("apiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: none}\nspec: {services: []}\n").await;
+    assert!(err.contains("spec.services"), "{err}");
     let err = refused("apiVersion: projectcontour.io/v1\nkind: TLSCertificateDelegation\nmetadata: {name: d}\nspec: {delegations: [{secretName: s}]}\n").await;
     assert!(err.contains("targetNamespaces"), "{err}");
     Ok(())

@@ -3,6 +3,7 @@
 //! types; a test fails when the committed YAML is stale.
 
 mod condition;
+pub mod extensionservice;
 pub mod httpproxy;
 pub mod tlscertificatedelegation;
 
@@ -16,7 +17,11 @@ pub const GROUP: &str = "projectcontour.io";
 
 /// Every CRD this crate defines.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![httpproxy::HTTPProxy::crd(), tlscertificatedelegation::TLSCertificateDelegation::crd()]
+    vec![
+        extensionservice::ExtensionService::crd(),
+        httpproxy::HTTPProxy::crd(),
+        tlscertificatedelegation::TLSCertificateDelegation::crd(),
+    ]
 }
 
 /// Every CRD as one multi-document YAML text, as committed under `deploy/crds/`.

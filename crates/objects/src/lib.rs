@@ -11,6 +11,7 @@ pub use snapshot::{Kind, Object, ObjectKey, Objects, Snapshot};
 
 /// Re-exports of the object types, so users need not name the generated crates.
 pub mod types {
+    pub use api::extensionservice::ExtensionService;
     pub use api::httpproxy::HTTPProxy;
     pub use api::tlscertificatedelegation::TLSCertificateDelegation;
     pub use gateway_api::backendtlspolicies::BackendTlsPolicy as BackendTLSPolicy;

@@ -157,6 +157,7 @@ kinds! {
     Ingress, ingresses, Ingress, "networking.k8s.io", "Ingress", true;
     IngressClass, ingress_classes, IngressClass, "networking.k8s.io", "IngressClass", false;
     HttpProxy, http_proxies, HTTPProxy, "projectcontour.io", "HTTPProxy", true;
+    ExtensionService, extension_services, ExtensionService, "projectcontour.io", "ExtensionService", true;
     TlsCertificateDelegation, tls_certificate_delegations, TLSCertificateDelegation, "projectcontour.io", "TLSCertificateDelegation", true;
     Service, services, Service, "", "Service", true;
     EndpointSlice, endpoint_slices, EndpointSlice, "discovery.k8s.io", "EndpointSlice", true;

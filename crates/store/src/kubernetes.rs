@@ -94,6 +94,7 @@ watched!(GRPCRoute, GrpcRoute, "GRPCRoute", true, GrpcRoute);
 watched!(BackendTLSPolicy, BackendTlsPolicy, "BackendTLSPolicy", true, BackendTlsPolicy);
 watched!(Ingress, Ingress, "Ingress", true, Ingress);
 watched!(HTTPProxy, HttpProxy, "HTTPProxy", true, HttpProxy);
+watched!(ExtensionService, ExtensionService, "ExtensionService", true, ExtensionService);
 watched!(
     TLSCertificateDelegation,
     TlsCertificateDelegation,
@@ -217,6 +218,7 @@ impl KubernetesSource {
         self.add::<Ingress>(&mut streams, &mut scopes).await?;
         self.add::<IngressClass>(&mut streams, &mut scopes).await?;
         self.add::<HTTPProxy>(&mut streams, &mut scopes).await?;
+        self.add::<ExtensionService>(&mut streams, &mut scopes).await?;
         self.add::<TLSCertificateDelegation>(&mut streams, &mut scopes).await?;
         self.add::<ReferenceGrant>(&mut streams, &mut scopes).await?;
         self.add::<Service>(&mut streams, &mut scopes).await?;
