@@ -219,3 +219,26 @@ spec:
 "#
     )
 }
+
+/// A RouteConfiguration Envoy must reject (its regex does not compile), named `name`.
+pub fn rejected_route_config(name: &str) -> xds::Resource {
+    use envoy_types::pb::envoy::config::route::v3 as r;
+    use envoy_types::pb::envoy::r#type::matcher::v3::RegexMatcher;
+    let broken = r::Route {
+        r#match: Some(r::RouteMatch {
+            path_specifier: Some(r::route_match::PathSpecifier::SafeRegex(RegexMatcher {
+                regex: "(unclosed".into(),
+                ..Default::default()
+            })),
+            ..Default::default()
+        }),
+        action: Some(r::route::Action::DirectResponse(r::DirectResponseAction { status: 418, ..Default::default() })),
+        ..Default::default()
+    };
+    let vhost =
+        r::VirtualHost { name: "broken".into(), domains: vec!["*".into()], routes: vec![broken], ..Default::default() };
+    xds::Resource::new(
+        name,
+        r::RouteConfiguration { name: name.into(), virtual_hosts: vec![vhost], ..Default::default() },
+    )
+}

@@ -278,3 +278,45 @@ data: {settings: unrelated}
     source.abort();
     Ok(())
 }
+
+#[tokio::test]
+async fn a_nack_shows_on_the_gateway_and_clears_when_envoy_accepts_again() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    let client = api.client().await?;
+    let web = NetnsBackend::start("web").await?;
+    let port = testkit::free_port();
+    let route = |host: &str| {
+        http_route("web", &format!("  hostnames: [{host}]\n  rules: [{{backendRefs: [{{name: web, port: 80}}]}}]"))
+    };
+    apply_yaml(
+        &client,
+        &[gateway(&http_listener("http", port)), service("web", &[web.addr]), route("a.example.com")].concat(),
+    )
+    .await?;
+    let h = Harness::start_kubernetes(client.clone(), true).await?;
+    h.until(port, &Request::get("a.example.com", "/"), |r| r.status == 200).await?;
+    let programmed = |want: &'static str| {
+        move |s: &Value| condition(&s["conditions"], "Programmed").is_some_and(|c| c["status"] == want)
+    };
+    status_until(&client, "Gateway", "gw", programmed("True")).await?;
+
+    // Envoy rejects a route configuration: the Gateway says so, with Envoy's words.
+    let name = format!("http-{port}");
+    h.server.inject_for_test(
+        crate::harness::GATEWAY,
+        xds::ResourceType::Route,
+        crate::harness::rejected_route_config(&name),
+    );
+    let gw = status_until(&client, "Gateway", "gw", programmed("False")).await?;
+    let c = condition(&gw["conditions"], "Programmed").unwrap();
+    assert_eq!(c["reason"], "Invalid");
+    assert!(c["message"].as_str().unwrap_or_default().contains("missing )"), "{c}");
+    assert_eq!(h.get(port, &Request::get("a.example.com", "/")).await?.status, 200, "the old routes still serve");
+
+    // A new build replaces the rejected configuration; Envoy accepts it and the condition clears.
+    apply_yaml(&client, &route("b.example.com")).await?;
+    h.until(port, &Request::get("b.example.com", "/"), |r| r.status == 200).await?;
+    status_until(&client, "Gateway", "gw", programmed("True")).await?;
+    Ok(())
+}

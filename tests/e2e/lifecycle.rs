@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use envoy_types::pb::envoy::config::route::v3 as r;
 use testkit::{Backend, Request};
-use xds::{Resource, ResourceType};
+use xds::ResourceType;
 
 use crate::harness::{GATEWAY, Harness, gateway, http_listener, http_route, service};
 
@@ -99,32 +98,7 @@ async fn a_rejected_resource_is_nacked_once_and_the_old_config_keeps_serving() -
 
     // A route configuration Envoy must reject: its regex does not compile.
     let name = format!("http-{port}");
-    let bad = r::RouteConfiguration {
-        name: name.clone(),
-        virtual_hosts: vec![r::VirtualHost {
-            name: "broken".into(),
-            domains: vec!["*".into()],
-            routes: vec![r::Route {
-                r#match: Some(r::RouteMatch {
-                    path_specifier: Some(r::route_match::PathSpecifier::SafeRegex(
-                        envoy_types::pb::envoy::r#type::matcher::v3::RegexMatcher {
-                            regex: "(unclosed".into(),
-                            ..Default::default()
-                        },
-                    )),
-                    ..Default::default()
-                }),
-                action: Some(r::route::Action::DirectResponse(r::DirectResponseAction {
-                    status: 418,
-                    ..Default::default()
-                })),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    h.server.inject_for_test(GATEWAY, ResourceType::Route, Resource::new(&name, bad));
+    h.server.inject_for_test(GATEWAY, ResourceType::Route, crate::harness::rejected_route_config(&name));
 
     let rejected = testkit::eventually(std::time::Duration::from_secs(10), || async {
         let n = h.envoy.rejected_updates().await.ok()?;
