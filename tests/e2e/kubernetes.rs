@@ -225,6 +225,32 @@ spec:
     apply_yaml(&client, "apiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: authz}\nspec: {services: [{name: authz, port: 9443}], protocol: h2, timeoutPolicy: {response: 1s}}\n").await?;
     let err = refused("apiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: none}\nspec: {services: []}\n").await;
     assert!(err.contains("spec.services"), "{err}");
+    apply_yaml(&client, r#"
+apiVersion: projectcontour.io/v1alpha1
+kind: ContourConfiguration
+metadata: {name: contour}
+spec:
+  xdsServer: {address: 0.0.0.0, port: 8001, tls: {insecure: true}}
+  envoy:
+    listener: {useProxyProtocol: false, maxRequestsPerConnection: 100, per-connection-buffer-limit-bytes: 32768, tls: {minimumProtocolVersion: "1.2"}}
+    http: {address: 0.0.0.0, port: 8080, accessLog: /dev/stdout}
+    network: {adminPort: 9001}
+    cluster: {circuitBreakers: {maxConnections: 1024}}
+  httpproxy: {rootNamespaces: [projectcontour]}
+  gateway: {gatewayRef: {name: contour, namespace: projectcontour}}
+---
+apiVersion: projectcontour.io/v1alpha1
+kind: ContourDeployment
+metadata: {name: params}
+spec:
+  contour: {deployment: {replicas: 2}, watchNamespaces: [apps], disabledFeatures: [tlsroutes]}
+  envoy: {workloadType: Deployment, baseID: 1, networkPublishing: {type: NodePortService}, resources: {requests: {cpu: 100m}}}
+  runtimeSettings: {enableExternalNameService: false}
+"#).await?;
+    let err = refused("apiVersion: projectcontour.io/v1alpha1\nkind: ContourDeployment\nmetadata: {name: bad}\nspec: {contour: {disabledFeatures: [everything]}}\n").await;
+    assert!(err.contains("disabledFeatures"), "{err}");
+    let err = refused("apiVersion: projectcontour.io/v1alpha1\nkind: ContourDeployment\nmetadata: {name: bad-ns}\nspec: {contour: {watchNamespaces: [Bad_NS]}}\n").await;
+    assert!(err.contains("watchNamespaces"), "{err}");
     let err = refused("apiVersion: projectcontour.io/v1\nkind: TLSCertificateDelegation\nmetadata: {name: d}\nspec: {delegations: [{secretName: s}]}\n").await;
     assert!(err.contains("targetNamespaces"), "{err}");
     Ok(())

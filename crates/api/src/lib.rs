@@ -1,8 +1,11 @@
 //! Contour's own CRDs as Rust types, field-for-field compatible with upstream's schemas
-//! (projectcontour.io/v1 and v1alpha1). The CRD YAML under `deploy/crds/` is generated from these
+//! (projectcontour.io/v1 HTTPProxy and TLSCertificateDelegation; v1alpha1 ExtensionService,
+//! ContourConfiguration and ContourDeployment). The CRD YAML under `deploy/crds/` is generated from these
 //! types; a test fails when the committed YAML is stale.
 
 mod condition;
+pub mod contourconfig;
+pub mod contourdeployment;
 pub mod extensionservice;
 pub mod httpproxy;
 pub mod tlscertificatedelegation;
@@ -18,6 +21,8 @@ pub const GROUP: &str = "projectcontour.io";
 /// Every CRD this crate defines.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![
+        contourconfig::ContourConfiguration::crd(),
+        contourdeployment::ContourDeployment::crd(),
         extensionservice::ExtensionService::crd(),
         httpproxy::HTTPProxy::crd(),
         tlscertificatedelegation::TLSCertificateDelegation::crd(),
