@@ -8,6 +8,8 @@ use anyhow::Context;
 use clap::Parser;
 use tracing::info;
 
+mod settings;
+
 /// Watches Gateway API objects and programs Envoy over xDS.
 #[derive(Debug, Parser)]
 #[command(name = "contour-serve", version)]
@@ -16,8 +18,12 @@ struct Args {
     #[arg(long, value_name = "DIR", conflicts_with_all = ["kubeconfig", "incluster", "watch_namespaces"])]
     from_dir: Option<PathBuf>,
     /// contour.yaml with upstream's keys; flags override it.
-    #[arg(short = 'c', long, value_name = "PATH")]
+    #[arg(short = 'c', long, value_name = "PATH", conflicts_with = "contour_config_name")]
     config_path: Option<PathBuf>,
+    /// The ContourConfiguration (in the Lease namespace, $CONTOUR_NAMESPACE) to read settings from;
+    /// flags override it.
+    #[arg(long, value_name = "NAME")]
+    contour_config_name: Option<String>,
     /// Kubeconfig of the cluster to watch (default: in-cluster, then $KUBECONFIG, then ~/.kube/config).
     #[arg(long, env = "KUBECONFIG", value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
@@ -111,17 +117,20 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 fn main() -> anyhow::Result<()> {
-    let mut args = Args::parse();
-    if let Some(path) = args.config_path.clone() {
-        let file = config::load(&path)?;
-        // Flags override the file.
-        if !args.incluster {
-            args.incluster = file.incluster.unwrap_or(false);
-        }
-        if args.kubeconfig.is_none() {
-            args.kubeconfig = file.kubeconfig.map(PathBuf::from);
-        }
-    }
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Args::command().get_matches();
+    let mut args = Args::from_arg_matches(&matches)?;
+    let explicit: settings::Explicit = matches
+        .ids()
+        .filter(|id| {
+            matches!(
+                matches.value_source(id.as_str()),
+                Some(clap::parser::ValueSource::CommandLine | clap::parser::ValueSource::EnvVariable)
+            )
+        })
+        .map(|id| id.to_string())
+        .collect();
+    settings::apply_file(&mut args, &explicit)?;
     // One TLS implementation everywhere: ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -132,10 +141,18 @@ fn main() -> anyhow::Result<()> {
     } else {
         logs.init();
     }
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(args))
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(args, explicit))
 }
 
-async fn run(args: Args) -> anyhow::Result<()> {
+async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()> {
+    // In Kubernetes mode the client comes first: a ContourConfiguration may move the ports.
+    let client = match &args.from_dir {
+        Some(_) => None,
+        None => Some(kube_client(&args).await?),
+    };
+    if let Some(client) = &client {
+        settings::apply_resource(&mut args, &explicit, client).await?;
+    }
     let options = controller::Options {
         gateway_api: frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() },
         compile: xds::CompileOptions { default_address: args.envoy_service_http_address },
@@ -163,7 +180,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             (None, None)
         }
         None => {
-            let client = kube_client(&args).await?;
+            let client = client.clone().context("Kubernetes mode needs a client")?;
             info!(namespaces = ?args.watch_namespaces, "Kubernetes mode");
             let (leadership, release) = leadership(&args, &client, shutdown.clone());
             let gateway_api = frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() };

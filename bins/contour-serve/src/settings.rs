@@ -1,0 +1,121 @@
+//! Where settings come from: flags override the ContourConfiguration resource
+//! (`--contour-config-name`) and contour.yaml (`--config-path`), which override defaults.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use anyhow::{Context, bail};
+use api::contourconfig::{ContourConfiguration, ContourConfigurationSpec};
+
+use crate::Args;
+
+/// The flags given on the command line or through the environment.
+pub type Explicit = BTreeSet<String>;
+
+/// Applies contour.yaml to the flags that were not given.
+pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
+    let Some(path) = args.config_path.clone() else { return Ok(()) };
+    let file = config::load(&path)?;
+    if !explicit.contains("incluster") {
+        args.incluster = file.incluster.unwrap_or(false);
+    }
+    if !explicit.contains("kubeconfig") {
+        args.kubeconfig = file.kubeconfig.map(Into::into).or(args.kubeconfig.take());
+    }
+    Ok(())
+}
+
+/// Reads the ContourConfiguration named by `--contour-config-name` and applies it to the flags
+/// that were not given; a bad value stops start-up naming its field.
+pub async fn apply_resource(args: &mut Args, explicit: &Explicit, client: &kube::Client) -> anyhow::Result<()> {
+    let Some(name) = args.contour_config_name.clone() else { return Ok(()) };
+    let namespace = args.leader_election_resource_namespace.clone();
+    let api: kube::Api<ContourConfiguration> = kube::Api::namespaced(client.clone(), &namespace);
+    let resource = api.get(&name).await.with_context(|| format!("reading ContourConfiguration {namespace}/{name}"))?;
+    apply_spec(args, explicit, &resource.spec).with_context(|| format!("ContourConfiguration {namespace}/{name}"))
+}
+
+fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationSpec) -> anyhow::Result<()> {
+    let set_addr = |field: &str, value: &Option<String>, target: &mut IpAddr, flag: &str| -> anyhow::Result<()> {
+        if let Some(v) = value
+            && !explicit.contains(flag)
+        {
+            *target = v.parse().with_context(|| format!("{field}: {v:?} is not an IP address"))?;
+        }
+        Ok(())
+    };
+    let set_port = |field: &str, value: Option<i64>, target: &mut u16, flag: &str| -> anyhow::Result<()> {
+        if let Some(v) = value
+            && !explicit.contains(flag)
+        {
+            match u16::try_from(v) {
+                Ok(p) if p != 0 => *target = p,
+                _ => bail!("{field}: {v} is not a port"),
+            }
+        }
+        Ok(())
+    };
+    if let Some(x) = &spec.xds_server {
+        set_addr("spec.xdsServer.address", &x.address, &mut args.xds_address, "xds_address")?;
+        set_port("spec.xdsServer.port", x.port, &mut args.xds_port, "xds_port")?;
+    }
+    if let Some(d) = &spec.debug {
+        set_addr("spec.debug.address", &d.address, &mut args.debug_http_address, "debug_http_address")?;
+        set_port("spec.debug.port", d.port, &mut args.debug_http_port, "debug_http_port")?;
+    }
+    if let Some(h) = &spec.health {
+        set_addr("spec.health.address", &h.address, &mut args.health_address, "health_address")?;
+        set_port("spec.health.port", h.port, &mut args.health_port, "health_port")?;
+    }
+    if let Some(m) = &spec.metrics {
+        set_addr("spec.metrics.address", &m.address, &mut args.http_address, "http_address")?;
+        set_port("spec.metrics.port", m.port, &mut args.http_port, "http_port")?;
+    }
+    if let Some(e) = &spec.envoy {
+        if let Some(l) = &e.http {
+            set_addr(
+                "spec.envoy.http.address",
+                &l.address,
+                &mut args.envoy_service_http_address,
+                "envoy_service_http_address",
+            )?;
+            set_port("spec.envoy.http.port", l.port, &mut args.envoy_service_http_port, "envoy_service_http_port")?;
+        }
+        if let Some(l) = &e.https {
+            set_addr(
+                "spec.envoy.https.address",
+                &l.address,
+                &mut args.envoy_service_https_address,
+                "envoy_service_https_address",
+            )?;
+            set_port("spec.envoy.https.port", l.port, &mut args.envoy_service_https_port, "envoy_service_https_port")?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn flags_win_and_bad_values_name_their_field() {
+        let mut args = Args::parse_from(["contour-serve", "--xds-port", "9001"]);
+        let explicit: Explicit = ["xds_port".to_string()].into();
+        let spec: ContourConfigurationSpec = serde_json::from_value(serde_json::json!({
+            "xdsServer": {"address": "0.0.0.0", "port": 7001},
+            "debug": {"port": 7060},
+        }))
+        .unwrap();
+        apply_spec(&mut args, &explicit, &spec).unwrap();
+        assert_eq!(args.xds_port, 9001, "the flag wins");
+        assert_eq!(args.xds_address.to_string(), "0.0.0.0");
+        assert_eq!(args.debug_http_port, 7060);
+        let bad: ContourConfigurationSpec =
+            serde_json::from_value(serde_json::json!({"metrics": {"port": 70000}})).unwrap();
+        let err = apply_spec(&mut args, &explicit, &bad).unwrap_err().to_string();
+        assert!(err.contains("spec.metrics.port"), "{err}");
+    }
+}
