@@ -346,3 +346,48 @@ async fn a_nack_shows_on_the_gateway_and_clears_when_envoy_accepts_again() -> an
     status_until(&client, "Gateway", "gw", programmed("True")).await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn contour_serve_takes_its_ports_from_a_contour_configuration() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    let client = api.client().await?;
+    let (metrics, xds, debug) = (testkit::free_port(), testkit::free_port(), testkit::free_port());
+    apply_yaml(&client, &format!(
+        "apiVersion: projectcontour.io/v1alpha1\nkind: ContourConfiguration\nmetadata: {{name: contour, namespace: default}}\n\
+         spec: {{xdsServer: {{address: 127.0.0.1, port: {xds}}}, metrics: {{address: 127.0.0.1, port: {metrics}}}, health: {{address: 127.0.0.1, port: {metrics}}}, debug: {{address: 127.0.0.1, port: {debug}}}}}\n"
+    )).await?;
+    let mut serve = tokio::process::Command::new(testkit::workspace_binary("contour-serve")?)
+        .arg("--kubeconfig")
+        .arg(&api.kubeconfig)
+        .args(["--contour-config-name", "contour", "--disable-leader-election"])
+        .env("CONTOUR_NAMESPACE", "default")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], metrics));
+    let ready = testkit::eventually(Duration::from_secs(20), || async move {
+        testkit::request(addr, &Request::get("x", "/readyz")).await.ok().filter(|r| r.status == 200)
+    })
+    .await;
+    assert!(ready.is_some(), "contour-serve did not serve /readyz on the port the ContourConfiguration named");
+    assert!(tokio::net::TcpStream::connect(("127.0.0.1", xds)).await.is_ok(), "xDS is on the configured port");
+    serve.kill().await?;
+
+    // A bad value stops start-up, naming the field.
+    apply_yaml(&client, "apiVersion: projectcontour.io/v1alpha1\nkind: ContourConfiguration\nmetadata: {name: broken, namespace: default}\nspec: {xdsServer: {address: not-an-ip}}\n").await?;
+    let out = tokio::process::Command::new(testkit::workspace_binary("contour-serve")?)
+        .arg("--kubeconfig")
+        .arg(&api.kubeconfig)
+        .args(["--contour-config-name", "broken", "--disable-leader-election"])
+        .env("CONTOUR_NAMESPACE", "default")
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .await?;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("spec.xdsServer.address"), "{stderr}");
+    Ok(())
+}
