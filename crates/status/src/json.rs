@@ -51,7 +51,7 @@ pub(crate) fn gateway(desired: &GatewayStatus, current: &Value, now: &str) -> Va
         "listeners": listeners,
     });
     if !desired.addresses.is_empty() {
-        status["addresses"] = desired.addresses.iter().map(|a| json!({"type": "IPAddress", "value": a})).collect();
+        status["addresses"] = desired.addresses.iter().map(|(t, a)| json!({"type": t, "value": a})).collect();
     }
     status
 }

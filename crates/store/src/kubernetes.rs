@@ -102,7 +102,27 @@ watched!(
     true,
     TlsCertificateDelegation
 );
-watched!(Service, Service, "Service", true, Service);
+impl Watched for Service {
+    scoped_api!(true);
+    const KIND: Kind = Kind::Service;
+    const NAME: &'static str = "Service";
+    const NAMESPACED: bool = true;
+    /// A Gateway's Service keeps its load-balancer status (the Gateway's addresses); every
+    /// other Service loses its status.
+    fn into_object(mut self) -> Option<Object> {
+        trim(&mut self.metadata);
+        let gateway_service = self.metadata.labels.as_ref().is_some_and(|l| l.contains_key(GATEWAY_NAME_LABEL));
+        if !gateway_service {
+            self.status = None;
+        } else if let Some(status) = self.status.as_mut() {
+            status.conditions = None;
+        }
+        Some(Object::Service(self))
+    }
+}
+
+/// The label the provisioner puts on a Gateway's Service.
+const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
 watched!(Namespace, Namespace, "Namespace", false, Namespace);
 
 impl Watched for ReferenceGrant {

@@ -115,6 +115,14 @@ impl ApiServer {
         })
         .await;
         anyhow::ensure!(up.is_some(), "kube-apiserver did not come up; log:\n{}", self.log());
+        // The API server creates `default` and the other system namespaces just after it starts.
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+        let default = crate::eventually(Duration::from_secs(30), || {
+            let namespaces = namespaces.clone();
+            async move { namespaces.get_opt("default").await.ok().flatten().map(drop) }
+        })
+        .await;
+        anyhow::ensure!(default.is_some(), "namespace default never appeared; log:\n{}", self.log());
         Ok(())
     }
 

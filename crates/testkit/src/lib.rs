@@ -20,9 +20,24 @@ pub use process::{signal, workspace_binary};
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
-/// A port that was free a moment ago on 127.0.0.1.
+/// A port that was free a moment ago on 127.0.0.1, for something else to bind.
+///
+/// Taken below the kernel's ephemeral range (32768 and up), where outgoing connections of the
+/// API server, etcd and Envoy would otherwise grab a port between our check and its use; a
+/// per-process sequence keeps two tests of one run from getting the same port.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20000;
+    const SPAN: u32 = 12000;
+    let seed = std::process::id().wrapping_mul(7919);
+    for _ in 0..SPAN {
+        let port = (LOW + (seed.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed))) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port between {LOW} and {}", LOW + SPAN)
 }
 
 /// A free loopback socket address.

@@ -31,8 +31,8 @@ pub struct GatewayStatus {
     pub key: ObjectKey,
     /// Accepted and Programmed.
     pub conditions: Vec<Condition>,
-    /// Addresses the Gateway is reachable on.
-    pub addresses: Vec<String>,
+    /// Addresses the Gateway is reachable on: `(type, value)`, type `IPAddress` or `Hostname`.
+    pub addresses: Vec<(&'static str, String)>,
     /// One entry per listener, in spec order.
     pub listeners: Vec<ListenerStatus>,
 }
@@ -194,15 +194,7 @@ pub fn compute(
                 conditions,
             });
         }
-        let addresses: Vec<String> = gateway
-            .spec
-            .addresses
-            .iter()
-            .flatten()
-            .filter(|a| a.r#type.as_deref().unwrap_or("IPAddress") == "IPAddress")
-            .filter_map(|a| a.value.clone())
-            .filter(|v| v.parse::<std::net::IpAddr>().is_ok())
-            .collect();
+        let addresses = addresses(snapshot, key, gateway);
         let mut conditions = Vec::new();
         if valid_listeners == 0 && !gateway.spec.listeners.is_empty() {
             conditions.push(cond("Accepted", false, "ListenersNotValid", "No listener is valid", generation));
@@ -284,6 +276,43 @@ pub fn compute(
         }
     }
     out
+}
+
+/// The label the provisioner puts on a Gateway's Service.
+pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
+
+/// A Gateway's addresses: the load-balancer addresses of its Service (labelled with the
+/// Gateway's name, as the provisioner creates it) when there are any, else the IP addresses the
+/// Gateway asks for (standalone and host mode).
+fn addresses(snapshot: &Snapshot, key: &ObjectKey, gateway: &objects::types::Gateway) -> Vec<(&'static str, String)> {
+    let start = ObjectKey::new(key.namespace.clone(), "");
+    let from_service: Vec<(&'static str, String)> = snapshot
+        .services
+        .range(start..)
+        .take_while(|(k, _)| k.namespace == key.namespace)
+        .filter(|(_, s)| s.metadata.labels.as_ref().and_then(|l| l.get(GATEWAY_NAME_LABEL)) == Some(&key.name))
+        .flat_map(|(_, s)| {
+            s.status.iter().flat_map(|st| st.load_balancer.iter().flat_map(|lb| lb.ingress.iter().flatten()))
+        })
+        .filter_map(|i| match (&i.ip, &i.hostname) {
+            (Some(ip), _) => Some(("IPAddress", ip.clone())),
+            (None, Some(host)) => Some(("Hostname", host.clone())),
+            _ => None,
+        })
+        .collect();
+    if !from_service.is_empty() {
+        return from_service;
+    }
+    gateway
+        .spec
+        .addresses
+        .iter()
+        .flatten()
+        .filter(|a| a.r#type.as_deref().unwrap_or("IPAddress") == "IPAddress")
+        .filter_map(|a| a.value.clone())
+        .filter(|v| v.parse::<std::net::IpAddr>().is_ok())
+        .map(|v| ("IPAddress", v))
+        .collect()
 }
 
 /// Routes attached per `(fleet, listener)`, from the IR.

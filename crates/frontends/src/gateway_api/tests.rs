@@ -163,3 +163,33 @@ spec:
     let second = find(&route.parents[1].conditions, "Accepted");
     assert_eq!((second.status, second.reason), (false, "NotAllowedByListeners"));
 }
+
+#[test]
+fn gateway_addresses_come_from_its_service_when_it_has_one() {
+    let with_service = format!(
+        "{BASE}{}",
+        r#"
+---
+apiVersion: v1
+kind: Service
+metadata: {name: envoy-gw, namespace: infra, labels: {gateway.networking.k8s.io/gateway-name: gw}}
+spec: {ports: [{port: 80}]}
+status: {loadBalancer: {ingress: [{hostname: lb.example.net}, {ip: 192.0.2.10}]}}
+"#
+    );
+    let address_of = |yaml: &str| {
+        let s = snapshot(yaml);
+        let t = translate(&s, &Options::default());
+        let attached = status::attached_routes(&t.ir);
+        status::compute(&s, &Options::default(), &t.diagnostics, &attached, |_| status::FleetState::Programmed).gateways
+            [0]
+        .addresses
+        .clone()
+    };
+    assert_eq!(address_of(BASE), [("IPAddress", "127.0.0.9".to_string())], "the requested address in host mode");
+    assert_eq!(
+        address_of(&with_service),
+        [("Hostname", "lb.example.net".to_string()), ("IPAddress", "192.0.2.10".to_string())],
+        "the Service's load-balancer addresses win"
+    );
+}

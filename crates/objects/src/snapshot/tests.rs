@@ -15,8 +15,8 @@ metadata: {name: cert}
 type: kubernetes.io/tls
 stringData: {tls.crt: CRT, tls.key: KEY}
 ---
-apiVersion: v1
-kind: ConfigMap
+apiVersion: apps/v1
+kind: Deployment
 metadata: {name: nope}
 ---
 apiVersion: gateway.networking.k8s.io/v1
@@ -35,7 +35,7 @@ fn parses_each_document_and_reports_the_bad_ones_by_name() {
     assert_eq!(secret.metadata.namespace.as_deref(), Some("default"));
     assert_eq!(secret.data.as_ref().unwrap()["tls.crt"].0, b"CRT");
     let err = parsed[2].as_ref().unwrap_err().to_string();
-    assert!(err.contains("ConfigMap nope"), "{err}");
+    assert!(err.contains("Deployment nope"), "{err}");
     let err = parsed[3].as_ref().unwrap_err().to_string();
     assert!(err.contains("HTTPRoute bad"), "{err}");
 }
@@ -46,7 +46,7 @@ fn changed_kinds_sees_only_what_changed() {
     for o in parse_documents(DOCS).into_iter().flatten() {
         a.insert(o);
     }
-    assert!(Snapshot::from_yaml(DOCS).is_err(), "the ConfigMap is not a kind we read");
+    assert!(Snapshot::from_yaml(DOCS).is_err(), "the Deployment is not a kind we read");
     let mut b = a.clone();
     assert!(a.changed_kinds(&b).is_empty());
     b.remove(Kind::Secret, &ObjectKey::new("default", "cert"));
