@@ -135,7 +135,7 @@ async fn a_broken_file_keeps_its_objects_and_the_rest_keeps_serving() -> anyhow:
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;
     assert_eq!(h.get(port, &Request::get("x", "/")).await?.header("x-backend"), Some("web"));
     // A document of an unknown kind is skipped; everything else is applied.
-    h.write(&format!("{yaml}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: unrelated}}\n"))?;
+    h.write(&format!("{yaml}---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: unrelated}}\n"))?;
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;
     assert_eq!(h.get(port, &Request::get("x", "/")).await?.status, 200);
     h.assert_no_nacks().await
