@@ -103,7 +103,8 @@ impl Harness {
         delta: bool,
     ) -> anyhow::Result<Self> {
         let store = store::Store::new();
-        let source = store::KubernetesSource::new(client.clone(), namespaces);
+        let source = store::KubernetesSource::new(client.clone(), namespaces)
+            .keep_service_status(objects::ObjectKey::new("default", "envoy"));
         let watching = store.clone();
         let source = tokio::spawn(async move {
             if let Err(e) = source.run(watching).await {
@@ -132,8 +133,13 @@ impl Harness {
         let mut status_counters = None;
         if let Some(client) = status_client {
             let leadership = election::Leadership::always();
+            // The Envoy Service of these tests is `default/envoy`.
+            let ingress = status::IngressStatusOptions {
+                envoy_service: Some(objects::ObjectKey::new("default", "envoy")),
+                ..Default::default()
+            };
             let (writer, counters) =
-                status::spawn(client, controller.published(), server.clone(), Default::default(), leadership);
+                status::spawn(client, controller.published(), server.clone(), Default::default(), ingress, leadership);
             tasks.push(writer);
             status_counters = Some(counters);
         }

@@ -391,3 +391,67 @@ async fn contour_serve_takes_its_ports_from_a_contour_configuration() -> anyhow:
     assert!(stderr.contains("spec.xdsServer.address"), "{stderr}");
     Ok(())
 }
+
+#[tokio::test]
+async fn our_ingresses_get_the_envoy_service_address() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    let client = api.client().await?;
+    let yaml = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: envoy, namespace: default}
+spec: {type: LoadBalancer, ports: [{name: http, port: 80}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: ours, namespace: default}
+spec: {defaultBackend: {service: {name: web, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: theirs, namespace: default, annotations: {kubernetes.io/ingress.class: nginx}}
+spec: {defaultBackend: {service: {name: web, port: {number: 80}}}}
+"#;
+    apply_yaml(&client, yaml).await?;
+    set_status(
+        &client,
+        "v1",
+        "Service",
+        "default",
+        "envoy",
+        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.50"}]}}),
+    )
+    .await?;
+    let _h = Harness::start_kubernetes(client.clone(), false).await?;
+    let mut ours = Value::Null;
+    for _ in 0..100 {
+        ours = status_of(&client, "networking.k8s.io/v1", "Ingress", "default", "ours").await?;
+        if !ours["loadBalancer"]["ingress"].is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(ours["loadBalancer"]["ingress"][0]["ip"], "192.0.2.50", "{ours}");
+    let theirs = status_of(&client, "networking.k8s.io/v1", "Ingress", "default", "theirs").await?;
+    assert!(theirs["loadBalancer"]["ingress"].is_null(), "another class's Ingress is left alone: {theirs}");
+
+    // The Service's address changes: the Ingress follows.
+    set_status(
+        &client,
+        "v1",
+        "Service",
+        "default",
+        "envoy",
+        json!({"loadBalancer": {"ingress": [{"hostname": "lb.example.net"}]}}),
+    )
+    .await?;
+    for _ in 0..100 {
+        ours = status_of(&client, "networking.k8s.io/v1", "Ingress", "default", "ours").await?;
+        if ours["loadBalancer"]["ingress"][0]["hostname"] == "lb.example.net" {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("the Ingress did not follow the Service: {ours}")
+}

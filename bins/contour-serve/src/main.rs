@@ -30,6 +30,18 @@ struct Args {
     /// Use the in-cluster service account, ignoring any kubeconfig.
     #[arg(long)]
     incluster: bool,
+    /// Ingress classes served (comma-separated); unset: Ingresses without a class or of class `contour`.
+    #[arg(long, value_delimiter = ',')]
+    ingress_class_name: Vec<String>,
+    /// Addresses written to Ingress status instead of the Envoy Service's (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    ingress_status_address: Vec<String>,
+    /// The Envoy Service whose load-balancer addresses go to Ingress status.
+    #[arg(long, default_value = "envoy")]
+    envoy_service_name: String,
+    /// The Envoy Service's namespace.
+    #[arg(long, env = "CONTOUR_NAMESPACE", default_value = "projectcontour")]
+    envoy_service_namespace: String,
     /// Watch only these namespaces (comma-separated); allows namespaced RBAC.
     #[arg(long, value_delimiter = ',')]
     watch_namespaces: Vec<String>,
@@ -184,9 +196,16 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             info!(namespaces = ?args.watch_namespaces, "Kubernetes mode");
             let (leadership, release) = leadership(&args, &client, shutdown.clone());
             let gateway_api = frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() };
+            let envoy_service = objects::ObjectKey::new(&args.envoy_service_namespace, &args.envoy_service_name);
+            let ingress = status::IngressStatusOptions {
+                class_names: args.ingress_class_name.clone(),
+                envoy_service: Some(envoy_service.clone()),
+                static_addresses: args.ingress_status_address.clone(),
+            };
             let (_, counters) =
-                status::spawn(client.clone(), controller.published(), server.clone(), gateway_api, leadership);
-            let source = store::KubernetesSource::new(client, args.watch_namespaces.clone());
+                status::spawn(client.clone(), controller.published(), server.clone(), gateway_api, ingress, leadership);
+            let source =
+                store::KubernetesSource::new(client, args.watch_namespaces.clone()).keep_service_status(envoy_service);
             let store = store.clone();
             tokio::spawn(async move {
                 if let Err(e) = source.run(store).await {

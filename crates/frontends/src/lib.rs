@@ -4,6 +4,7 @@
 //! now; HTTPProxy and Ingress join it as sibling modules and merge their fleets into the same [`ir::Ir`].
 
 pub mod gateway_api;
+pub mod ingress;
 
 /// What a front end produces: fleets for the IR and the problems it found, per object.
 #[derive(Debug, Clone, Default, PartialEq)]

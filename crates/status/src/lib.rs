@@ -4,6 +4,7 @@
 //! Writes carry a resourceVersion precondition and retry a bounded number of times on conflict;
 //! route `status.parents` entries of other controllers are kept as they are.
 
+mod ingress;
 mod json;
 mod writer;
 
@@ -15,25 +16,26 @@ use frontends::gateway_api::status::{FleetState, compute};
 use tokio::sync::watch;
 use xds_server::{Programming, XdsServer};
 
+pub use ingress::{IngressStatusOptions, load_balancers};
 pub use writer::StatusWriter;
 
 /// The kinds whose status the writer writes, in counter order.
-pub const KINDS: [&str; 3] = ["Gateway", "HTTPRoute", "TLSRoute"];
+pub const KINDS: [&str; 4] = ["Gateway", "HTTPRoute", "TLSRoute", "Ingress"];
 
 /// Counters of the writer per kind (see [`KINDS`]), with upstream's meaning
 /// (`contour_status_update_*`).
 #[derive(Debug, Default)]
 pub struct Counters {
     /// Status updates attempted (written or found unchanged).
-    pub total: [AtomicU64; 3],
+    pub total: [AtomicU64; 4],
     /// Writes that succeeded.
-    pub success: [AtomicU64; 3],
+    pub success: [AtomicU64; 4],
     /// Writes that failed after retries.
-    pub failed: [AtomicU64; 3],
+    pub failed: [AtomicU64; 4],
     /// Conflicts (another writer changed the object first); each is retried.
-    pub conflict: [AtomicU64; 3],
+    pub conflict: [AtomicU64; 4],
     /// Updates skipped because the object already said it.
-    pub noop: [AtomicU64; 3],
+    pub noop: [AtomicU64; 4],
 }
 
 /// The counter index of a kind.
@@ -82,11 +84,12 @@ pub fn spawn(
     published: watch::Receiver<Option<Arc<controller::Published>>>,
     xds: XdsServer,
     options: frontends::gateway_api::Options,
+    ingress: IngressStatusOptions,
     leadership: election::Leadership,
 ) -> (tokio::task::JoinHandle<()>, Arc<Counters>) {
     let writer = StatusWriter::new(client, options.controller_name.clone());
     let counters = writer.counters();
-    (tokio::spawn(run(writer, published, xds, options, leadership)), counters)
+    (tokio::spawn(run(writer, published, xds, options, ingress, leadership)), counters)
 }
 
 /// Follows the controller's builds and Envoy's ACKs/NACKs, writing status while this replica
@@ -96,6 +99,7 @@ pub async fn run(
     mut published: watch::Receiver<Option<Arc<controller::Published>>>,
     xds: XdsServer,
     options: frontends::gateway_api::Options,
+    ingress: IngressStatusOptions,
     mut leadership: election::Leadership,
 ) {
     let mut feedback = xds.feedback();
@@ -121,6 +125,7 @@ pub async fn run(
                 Programming::Pending => FleetState::Pending,
                 Programming::Rejected(e) => FleetState::Rejected(e),
             });
-        writer.write(&set, &leadership).await;
+        let ingresses = load_balancers(&p.snapshot, &ingress);
+        writer.write(&set, &ingresses, &leadership).await;
     }
 }

@@ -38,6 +38,8 @@ struct Write {
 enum Desired {
     Gateway(frontends::gateway_api::status::GatewayStatus),
     Route(Vec<frontends::gateway_api::status::RouteParentStatus>),
+    /// An Ingress's `status.loadBalancer`.
+    LoadBalancer(Value),
 }
 
 impl StatusWriter {
@@ -57,7 +59,12 @@ impl StatusWriter {
     }
 
     /// Writes what changed; routes we wrote before but no longer parent lose our entries.
-    pub async fn write(&mut self, set: &StatusSet, leadership: &election::Leadership) {
+    pub async fn write(
+        &mut self,
+        set: &StatusSet,
+        ingresses: &[(objects::ObjectKey, Value)],
+        leadership: &election::Leadership,
+    ) {
         let mut writes = Vec::new();
         let mut seen = Vec::new();
         for g in &set.gateways {
@@ -77,9 +84,22 @@ impl StatusWriter {
                 desired: Desired::Route(r.parents.clone()),
             });
         }
+        for (key, lb) in ingresses {
+            writes.push(Write {
+                kind: "Ingress",
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+                desired: Desired::LoadBalancer(lb.clone()),
+            });
+        }
         // Routes that had our entries and now have none.
-        let gone: Vec<_> =
-            self.last.keys().filter(|(k, _, _)| *k != "Gateway").filter(|k| !seen.contains(k)).cloned().collect();
+        let gone: Vec<_> = self
+            .last
+            .keys()
+            .filter(|(k, _, _)| !matches!(*k, "Gateway" | "Ingress"))
+            .filter(|k| !seen.contains(k))
+            .cloned()
+            .collect();
         for (kind, namespace, name) in gone {
             if self
                 .last
@@ -132,6 +152,15 @@ impl StatusWriter {
 }
 
 fn resource(kind: &str) -> ApiResource {
+    if kind == "Ingress" {
+        return ApiResource {
+            group: "networking.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "networking.k8s.io/v1".into(),
+            kind: kind.into(),
+            plural: "ingresses".into(),
+        };
+    }
     let plural = match kind {
         "Gateway" => "gateways",
         "HTTPRoute" => "httproutes",
@@ -192,6 +221,7 @@ async fn write_one(
                 );
                 (json!({"parents": merged}), ours)
             }
+            Desired::LoadBalancer(lb) => (json!({"loadBalancer": lb}), lb.clone()),
         };
         if json::same(&current_part(&current, &w.desired, controller), &ours) {
             counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
@@ -227,6 +257,7 @@ fn previous_matches(previous: &Value, desired: &Desired, controller: &str) -> bo
     let rendered = match desired {
         Desired::Gateway(g) => json::gateway(g, previous, ""),
         Desired::Route(parents) => json::parents(parents, &json!({"parents": previous}), controller, ""),
+        Desired::LoadBalancer(lb) => lb.clone(),
     };
     json::same(previous, &rendered)
 }
@@ -250,6 +281,7 @@ fn current_part(current: &Value, desired: &Desired, controller: &str) -> Value {
                 .cloned()
                 .collect(),
         ),
+        Desired::LoadBalancer(_) => current["loadBalancer"].clone(),
     }
 }
 

@@ -39,6 +39,14 @@ pub enum Error {
 pub struct KubernetesSource {
     client: kube::Client,
     namespaces: Vec<String>,
+    context: std::sync::Arc<Context>,
+}
+
+/// What trimming needs to know about the configuration.
+#[derive(Debug, Default)]
+pub struct Context {
+    /// The Envoy Service whose load-balancer status is kept (for Ingress status).
+    pub keep_service_status: Option<ObjectKey>,
 }
 
 /// A kind the source watches.
@@ -46,7 +54,7 @@ trait Watched: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Deb
     const KIND: Kind;
     const NAME: &'static str;
     const NAMESPACED: bool;
-    fn into_object(self) -> Option<Object>;
+    fn into_object(self, cx: &Context) -> Option<Object>;
     /// The API for one namespace (namespaced kinds) or the whole cluster.
     fn api(client: kube::Client, namespace: Option<&str>) -> Api<Self>;
     fn config() -> watcher::Config {
@@ -76,7 +84,7 @@ macro_rules! watched {
             const KIND: Kind = Kind::$kind;
             const NAME: &'static str = $name;
             const NAMESPACED: bool = $namespaced;
-            fn into_object(mut self) -> Option<Object> {
+            fn into_object(mut self, _cx: &Context) -> Option<Object> {
                 trim(&mut self.metadata);
                 self.status = None;
                 Some(Object::$variant(self))
@@ -107,12 +115,13 @@ impl Watched for Service {
     const KIND: Kind = Kind::Service;
     const NAME: &'static str = "Service";
     const NAMESPACED: bool = true;
-    /// A Gateway's Service keeps its load-balancer status (the Gateway's addresses); every
-    /// other Service loses its status.
-    fn into_object(mut self) -> Option<Object> {
+    /// A Gateway's Service and the Envoy Service keep their load-balancer status (addresses for
+    /// Gateway and Ingress status); every other Service loses its status.
+    fn into_object(mut self, cx: &Context) -> Option<Object> {
         trim(&mut self.metadata);
         let gateway_service = self.metadata.labels.as_ref().is_some_and(|l| l.contains_key(GATEWAY_NAME_LABEL));
-        if !gateway_service {
+        let envoy_service = cx.keep_service_status.as_ref().is_some_and(|k| *k == ObjectKey::of(&self.metadata));
+        if !(gateway_service || envoy_service) {
             self.status = None;
         } else if let Some(status) = self.status.as_mut() {
             status.conditions = None;
@@ -130,7 +139,7 @@ impl Watched for ReferenceGrant {
     const KIND: Kind = Kind::ReferenceGrant;
     const NAME: &'static str = "ReferenceGrant";
     const NAMESPACED: bool = true;
-    fn into_object(mut self) -> Option<Object> {
+    fn into_object(mut self, _cx: &Context) -> Option<Object> {
         trim(&mut self.metadata);
         Some(Object::ReferenceGrant(self))
     }
@@ -141,7 +150,7 @@ impl Watched for IngressClass {
     const KIND: Kind = Kind::IngressClass;
     const NAME: &'static str = "IngressClass";
     const NAMESPACED: bool = false;
-    fn into_object(mut self) -> Option<Object> {
+    fn into_object(mut self, _cx: &Context) -> Option<Object> {
         trim(&mut self.metadata);
         Some(Object::IngressClass(self))
     }
@@ -156,7 +165,7 @@ impl Watched for ConfigMap {
     const NAME: &'static str = "ConfigMap";
     const NAMESPACED: bool = true;
     /// Only CA bundles are kept, and only their bundle: other ConfigMaps are nobody's business here.
-    fn into_object(mut self) -> Option<Object> {
+    fn into_object(mut self, _cx: &Context) -> Option<Object> {
         let bundle = self.data.as_mut().and_then(|d| d.remove(CA_BUNDLE_KEY))?;
         trim(&mut self.metadata);
         self.data = Some([(CA_BUNDLE_KEY.to_string(), bundle)].into_iter().collect());
@@ -170,7 +179,7 @@ impl Watched for EndpointSlice {
     const KIND: Kind = Kind::EndpointSlice;
     const NAME: &'static str = "EndpointSlice";
     const NAMESPACED: bool = true;
-    fn into_object(mut self) -> Option<Object> {
+    fn into_object(mut self, _cx: &Context) -> Option<Object> {
         trim(&mut self.metadata);
         Some(Object::EndpointSlice(self))
     }
@@ -181,7 +190,7 @@ impl Watched for Secret {
     const KIND: Kind = Kind::Secret;
     const NAME: &'static str = "Secret";
     const NAMESPACED: bool = true;
-    fn into_object(mut self) -> Option<Object> {
+    fn into_object(mut self, _cx: &Context) -> Option<Object> {
         if self.type_.as_deref().is_some_and(|t| IGNORED_SECRET_TYPES.contains(&t)) {
             return None;
         }
@@ -220,7 +229,13 @@ type Stream = BoxStream<'static, (usize, Change)>;
 impl KubernetesSource {
     /// A source over `client`; `namespaces` restricts namespaced kinds (empty: all namespaces).
     pub fn new(client: kube::Client, namespaces: Vec<String>) -> Self {
-        Self { client, namespaces }
+        Self { client, namespaces, context: Default::default() }
+    }
+
+    /// Keeps the load-balancer status of this Service (the Envoy Service), for Ingress status.
+    pub fn keep_service_status(mut self, service: ObjectKey) -> Self {
+        self.context = std::sync::Arc::new(Context { keep_service_status: Some(service) });
+        self
     }
 
     /// Starts every watch whose kind the API server serves (absent CRDs are skipped with one
@@ -291,27 +306,31 @@ impl KubernetesSource {
             }
             let index = scopes.len();
             scopes.push((K::KIND, scope));
+            let cx = std::sync::Arc::clone(&self.context);
             let stream = watcher::watcher(api, K::config())
                 .backoff(WatchBackoff::default())
-                .filter_map(move |event| async move {
-                    let change = match event {
-                        Ok(Event::Init) => Change::Init,
-                        Ok(Event::InitApply(o)) => Change::Add(o.into_object()?),
-                        Ok(Event::InitDone) => Change::InitDone,
-                        Ok(Event::Apply(o)) => {
-                            let key = ObjectKey::of(o.meta());
-                            match o.into_object() {
-                                Some(object) => Change::Apply(object),
-                                None => Change::Delete(K::KIND, key),
+                .filter_map(move |event| {
+                    let cx = std::sync::Arc::clone(&cx);
+                    async move {
+                        let change = match event {
+                            Ok(Event::Init) => Change::Init,
+                            Ok(Event::InitApply(o)) => Change::Add(o.into_object(&cx)?),
+                            Ok(Event::InitDone) => Change::InitDone,
+                            Ok(Event::Apply(o)) => {
+                                let key = ObjectKey::of(o.meta());
+                                match o.into_object(&cx) {
+                                    Some(object) => Change::Apply(object),
+                                    None => Change::Delete(K::KIND, key),
+                                }
                             }
-                        }
-                        Ok(Event::Delete(o)) => Change::Delete(K::KIND, ObjectKey::of(o.meta())),
-                        Err(e) => {
-                            warn!(kind = K::NAME, error = %e, "watch failed; retrying with backoff");
-                            return None;
-                        }
-                    };
-                    Some((index, change))
+                            Ok(Event::Delete(o)) => Change::Delete(K::KIND, ObjectKey::of(o.meta())),
+                            Err(e) => {
+                                warn!(kind = K::NAME, error = %e, "watch failed; retrying with backoff");
+                                return None;
+                            }
+                        };
+                        Some((index, change))
+                    }
                 })
                 .boxed();
             streams.push(stream);
