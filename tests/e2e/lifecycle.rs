@@ -140,3 +140,93 @@ async fn a_broken_file_keeps_its_objects_and_the_rest_keeps_serving() -> anyhow:
     assert_eq!(h.get(port, &Request::get("x", "/")).await?.status, 200);
     h.assert_no_nacks().await
 }
+
+#[tokio::test]
+async fn xds_over_mutual_tls_serves_envoy_and_refuses_clients_without_a_certificate() -> anyhow::Result<()> {
+    let ca = testkit::Ca::new()?;
+    let dir = std::env::temp_dir().join(format!("contour-mtls-{}-{}", std::process::id(), testkit::free_port()));
+    std::fs::create_dir_all(&dir)?;
+    // As certgen issues them: the controller's certificate names `contour`, Envoy's `envoy`.
+    let (contour, envoy_cert) = (ca.issue(&["contour"])?, ca.issue(&["envoy"])?);
+    let write = |name: &str, text: &str| -> anyhow::Result<String> {
+        let path = dir.join(name);
+        std::fs::write(&path, text)?;
+        Ok(path.display().to_string())
+    };
+    let ca_file = write("ca.pem", &ca.pem())?;
+    let files = xds_server::TlsFiles {
+        ca: ca_file.clone().into(),
+        cert: write("contour.pem", &contour.cert_pem)?.into(),
+        key: write("contour-key.pem", &contour.key_pem)?.into(),
+    };
+    let tls = std::sync::Arc::new(xds_server::Reloading::new(files)?);
+
+    let web = Backend::start("web").await?;
+    let port = testkit::free_port();
+    let objects = dir.join("objects");
+    std::fs::create_dir_all(&objects)?;
+    std::fs::write(
+        objects.join("all.yaml"),
+        [
+            gateway(&http_listener("http", port)),
+            service("web", &[web.addr]),
+            http_route("web", "  rules: [{backendRefs: [{name: web, port: 80}]}]"),
+        ]
+        .concat(),
+    )?;
+    let store = store::Store::new();
+    let server = xds_server::XdsServer::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let xds_port = listener.local_addr()?.port();
+    let tasks = [
+        tokio::spawn(store::DirectorySource::new(&objects).run(store.clone(), std::time::Duration::from_secs(30))),
+        tokio::spawn(controller::Controller::new(Default::default(), server.clone()).run(store.clone())),
+        tokio::spawn({
+            let server = server.clone();
+            async move {
+                let _ = xds_server::serve_tls(server, listener, tls, std::future::pending()).await;
+            }
+        }),
+    ];
+
+    let envoy = testkit::Envoy::start(bootstrap::Bootstrap {
+        xds_address: "127.0.0.1".into(),
+        xds_port,
+        fleet: GATEWAY.into(),
+        node_id: "mtls".into(),
+        tls: Some(bootstrap::XdsTls {
+            ca_file,
+            cert_file: write("envoy.pem", &envoy_cert.cert_pem)?,
+            key_file: write("envoy-key.pem", &envoy_cert.key_pem)?,
+        }),
+        ..Default::default()
+    })
+    .await?;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let answered = testkit::eventually(std::time::Duration::from_secs(15), || async move {
+        testkit::request(addr, &Request::get("x", "/")).await.ok().filter(|r| r.status == 200)
+    })
+    .await;
+    assert!(answered.is_some(), "Envoy got its configuration over mTLS; log:\n{}", envoy.log());
+
+    // A client with no certificate gets no configuration.
+    let mut plain = envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient::connect(
+        format!("http://127.0.0.1:{xds_port}"),
+    )
+    .await;
+    if let Ok(client) = plain.as_mut() {
+        let request = envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest::default();
+        let refused = client.stream_aggregated_resources(futures_stream(request)).await;
+        assert!(refused.is_err(), "a plaintext client was served");
+    }
+    assert_eq!(server.stats().nacks_total(), 0);
+    for t in tasks {
+        t.abort();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn futures_stream<T: Send + 'static>(item: T) -> impl tonic::codegen::tokio_stream::Stream<Item = T> + Send + 'static {
+    tonic::codegen::tokio_stream::iter(vec![item])
+}

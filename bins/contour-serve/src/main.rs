@@ -51,6 +51,18 @@ struct Args {
     /// Port the xDS server listens on.
     #[arg(long, default_value_t = 8001)]
     xds_port: u16,
+    /// CA bundle that signed Envoy's client certificates (mTLS on xDS).
+    #[arg(long, env = "CONTOUR_CAFILE", requires_all = ["contour_cert_file", "contour_key_file"], conflicts_with = "insecure")]
+    contour_cafile: Option<PathBuf>,
+    /// The xDS server's certificate.
+    #[arg(long, env = "CONTOUR_CERT_FILE", requires = "contour_cafile")]
+    contour_cert_file: Option<PathBuf>,
+    /// The xDS server's key.
+    #[arg(long, env = "CONTOUR_KEY_FILE", requires = "contour_cafile")]
+    contour_key_file: Option<PathBuf>,
+    /// Serve xDS without TLS (say so explicitly; local use and tests).
+    #[arg(long)]
+    insecure: bool,
     /// Address Envoy binds for listeners whose Gateway requests no address.
     #[arg(long, default_value = "0.0.0.0")]
     envoy_service_http_address: IpAddr,
@@ -227,11 +239,25 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
     serve_telemetry(&args, telemetry).await?;
     tokio::spawn(controller.run(store.clone()));
     let mut stopping = shutdown.clone();
-    xds_server::serve(server, xds_listener, async move {
+    let stop = async move {
         let _ = stopping.wait_for(|s| *s).await;
-    })
-    .await
-    .context("xDS server")?;
+    };
+    match (&args.contour_cafile, &args.contour_cert_file, &args.contour_key_file) {
+        (Some(ca), Some(cert), Some(key)) => {
+            let files = xds_server::TlsFiles { ca: ca.clone(), cert: cert.clone(), key: key.clone() };
+            let tls = std::sync::Arc::new(xds_server::Reloading::new(files).context("xDS TLS")?);
+            info!("xDS over mTLS (TLS 1.3, client certificates required)");
+            xds_server::serve_tls(server, xds_listener, tls, stop).await.context("xDS server")?;
+        }
+        _ => {
+            if !args.insecure {
+                tracing::warn!(
+                    "xDS is served without TLS: pass --contour-cafile/--contour-cert-file/--contour-key-file, or --insecure to say it is meant"
+                );
+            }
+            xds_server::serve(server, xds_listener, stop).await.context("xDS server")?;
+        }
+    }
     if let Some(task) = release {
         // Give the election a moment to hand the Lease over.
         let _ = tokio::time::timeout(Duration::from_secs(3), task).await;

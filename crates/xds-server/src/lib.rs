@@ -9,6 +9,7 @@ mod fleets;
 mod protocol;
 mod services;
 pub mod stream;
+mod tls;
 
 #[cfg(test)]
 mod tests;
@@ -22,7 +23,8 @@ use tokio::sync::watch;
 pub use xds::{FleetResources, Resource, ResourceType, Resources};
 
 pub use fleets::{Programming, Rejection};
-pub use services::serve;
+pub use services::{serve, serve_tls};
+pub use tls::{Reloading, TlsError, TlsFiles};
 
 /// The fleet Envoys join when their node names no cluster.
 pub const DEFAULT_FLEET: &str = "contour";

@@ -44,6 +44,22 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    routes(server).serve_with_incoming_shutdown(incoming, shutdown).await
+}
+
+/// [`serve`] with mTLS: TLS 1.3, client certificates verified against the CA bundle, files
+/// re-read when they change.
+pub async fn serve_tls(
+    server: XdsServer,
+    listener: tokio::net::TcpListener,
+    tls: std::sync::Arc<crate::Reloading>,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    let incoming = ReceiverStream::new(crate::tls::accept(listener, tls));
+    routes(server).serve_with_incoming_shutdown(incoming, shutdown).await
+}
+
+fn routes(server: XdsServer) -> tonic::transport::server::Router {
     tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(std::time::Duration::from_secs(60)))
         .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
@@ -53,8 +69,6 @@ pub async fn serve(
         .add_service(ListenerDiscoveryServiceServer::new(server.clone()))
         .add_service(RouteDiscoveryServiceServer::new(server.clone()))
         .add_service(SecretDiscoveryServiceServer::new(server))
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
 }
 
 impl XdsServer {

@@ -1,0 +1,131 @@
+//! mTLS for the xDS server: TLS 1.3 only, client certificates required and verified against the
+//! CA bundle, certificate files re-read when they change (certgen rotates them in place).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_rustls::TlsAcceptor;
+use tracing::warn;
+
+/// The controller's certificate files.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// CA bundle that signed Envoy's client certificates.
+    pub ca: PathBuf,
+    /// The server certificate chain.
+    pub cert: PathBuf,
+    /// The server key.
+    pub key: PathBuf,
+}
+
+/// Why TLS could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file could not be read or parsed.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// rustls refused the configuration.
+    #[error("TLS configuration: {0}")]
+    Config(#[from] rustls::Error),
+    /// The client verifier could not be built.
+    #[error("client verifier: {0}")]
+    Verifier(#[from] rustls::server::VerifierBuilderError),
+}
+
+/// Builds server configurations from the files, again whenever one of them changed.
+pub struct Reloading {
+    files: TlsFiles,
+    current: Mutex<(Vec<Option<SystemTime>>, Arc<rustls::ServerConfig>)>,
+}
+
+fn file_error(path: &Path, message: impl ToString) -> TlsError {
+    TlsError::File { path: path.display().to_string(), message: message.to_string() }
+}
+
+fn modified(files: &TlsFiles) -> Vec<Option<SystemTime>> {
+    [&files.ca, &files.cert, &files.key].iter().map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok()).collect()
+}
+
+fn build(files: &TlsFiles) -> Result<rustls::ServerConfig, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(&files.ca).map_err(|e| file_error(&files.ca, e))? {
+        roots.add(cert.map_err(|e| file_error(&files.ca, e))?)?;
+    }
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider)).build()?;
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
+        .map_err(|e| file_error(&files.cert, e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| file_error(&files.cert, e))?;
+    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| file_error(&files.key, e))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(config)
+}
+
+impl Reloading {
+    /// Reads the files once; fails if they are unusable.
+    pub fn new(files: TlsFiles) -> Result<Self, TlsError> {
+        let config = Arc::new(build(&files)?);
+        Ok(Self { current: Mutex::new((modified(&files), config)), files })
+    }
+
+    /// The configuration for the next handshake: rebuilt when a file changed, the previous one
+    /// kept (and a warning logged) when the new files are unusable.
+    pub fn config(&self) -> Arc<rustls::ServerConfig> {
+        let now = modified(&self.files);
+        let mut current = self.current.lock().expect("tls lock");
+        if current.0 != now {
+            match build(&self.files) {
+                Ok(config) => *current = (now, Arc::new(config)),
+                Err(e) => {
+                    warn!(error = %e, "new xDS certificates are unusable; keeping the previous ones");
+                    current.0 = now;
+                }
+            }
+        }
+        Arc::clone(&current.1)
+    }
+}
+
+/// Accepts TCP connections and completes TLS handshakes off the accept loop; yields the
+/// established streams.
+pub(crate) fn accept(
+    listener: TcpListener,
+    tls: Arc<Reloading>,
+) -> mpsc::Receiver<Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>, std::io::Error>> {
+    let (tx, rx) = mpsc::channel(16);
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, peer)) = listener.accept().await else { continue };
+            if tx.is_closed() {
+                return;
+            }
+            let (sender, acceptor) = (tx.clone(), TlsAcceptor::from(tls.config()));
+            tokio::spawn(async move {
+                match tokio::time::timeout(std::time::Duration::from_secs(10), acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => {
+                        let _ = sender.send(Ok(stream)).await;
+                    }
+                    Ok(Err(e)) => warn!(%peer, error = %e, "xDS TLS handshake failed"),
+                    Err(_) => warn!(%peer, "xDS TLS handshake timed out"),
+                }
+            });
+        }
+    });
+    rx
+}
