@@ -21,9 +21,20 @@ async fn status_until(
     name: &str,
     check: impl Fn(&Value) -> bool,
 ) -> anyhow::Result<Value> {
+    status_of_until(client, V1, kind, name, check).await
+}
+
+/// [`status_until`] for any API version.
+async fn status_of_until(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    check: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Value> {
     let mut last = Value::Null;
     for _ in 0..150 {
-        last = status_of(client, V1, kind, "default", name).await?;
+        last = status_of(client, api_version, kind, "default", name).await?;
         if check(&last) {
             return Ok(last);
         }
@@ -424,14 +435,10 @@ spec: {defaultBackend: {service: {name: web, port: {number: 80}}}}
     )
     .await?;
     let _h = Harness::start_kubernetes(client.clone(), false).await?;
-    let mut ours = Value::Null;
-    for _ in 0..100 {
-        ours = status_of(&client, "networking.k8s.io/v1", "Ingress", "default", "ours").await?;
-        if !ours["loadBalancer"]["ingress"].is_null() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let ours = status_of_until(&client, "networking.k8s.io/v1", "Ingress", "ours", |s| {
+        !s["loadBalancer"]["ingress"].is_null()
+    })
+    .await?;
     assert_eq!(ours["loadBalancer"]["ingress"][0]["ip"], "192.0.2.50", "{ours}");
     let theirs = status_of(&client, "networking.k8s.io/v1", "Ingress", "default", "theirs").await?;
     assert!(theirs["loadBalancer"]["ingress"].is_null(), "another class's Ingress is left alone: {theirs}");
@@ -446,12 +453,9 @@ spec: {defaultBackend: {service: {name: web, port: {number: 80}}}}
         json!({"loadBalancer": {"ingress": [{"hostname": "lb.example.net"}]}}),
     )
     .await?;
-    for _ in 0..100 {
-        ours = status_of(&client, "networking.k8s.io/v1", "Ingress", "default", "ours").await?;
-        if ours["loadBalancer"]["ingress"][0]["hostname"] == "lb.example.net" {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    anyhow::bail!("the Ingress did not follow the Service: {ours}")
+    status_of_until(&client, "networking.k8s.io/v1", "Ingress", "ours", |s| {
+        s["loadBalancer"]["ingress"][0]["hostname"] == "lb.example.net"
+    })
+    .await?;
+    Ok(())
 }
