@@ -79,7 +79,7 @@ fn main() -> anyhow::Result<()> {
         let fleets = xds::compile(&dag, &options.compile);
         let t3 = t.elapsed();
         for f in dag.fleets.values() {
-            let _ = xds::endpoints(f, &snapshot);
+            let _ = xds::load_assignments(&dag::fleet_endpoints(f, &snapshot));
         }
         let t4 = t.elapsed();
         println!(

@@ -89,7 +89,8 @@ pub struct Pipeline {
     translate: frontends::gateway_api::Cache,
     dag: dag::Cache,
     compile: xds::Cache,
-    endpoints: xds::EndpointCache,
+    endpoints: dag::EndpointCache,
+    load_assignments: xds::LoadAssignmentCache,
 }
 
 impl Pipeline {
@@ -104,7 +105,8 @@ impl Pipeline {
         let mut fleets = xds::compile_cached(&dag, &options.compile, &mut self.compile);
         let compile_done = clock.elapsed();
         for (id, fleet) in &dag.fleets {
-            let eds = xds::endpoints_cached(fleet, snapshot, &mut self.endpoints);
+            let addresses = dag::fleet_endpoints_cached(fleet, snapshot, &mut self.endpoints);
+            let eds = xds::load_assignments_cached(&addresses, &mut self.load_assignments);
             fleets.entry(id.clone()).or_default().by_type.insert(ResourceType::Endpoint, eds);
         }
         let timings = Timings {
@@ -173,7 +175,7 @@ impl Controller {
             }
             if changed == BTreeSet::from([Kind::EndpointSlice]) {
                 for (id, fleet) in &dag.fleets {
-                    self.server.set_endpoints(id, xds::endpoints(fleet, &snapshot));
+                    self.server.set_endpoints(id, xds::load_assignments(&dag::fleet_endpoints(fleet, &snapshot)));
                 }
                 self.counters.endpoint_updates.fetch_add(1, Ordering::Relaxed);
                 self.last = self.last.take().map(|(_, dag)| (snapshot, dag));

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use objects::Snapshot;
 use objects::types::EndpointSlice;
@@ -67,5 +68,52 @@ fn endpoints_from<'a>(cluster: &Cluster, slices: impl Iterator<Item = &'a Endpoi
     }
     out.sort();
     out.dedup();
+    out
+}
+
+/// The endpoints of every cluster of a fleet, by cluster name.
+pub type FleetEndpoints = std::collections::BTreeMap<String, Arc<[SocketAddr]>>;
+
+/// Endpoints kept between builds: valid while no Service or EndpointSlice changed.
+#[derive(Debug, Default)]
+pub struct EndpointCache {
+    inputs: (Vec<usize>, Vec<usize>),
+    by_cluster: HashMap<String, (Cluster, Arc<[SocketAddr]>)>,
+}
+
+/// The endpoints of every cluster of a fleet.
+pub fn fleet_endpoints(fleet: &crate::FleetDag, snapshot: &Snapshot) -> FleetEndpoints {
+    fleet_endpoints_cached(fleet, snapshot, &mut EndpointCache::default())
+}
+
+/// [`fleet_endpoints`], reusing what `cache` computed for clusters whose inputs did not change.
+pub fn fleet_endpoints_cached(
+    fleet: &crate::FleetDag,
+    snapshot: &Snapshot,
+    cache: &mut EndpointCache,
+) -> FleetEndpoints {
+    let ptrs = |m: &mut dyn Iterator<Item = usize>| m.collect::<Vec<_>>();
+    let inputs = (
+        ptrs(&mut snapshot.services.values().map(|s| Arc::as_ptr(s) as usize)),
+        ptrs(&mut snapshot.endpoint_slices.values().map(|s| Arc::as_ptr(s) as usize)),
+    );
+    if inputs != cache.inputs {
+        cache.inputs = inputs;
+        cache.by_cluster.clear();
+    }
+    let mut index = None;
+    let mut out = FleetEndpoints::new();
+    for c in fleet.clusters.values() {
+        let addresses = match cache.by_cluster.get(&c.name) {
+            Some((cluster, a)) if cluster == c => Arc::clone(a),
+            _ => {
+                let index = index.get_or_insert_with(|| SliceIndex::new(snapshot));
+                let a: Arc<[SocketAddr]> = index.endpoints(c).into();
+                cache.by_cluster.insert(c.name.clone(), (c.clone(), Arc::clone(&a)));
+                a
+            }
+        };
+        out.insert(c.name.clone(), addresses);
+    }
     out
 }

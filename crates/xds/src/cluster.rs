@@ -1,6 +1,7 @@
 //! Clusters (CDS) and their load assignments (EDS).
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
@@ -11,9 +12,8 @@ use envoy_types::pb::envoy::config::endpoint::v3::{
 };
 use envoy_types::pb::envoy::extensions::upstreams::http::v3::{HttpProtocolOptions, http_protocol_options};
 use envoy_types::util::pack_any;
-use objects::Snapshot;
 
-use crate::{Resource, ResourceType, Resources, ads, duration_ms};
+use crate::{Resource, Resources, ads, duration_ms};
 
 /// The connect timeout of every upstream cluster (upstream Contour's default).
 const CONNECT_TIMEOUT_MS: u64 = 2000;
@@ -49,45 +49,26 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
     Resource::new(&c.name, message)
 }
 
-/// The load assignment of every cluster of a fleet, from the snapshot's EndpointSlices.
-pub fn endpoints(fleet: &dag::FleetDag, snapshot: &Snapshot) -> Resources {
-    let index = dag::SliceIndex::new(snapshot);
-    let mut out = Resources::new();
-    for c in fleet.clusters.values() {
-        let r = load_assignment(&c.name, &index.endpoints(c));
-        out.insert(r.name.clone(), r);
-    }
-    debug_assert!(out.values().all(|r| r.body.type_url == ResourceType::Endpoint.type_url()));
-    out
+/// The load assignment of every cluster, from its endpoint addresses.
+pub fn load_assignments(endpoints: &dag::FleetEndpoints) -> Resources {
+    load_assignments_cached(endpoints, &mut LoadAssignmentCache::default())
 }
 
-/// Load assignments kept between builds: valid while no Service or EndpointSlice changed.
+/// Encoded load assignments kept between builds, reused while a cluster's addresses are the same.
 #[derive(Debug, Default)]
-pub struct EndpointCache {
-    inputs: (Vec<usize>, Vec<usize>),
-    by_cluster: rustc_hash::FxHashMap<String, (dag::Cluster, Resource)>,
+pub struct LoadAssignmentCache {
+    by_cluster: rustc_hash::FxHashMap<String, (Arc<[SocketAddr]>, Resource)>,
 }
 
-/// [`endpoints`], reusing load assignments of clusters seen before when their inputs are the same.
-pub fn endpoints_cached(fleet: &dag::FleetDag, snapshot: &Snapshot, cache: &mut EndpointCache) -> Resources {
-    let ptrs = |m: &mut dyn Iterator<Item = usize>| m.collect::<Vec<_>>();
-    let inputs = (
-        ptrs(&mut snapshot.services.values().map(|s| Arc::as_ptr(s) as usize)),
-        ptrs(&mut snapshot.endpoint_slices.values().map(|s| Arc::as_ptr(s) as usize)),
-    );
-    if inputs != cache.inputs {
-        cache.inputs = inputs;
-        cache.by_cluster.clear();
-    }
-    let mut index = None;
+/// [`load_assignments`], re-encoding only clusters whose addresses changed.
+pub fn load_assignments_cached(endpoints: &dag::FleetEndpoints, cache: &mut LoadAssignmentCache) -> Resources {
     let mut out = Resources::new();
-    for c in fleet.clusters.values() {
-        let resource = match cache.by_cluster.get(&c.name) {
-            Some((cluster, r)) if cluster == c => r.clone(),
+    for (name, addresses) in endpoints {
+        let resource = match cache.by_cluster.get(name) {
+            Some((a, r)) if Arc::ptr_eq(a, addresses) || a == addresses => r.clone(),
             _ => {
-                let index = index.get_or_insert_with(|| dag::SliceIndex::new(snapshot));
-                let r = load_assignment(&c.name, &index.endpoints(c));
-                cache.by_cluster.insert(c.name.clone(), (c.clone(), r.clone()));
+                let r = load_assignment(name, addresses);
+                cache.by_cluster.insert(name.clone(), (Arc::clone(addresses), r.clone()));
                 r
             }
         };
@@ -96,7 +77,7 @@ pub fn endpoints_cached(fleet: &dag::FleetDag, snapshot: &Snapshot, cache: &mut 
     out
 }
 
-pub(crate) fn load_assignment(name: &str, addresses: &[std::net::SocketAddr]) -> Resource {
+pub(crate) fn load_assignment(name: &str, addresses: &[SocketAddr]) -> Resource {
     let lb_endpoints = addresses
         .iter()
         .map(|a| LbEndpoint {
