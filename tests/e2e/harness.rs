@@ -14,6 +14,8 @@ pub const GATEWAY: &str = "default/gw";
 pub struct Harness {
     pub server: XdsServer,
     pub counters: std::sync::Arc<controller::Counters>,
+    /// Where the xDS server listens.
+    pub xds_port: u16,
     /// The status writer's counters, in Kubernetes mode.
     pub status: Option<std::sync::Arc<status::Counters>>,
     pub envoy: Envoy,
@@ -28,6 +30,39 @@ impl Drop for Harness {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// How [`Harness::launch`] runs.
+struct Launch<'a> {
+    delta: bool,
+    status_client: Option<kube::Client>,
+    fleet: &'a str,
+    tls: Option<XdsMtls>,
+}
+
+impl Default for Launch<'_> {
+    fn default() -> Self {
+        Self { delta: false, status_client: None, fleet: GATEWAY, tls: None }
+    }
+}
+
+/// Both sides of mTLS on xDS.
+pub struct XdsMtls {
+    /// The controller's certificates.
+    pub server: std::sync::Arc<xds_server::Reloading>,
+    /// Envoy's client certificate files, as the bootstrap references them.
+    pub envoy: bootstrap::XdsTls,
+}
+
+/// Objects for one HTTP listener on `port` whose every request goes to the backend `web` at
+/// `backend`.
+pub fn single_route(port: u16, backend: SocketAddr) -> String {
+    [
+        gateway(&http_listener("http", port)),
+        service("web", &[backend]),
+        http_route("web", "  rules: [{backendRefs: [{name: web, port: 80}]}]"),
+    ]
+    .concat()
 }
 
 /// A GatewayClass and a Gateway `default/gw` bound to 127.0.0.1 with the given listeners (YAML
@@ -86,7 +121,17 @@ impl Harness {
         std::fs::write(dir.join("objects.yaml"), yaml)?;
         let store = store::Store::new();
         let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
-        Self::launch(store, source, dir, delta, None, GATEWAY).await
+        Self::launch(store, source, dir, Launch { delta, ..Launch::default() }).await
+    }
+
+    /// [`Harness::start`] with mTLS on xDS: the server uses `tls.server`, Envoy `tls.envoy`.
+    pub async fn start_mtls(yaml: &str, tls: XdsMtls) -> anyhow::Result<Self> {
+        let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("objects.yaml"), yaml)?;
+        let store = store::Store::new();
+        let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
+        Self::launch(store, source, dir, Launch { tls: Some(tls), ..Launch::default() }).await
     }
 
     /// Starts the controller watching a cluster (as `contour-serve` without `--from-dir`) and
@@ -113,17 +158,16 @@ impl Harness {
         });
         let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
         std::fs::create_dir_all(&dir)?;
-        Self::launch(store, source, dir, delta, Some(client), fleet).await
+        Self::launch(store, source, dir, Launch { delta, status_client: Some(client), fleet, tls: None }).await
     }
 
     async fn launch(
         store: store::Store,
         source: JoinHandle<()>,
         dir: PathBuf,
-        delta: bool,
-        status_client: Option<kube::Client>,
-        fleet: &str,
+        launch: Launch<'_>,
     ) -> anyhow::Result<Self> {
+        let Launch { delta, status_client, fleet, tls } = launch;
         let server = XdsServer::default();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let xds_port = listener.local_addr()?.port();
@@ -145,8 +189,15 @@ impl Harness {
         }
         tasks.push(tokio::spawn(controller.run(store.clone())));
         let serving = server.clone();
+        let (server_tls, envoy_tls) = match tls {
+            Some(t) => (Some(t.server), Some(t.envoy)),
+            None => (None, None),
+        };
         tasks.push(tokio::spawn(async move {
-            let _ = xds_server::serve(serving, listener, std::future::pending()).await;
+            let _ = match server_tls {
+                Some(tls) => xds_server::serve_tls(serving, listener, tls, std::future::pending()).await,
+                None => xds_server::serve(serving, listener, std::future::pending()).await,
+            };
         }));
 
         let envoy = Envoy::start(bootstrap::Bootstrap {
@@ -155,10 +206,11 @@ impl Harness {
             fleet: fleet.into(),
             node_id: format!("e2e-{xds_port}"),
             delta,
+            tls: envoy_tls,
             ..Default::default()
         })
         .await?;
-        Ok(Self { server, counters, status: status_counters, envoy, dir, tasks })
+        Ok(Self { server, counters, status: status_counters, envoy, xds_port, dir, tasks })
     }
 
     /// Replaces every object with those in `yaml`, as an editor saving the file would.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use testkit::{Backend, Request};
 use xds::ResourceType;
 
-use crate::harness::{GATEWAY, Harness, gateway, http_listener, http_route, service};
+use crate::harness::{GATEWAY, Harness, gateway, http_listener, http_route, service, single_route};
 
 #[tokio::test]
 async fn a_service_without_endpoints_gets_503_and_nothing_else_breaks() -> anyhow::Result<()> {
@@ -87,12 +87,7 @@ async fn a_live_change_under_load_drops_nothing() -> anyhow::Result<()> {
 async fn a_rejected_resource_is_nacked_once_and_the_old_config_keeps_serving() -> anyhow::Result<()> {
     let web = Backend::start("web").await?;
     let port = testkit::free_port();
-    let yaml = [
-        gateway(&http_listener("http", port)),
-        service("web", &[web.addr]),
-        http_route("web", "  rules: [{backendRefs: [{name: web, port: 80}]}]"),
-    ]
-    .concat();
+    let yaml = single_route(port, web.addr);
     let h = Harness::start(&yaml, true).await?;
     h.until(port, &Request::get("x", "/"), |r| r.status == 200).await?;
 
@@ -122,12 +117,7 @@ async fn a_rejected_resource_is_nacked_once_and_the_old_config_keeps_serving() -
 async fn a_broken_file_keeps_its_objects_and_the_rest_keeps_serving() -> anyhow::Result<()> {
     let web = Backend::start("web").await?;
     let port = testkit::free_port();
-    let yaml = [
-        gateway(&http_listener("http", port)),
-        service("web", &[web.addr]),
-        http_route("web", "  rules: [{backendRefs: [{name: web, port: 80}]}]"),
-    ]
-    .concat();
+    let yaml = single_route(port, web.addr);
     let h = Harness::start(&yaml, false).await?;
     h.until(port, &Request::get("x", "/"), |r| r.status == 200).await?;
     // Half-saved: the YAML no longer parses. The last good objects of the file stay.
@@ -147,86 +137,39 @@ async fn xds_over_mutual_tls_serves_envoy_and_refuses_clients_without_a_certific
     let dir = std::env::temp_dir().join(format!("contour-mtls-{}-{}", std::process::id(), testkit::free_port()));
     std::fs::create_dir_all(&dir)?;
     // As certgen issues them: the controller's certificate names `contour`, Envoy's `envoy`.
-    let (contour, envoy_cert) = (ca.issue(&["contour"])?, ca.issue(&["envoy"])?);
+    let (contour, envoy) = (ca.issue(&["contour"])?, ca.issue(&["envoy"])?);
     let write = |name: &str, text: &str| -> anyhow::Result<String> {
         let path = dir.join(name);
         std::fs::write(&path, text)?;
         Ok(path.display().to_string())
     };
     let ca_file = write("ca.pem", &ca.pem())?;
-    let files = xds_server::TlsFiles {
+    let server = xds_server::Reloading::new(xds_server::TlsFiles {
         ca: ca_file.clone().into(),
         cert: write("contour.pem", &contour.cert_pem)?.into(),
         key: write("contour-key.pem", &contour.key_pem)?.into(),
+    })?;
+    let envoy = bootstrap::XdsTls {
+        ca_file,
+        cert_file: write("envoy.pem", &envoy.cert_pem)?,
+        key_file: write("envoy-key.pem", &envoy.key_pem)?,
     };
-    let tls = std::sync::Arc::new(xds_server::Reloading::new(files)?);
 
     let web = Backend::start("web").await?;
     let port = testkit::free_port();
-    let objects = dir.join("objects");
-    std::fs::create_dir_all(&objects)?;
-    std::fs::write(
-        objects.join("all.yaml"),
-        [
-            gateway(&http_listener("http", port)),
-            service("web", &[web.addr]),
-            http_route("web", "  rules: [{backendRefs: [{name: web, port: 80}]}]"),
-        ]
-        .concat(),
-    )?;
-    let store = store::Store::new();
-    let server = xds_server::XdsServer::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let xds_port = listener.local_addr()?.port();
-    let tasks = [
-        tokio::spawn(store::DirectorySource::new(&objects).run(store.clone(), std::time::Duration::from_secs(30))),
-        tokio::spawn(controller::Controller::new(Default::default(), server.clone()).run(store.clone())),
-        tokio::spawn({
-            let server = server.clone();
-            async move {
-                let _ = xds_server::serve_tls(server, listener, tls, std::future::pending()).await;
-            }
-        }),
-    ];
+    let tls = crate::harness::XdsMtls { server: std::sync::Arc::new(server), envoy };
+    let h = Harness::start_mtls(&single_route(port, web.addr), tls).await?;
+    h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web")).await?;
 
-    let envoy = testkit::Envoy::start(bootstrap::Bootstrap {
-        xds_address: "127.0.0.1".into(),
-        xds_port,
-        fleet: GATEWAY.into(),
-        node_id: "mtls".into(),
-        tls: Some(bootstrap::XdsTls {
-            ca_file,
-            cert_file: write("envoy.pem", &envoy_cert.cert_pem)?,
-            key_file: write("envoy-key.pem", &envoy_cert.key_pem)?,
-        }),
-        ..Default::default()
-    })
-    .await?;
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let answered = testkit::eventually(std::time::Duration::from_secs(15), || async move {
-        testkit::request(addr, &Request::get("x", "/")).await.ok().filter(|r| r.status == 200)
-    })
-    .await;
-    assert!(answered.is_some(), "Envoy got its configuration over mTLS; log:\n{}", envoy.log());
-
-    // A client with no certificate gets no configuration.
-    let mut plain = envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient::connect(
-        format!("http://127.0.0.1:{xds_port}"),
-    )
-    .await;
-    if let Ok(client) = plain.as_mut() {
-        let request = envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest::default();
-        let refused = client.stream_aggregated_resources(futures_stream(request)).await;
-        assert!(refused.is_err(), "a plaintext client was served");
-    }
-    assert_eq!(server.stats().nacks_total(), 0);
-    for t in tasks {
-        t.abort();
+    // A client without a certificate gets no configuration.
+    use envoy_types::pb::envoy::service::discovery::v3::{
+        DiscoveryRequest, aggregated_discovery_service_client::AggregatedDiscoveryServiceClient,
+    };
+    if let Ok(mut client) = AggregatedDiscoveryServiceClient::connect(format!("http://127.0.0.1:{}", h.xds_port)).await
+    {
+        let request = tonic::codegen::tokio_stream::iter(vec![DiscoveryRequest::default()]);
+        assert!(client.stream_aggregated_resources(request).await.is_err(), "a plaintext client was served");
     }
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(())
-}
-
-fn futures_stream<T: Send + 'static>(item: T) -> impl tonic::codegen::tokio_stream::Stream<Item = T> + Send + 'static {
-    tonic::codegen::tokio_stream::iter(vec![item])
+    h.assert_no_nacks().await
 }

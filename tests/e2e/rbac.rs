@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, PostParams};
 use testkit::{ApiServer, NetnsBackend, Request, apply_yaml, status_of};
 
-use crate::harness::{Harness, gateway, http_listener, http_route, service};
+use crate::harness::{Harness, single_route};
 
 /// A client authenticated as `projectcontour/contour` with a fresh ServiceAccount token.
 async fn service_account_client(api: &ApiServer, admin: &kube::Client) -> anyhow::Result<kube::Client> {
@@ -38,13 +38,7 @@ async fn serves_as_service_account(rbac: &str, namespace: &str, watch: Vec<Strin
 
     let web = NetnsBackend::start("web").await?;
     let port = testkit::free_port();
-    let yaml = [
-        gateway(&http_listener("http", port)),
-        service("web", &[web.addr]),
-        http_route("web", "  rules: [{backendRefs: [{name: web, port: 80}]}]"),
-    ]
-    .concat()
-    .replace("namespace: default", &format!("namespace: {namespace}"));
+    let yaml = single_route(port, web.addr).replace("namespace: default", &format!("namespace: {namespace}"));
     apply_yaml(&admin, &yaml).await?;
 
     let h = Harness::start_kubernetes_with(client, watch, &format!("{namespace}/gw"), false).await?;

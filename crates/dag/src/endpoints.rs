@@ -10,14 +10,6 @@ use objects::types::EndpointSlice;
 
 use crate::Cluster;
 
-/// The ready endpoints of a cluster, sorted and without duplicates.
-pub fn endpoints(cluster: &Cluster, snapshot: &Snapshot) -> Vec<SocketAddr> {
-    endpoints_from(
-        cluster,
-        snapshot.endpoint_slices_of(&cluster.service.namespace, &cluster.service.name).map(|s| &**s),
-    )
-}
-
 /// EndpointSlices by namespace and Service name, for looking up many clusters at once.
 pub struct SliceIndex<'a> {
     by_service: HashMap<(&'a str, &'a str), Vec<&'a EndpointSlice>>,

@@ -38,11 +38,10 @@ pub fn intersects(listener: Option<&str>, route: &str) -> bool {
 }
 
 /// The hostnames a route serves through a listener; `["*"]` when neither names any.
+/// Sorted and without duplicates; see [`for_each_effective`] for the rules.
 pub fn effective(listener: Option<&str>, route_hostnames: &[String]) -> Vec<String> {
-    if route_hostnames.is_empty() {
-        return vec![listener.map(str::to_ascii_lowercase).unwrap_or_else(|| "*".into())];
-    }
-    let mut names: Vec<String> = route_hostnames.iter().filter_map(|h| intersect(listener, h)).collect();
+    let mut names = Vec::new();
+    for_each_effective(listener, route_hostnames, |name| names.push(name.into_owned()));
     names.sort();
     names.dedup();
     names

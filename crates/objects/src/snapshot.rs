@@ -198,23 +198,6 @@ impl Snapshot {
         }
         Ok(snapshot)
     }
-
-    /// The EndpointSlices of a Service (label `kubernetes.io/service-name`).
-    pub fn endpoint_slices_of<'a>(
-        &'a self,
-        namespace: &'a str,
-        service: &'a str,
-    ) -> impl Iterator<Item = &'a Arc<EndpointSlice>> + 'a {
-        let start = ObjectKey::new(namespace, "");
-        self.endpoint_slices
-            .range(start..)
-            .take_while(move |(k, _)| k.namespace == namespace)
-            .filter(move |(_, s)| {
-                s.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")).map(String::as_str)
-                    == Some(service)
-            })
-            .map(|(_, s)| s)
-    }
 }
 
 #[cfg(test)]

@@ -57,13 +57,6 @@ impl Store {
         });
     }
 
-    /// Changes the snapshot in place (copy-on-write); subscribers are woken only if it differs.
-    pub fn update(&self, change: impl FnOnce(&mut Snapshot)) {
-        let mut next = Snapshot::clone(&self.current());
-        change(&mut next);
-        self.replace(next);
-    }
-
     /// Marks every source as having delivered its initial state.
     pub fn set_synced(&self) {
         self.synced.send_replace(true);

@@ -17,7 +17,7 @@ pub use envoy::Envoy;
 pub use netns::NetnsBackend;
 pub use process::{signal, workspace_binary};
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::time::Duration;
 
 /// A port that was free a moment ago on 127.0.0.1, for something else to bind.
@@ -38,11 +38,6 @@ pub fn free_port() -> u16 {
         }
     }
     panic!("no free loopback port between {LOW} and {}", LOW + SPAN)
-}
-
-/// A free loopback socket address.
-pub fn free_addr() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], free_port()))
 }
 
 /// Polls `check` every 50 ms until it returns `Some`, for at most `timeout`.
