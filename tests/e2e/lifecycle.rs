@@ -28,6 +28,20 @@ async fn a_service_without_endpoints_gets_503_and_nothing_else_breaks() -> anyho
 }
 
 #[tokio::test]
+async fn traffic_follows_endpoint_changes_alone() -> anyhow::Result<()> {
+    let (old, new) = (Backend::start("old").await?, Backend::start("new").await?);
+    let port = testkit::free_port();
+    let h = Harness::start(&single_route(port, old.addr), true).await?;
+    h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("old")).await?;
+    // Only the EndpointSlice changes (a rollout): the update goes out as EDS alone, and back again.
+    for (to, name) in [(&new, "new"), (&old, "old")] {
+        h.write(&single_route(port, to.addr))?;
+        h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some(name)).await?;
+    }
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
 async fn a_live_change_under_load_drops_nothing() -> anyhow::Result<()> {
     for delta in [false, true] {
         let blue = Backend::start("blue").await?;

@@ -78,9 +78,7 @@ fn main() -> anyhow::Result<()> {
         let t2 = t.elapsed();
         let fleets = xds::compile(&dag, &options.compile);
         let t3 = t.elapsed();
-        for f in dag.fleets.values() {
-            let _ = xds::load_assignments(&dag::fleet_endpoints(f, &snapshot));
-        }
+        let _ = controller::Pipeline::default().endpoints(&dag, &snapshot);
         let t4 = t.elapsed();
         println!(
             "  stages: translate {:.2} dag {:.2} compile {:.2} endpoints {:.2} ms ({} fleets)",

@@ -104,10 +104,8 @@ impl Pipeline {
         let dag_done = clock.elapsed();
         let mut fleets = xds::compile_cached(&dag, &options.compile, &mut self.compile);
         let compile_done = clock.elapsed();
-        for (id, fleet) in &dag.fleets {
-            let addresses = dag::fleet_endpoints_cached(fleet, snapshot, &mut self.endpoints);
-            let eds = xds::load_assignments_cached(&addresses, &mut self.load_assignments);
-            fleets.entry(id.clone()).or_default().by_type.insert(ResourceType::Endpoint, eds);
+        for (id, eds) in self.endpoints(&dag, snapshot) {
+            fleets.entry(id).or_default().by_type.insert(ResourceType::Endpoint, eds);
         }
         let timings = Timings {
             translate,
@@ -116,6 +114,17 @@ impl Pipeline {
             endpoints: clock.elapsed() - compile_done,
         };
         Build { dag, fleets, timings, attached }
+    }
+
+    /// Each fleet's load assignments for `snapshot`'s EndpointSlices, re-encoding only clusters
+    /// whose addresses changed. The full build and the endpoint-only update both use it.
+    pub fn endpoints(&mut self, dag: &dag::Dag, snapshot: &Snapshot) -> BTreeMap<String, xds::Resources> {
+        let mut out = BTreeMap::new();
+        for (id, fleet) in &dag.fleets {
+            let addresses = dag::fleet_endpoints_cached(fleet, snapshot, &mut self.endpoints);
+            out.insert(id.clone(), xds::load_assignments_cached(&addresses, &mut self.load_assignments));
+        }
+        out
     }
 }
 
@@ -174,8 +183,8 @@ impl Controller {
                 return;
             }
             if changed == BTreeSet::from([Kind::EndpointSlice]) {
-                for (id, fleet) in &dag.fleets {
-                    self.server.set_endpoints(id, xds::load_assignments(&dag::fleet_endpoints(fleet, &snapshot)));
+                for (id, eds) in self.pipeline.endpoints(dag, &snapshot) {
+                    self.server.set_endpoints(&id, eds);
                 }
                 self.counters.endpoint_updates.fetch_add(1, Ordering::Relaxed);
                 self.last = self.last.take().map(|(_, dag)| (snapshot, dag));

@@ -73,12 +73,8 @@ pub struct EndpointCache {
     by_cluster: HashMap<String, (Cluster, Arc<[SocketAddr]>)>,
 }
 
-/// The endpoints of every cluster of a fleet.
-pub fn fleet_endpoints(fleet: &crate::FleetDag, snapshot: &Snapshot) -> FleetEndpoints {
-    fleet_endpoints_cached(fleet, snapshot, &mut EndpointCache::default())
-}
-
-/// [`fleet_endpoints`], reusing what `cache` computed for clusters whose inputs did not change.
+/// The endpoints of every cluster of a fleet, reusing what `cache` computed for clusters whose
+/// inputs did not change.
 pub fn fleet_endpoints_cached(
     fleet: &crate::FleetDag,
     snapshot: &Snapshot,

@@ -17,7 +17,7 @@ use std::net::IpAddr;
 
 pub use build::{Cache, build, build_cached};
 pub use dot::to_dot;
-pub use endpoints::{EndpointCache, FleetEndpoints, SliceIndex, fleet_endpoints, fleet_endpoints_cached};
+pub use endpoints::{EndpointCache, FleetEndpoints, SliceIndex, fleet_endpoints_cached};
 pub use ir::{Diagnostic, HeaderModifier, HttpMatch, Origin, Redirect, ServicePort, UrlRewrite};
 
 /// The resolved configuration of every fleet, and the problems found on the way.

@@ -49,18 +49,13 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
     Resource::new(&c.name, message)
 }
 
-/// The load assignment of every cluster, from its endpoint addresses.
-pub fn load_assignments(endpoints: &dag::FleetEndpoints) -> Resources {
-    load_assignments_cached(endpoints, &mut LoadAssignmentCache::default())
-}
-
 /// Encoded load assignments kept between builds, reused while a cluster's addresses are the same.
 #[derive(Debug, Default)]
 pub struct LoadAssignmentCache {
     by_cluster: rustc_hash::FxHashMap<String, (Arc<[SocketAddr]>, Resource)>,
 }
 
-/// [`load_assignments`], re-encoding only clusters whose addresses changed.
+/// The load assignments of a fleet's clusters, re-encoding only clusters whose addresses changed.
 pub fn load_assignments_cached(endpoints: &dag::FleetEndpoints, cache: &mut LoadAssignmentCache) -> Resources {
     let mut out = Resources::new();
     for (name, addresses) in endpoints {

@@ -21,7 +21,7 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 use sha2::{Digest, Sha256};
 
-pub use cluster::{LoadAssignmentCache, load_assignments, load_assignments_cached};
+pub use cluster::{LoadAssignmentCache, load_assignments_cached};
 
 /// The resource types the controller serves, in make-before-break order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -153,7 +153,7 @@ impl Default for CompileOptions {
     }
 }
 
-/// Compiles every fleet except its endpoints (see [`load_assignments`], which an endpoint-only
+/// Compiles every fleet except its endpoints (see [`load_assignments_cached`], which an endpoint-only
 /// change calls alone).
 pub fn compile(dag: &dag::Dag, options: &CompileOptions) -> BTreeMap<String, FleetResources> {
     compile_cached(dag, options, &mut Cache::default())
