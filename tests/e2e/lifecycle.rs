@@ -138,10 +138,11 @@ async fn a_broken_file_keeps_its_objects_and_the_rest_keeps_serving() -> anyhow:
     h.write(&yaml[..yaml.len() / 2].replace("spec:", "spec: {"))?;
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;
     assert_eq!(h.get(port, &Request::get("x", "/")).await?.header("x-backend"), Some("web"));
-    // A document of an unknown kind is skipped; everything else is applied.
-    h.write(&format!("{yaml}---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: unrelated}}\n"))?;
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
-    assert_eq!(h.get(port, &Request::get("x", "/")).await?.status, 200);
+    // A document of an unknown kind is skipped; everything else is applied (the new endpoint).
+    let other = Backend::start("other").await?;
+    let next = single_route(port, other.addr);
+    h.write(&format!("{next}---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: unrelated}}\n"))?;
+    h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("other")).await?;
     h.assert_no_nacks().await
 }
 
@@ -175,15 +176,22 @@ async fn xds_over_mutual_tls_serves_envoy_and_refuses_clients_without_a_certific
     let h = Harness::start_mtls(&single_route(port, web.addr), tls).await?;
     h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web")).await?;
 
-    // A client without a certificate gets no configuration.
+    // A client without a certificate gets no configuration: plaintext is refused, and so is TLS
+    // without a client certificate (the server ends the session instead of answering HTTP/2).
     use envoy_types::pb::envoy::service::discovery::v3::{
         DiscoveryRequest, aggregated_discovery_service_client::AggregatedDiscoveryServiceClient,
     };
-    if let Ok(mut client) = AggregatedDiscoveryServiceClient::connect(format!("http://127.0.0.1:{}", h.xds_port)).await
-    {
-        let request = tonic::codegen::tokio_stream::iter(vec![DiscoveryRequest::default()]);
-        assert!(client.stream_aggregated_resources(request).await.is_err(), "a plaintext client was served");
-    }
+    let plaintext = match AggregatedDiscoveryServiceClient::connect(format!("http://127.0.0.1:{}", h.xds_port)).await {
+        Err(e) => Err(e.to_string()),
+        Ok(mut client) => {
+            let request = tonic::codegen::tokio_stream::iter(vec![DiscoveryRequest::default()]);
+            client.stream_aggregated_resources(request).await.map(|_| ()).map_err(|e| e.to_string())
+        }
+    };
+    assert!(plaintext.is_err(), "a plaintext client was served");
+    let xds = std::net::SocketAddr::from(([127, 0, 0, 1], h.xds_port));
+    let no_cert = testkit::h2_preface_tls(xds, "contour", &ca.pem()).await;
+    assert!(no_cert.is_err(), "a TLS client without a certificate was answered: {no_cert:?}");
     let _ = std::fs::remove_dir_all(&dir);
     h.assert_no_nacks().await
 }

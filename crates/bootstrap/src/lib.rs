@@ -164,5 +164,7 @@ mod tests {
         assert_eq!(b["admin"]["address"]["socket_address"]["port_value"], 9001);
         let tls = &b["static_resources"]["clusters"][0]["transport_socket"]["typed_config"]["common_tls_context"];
         assert_eq!(tls["validation_context"]["trusted_ca"]["filename"], "ca.pem");
+        assert_eq!(tls["tls_certificates"][0]["certificate_chain"]["filename"], "c.pem");
+        assert_eq!(tls["tls_certificates"][0]["private_key"]["filename"], "k.pem");
     }
 }

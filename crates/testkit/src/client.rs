@@ -66,6 +66,29 @@ pub async fn request(addr: SocketAddr, req: &Request) -> anyhow::Result<Response
 
 /// Sends an HTTPS request to `addr` with this SNI, trusting only `ca_pem`.
 pub async fn request_tls(addr: SocketAddr, sni: &str, ca_pem: &str, req: &Request) -> anyhow::Result<Response> {
+    send(tls_connect(addr, sni, ca_pem).await?, req).await
+}
+
+/// Opens TLS to `addr` as a client without a certificate (SNI `sni`, trusting only `ca_pem`),
+/// sends the HTTP/2 client preface and returns the server's first bytes; an error if the server
+/// ends the session instead of answering.
+pub async fn h2_preface_tls(addr: SocketAddr, sni: &str, ca_pem: &str) -> anyhow::Result<Vec<u8>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tls_connect(addr, sni, ca_pem).await?;
+    stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0").await?;
+    stream.flush().await?;
+    let mut buf = vec![0; 64];
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await??;
+    anyhow::ensure!(n > 0, "the server closed the session without answering");
+    buf.truncate(n);
+    Ok(buf)
+}
+
+async fn tls_connect(
+    addr: SocketAddr,
+    sni: &str,
+    ca_pem: &str,
+) -> anyhow::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
     use rustls::pki_types::pem::PemObject;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut roots = rustls::RootCertStore::empty();
@@ -76,8 +99,7 @@ pub async fn request_tls(addr: SocketAddr, sni: &str, ca_pem: &str, req: &Reques
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr)).await??;
     let name = rustls::pki_types::ServerName::try_from(sni.to_string())?;
-    let stream = tokio::time::timeout(Duration::from_secs(5), connector.connect(name, stream)).await??;
-    send(stream, req).await
+    Ok(tokio::time::timeout(Duration::from_secs(5), connector.connect(name, stream)).await??)
 }
 
 async fn send<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
