@@ -309,8 +309,9 @@ data: {settings: unrelated}
     let maps: Vec<String> = s.config_maps.keys().map(|k| k.name.clone()).collect();
     assert!(maps.contains(&"ca".to_string()) && !maps.contains(&"app-settings".to_string()), "{maps:?}");
     let ca = &s.config_maps[&objects::ObjectKey::new("default", "ca")];
-    assert_eq!(ca.data.as_ref().map(|d| d.len()), Some(1), "only the bundle is kept");
-    assert!(s.gateways.values().all(|g| g.metadata.managed_fields.is_none()));
+    let kept: Vec<&String> = ca.data.iter().flat_map(|d| d.keys()).collect();
+    assert_eq!(kept, ["ca.crt"], "only the bundle is kept");
+    assert!(s.config_maps.values().all(|c| c.metadata.managed_fields.is_none()));
     assert!(s.secrets.values().all(|o| o.metadata.managed_fields.is_none() && o.metadata.resource_version.is_none()));
     source.abort();
     Ok(())
@@ -385,6 +386,8 @@ async fn contour_serve_takes_its_ports_from_a_contour_configuration() -> anyhow:
     .await;
     assert!(ready.is_some(), "contour-serve did not serve /readyz on the port the ContourConfiguration named");
     assert!(tokio::net::TcpStream::connect(("127.0.0.1", xds)).await.is_ok(), "xDS is on the configured port");
+    let dag = testkit::request(([127, 0, 0, 1], debug).into(), &Request::get("x", "/debug/dag")).await?;
+    assert_eq!(dag.status, 200, "the DAG is served on the configured debug port");
     serve.kill().await?;
 
     // A bad value stops start-up, naming the field.

@@ -38,8 +38,10 @@ async fn ready_only_after_sync_and_first_build() {
 
     t.store.replace(objects::Snapshot::from_yaml(FIXTURE).unwrap());
     t.store.set_synced();
+    let readyz = || async { testkit::request(metrics, &Request::get("x", "/readyz")).await.unwrap().status };
+    assert_eq!(readyz().await, 503, "synced but not built yet");
     c.apply(t.store.current());
-    assert_eq!(testkit::request(metrics, &Request::get("x", "/readyz")).await.unwrap().status, 200);
+    assert_eq!(readyz().await, 200);
 
     let dot = testkit::request(debug, &Request::get("x", "/debug/dag")).await.unwrap();
     assert!(dot.body.contains("fleet default/gw"), "{}", dot.body);
