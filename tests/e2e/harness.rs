@@ -38,11 +38,21 @@ struct Launch<'a> {
     status_client: Option<kube::Client>,
     fleet: &'a str,
     tls: Option<XdsMtls>,
+    options: controller::Options,
 }
 
 impl Default for Launch<'_> {
     fn default() -> Self {
-        Self { delta: false, status_client: None, fleet: GATEWAY, tls: None }
+        Self { delta: false, status_client: None, fleet: GATEWAY, tls: None, options: Default::default() }
+    }
+}
+
+/// Pipeline settings for the default fleet (HTTPProxy, Ingress) on loopback ports.
+pub fn default_fleet_options(http_port: u16, https_port: u16) -> controller::Options {
+    controller::Options {
+        httpproxy: frontends::httpproxy::Options { http_port, https_port, ..Default::default() },
+        compile: xds::CompileOptions { default_address: std::net::Ipv4Addr::LOCALHOST.into() },
+        ..Default::default()
     }
 }
 
@@ -134,6 +144,18 @@ impl Harness {
         Self::launch(store, source, dir, Launch { tls: Some(tls), ..Launch::default() }).await
     }
 
+    /// Starts the controller on `yaml` and an Envoy of the default fleet (`contour`), which
+    /// serves HTTPProxy and Ingress on 127.0.0.1 `http_port` and `https_port`.
+    pub async fn start_default_fleet(yaml: &str, http_port: u16, https_port: u16) -> anyhow::Result<Self> {
+        let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("objects.yaml"), yaml)?;
+        let store = store::Store::new();
+        let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
+        let options = default_fleet_options(http_port, https_port);
+        Self::launch(store, source, dir, Launch { fleet: ir::DEFAULT_FLEET, options, ..Launch::default() }).await
+    }
+
     /// Starts the controller watching a cluster (as `contour-serve` without `--from-dir`) and
     /// an Envoy for the `default/gw` fleet.
     pub async fn start_kubernetes(client: kube::Client, delta: bool) -> anyhow::Result<Self> {
@@ -158,7 +180,8 @@ impl Harness {
         });
         let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
         std::fs::create_dir_all(&dir)?;
-        Self::launch(store, source, dir, Launch { delta, status_client: Some(client), fleet, tls: None }).await
+        let launch = Launch { delta, status_client: Some(client), fleet, ..Launch::default() };
+        Self::launch(store, source, dir, launch).await
     }
 
     async fn launch(
@@ -167,12 +190,12 @@ impl Harness {
         dir: PathBuf,
         launch: Launch<'_>,
     ) -> anyhow::Result<Self> {
-        let Launch { delta, status_client, fleet, tls } = launch;
+        let Launch { delta, status_client, fleet, tls, options } = launch;
         let server = XdsServer::default();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let xds_port = listener.local_addr()?.port();
         let mut tasks = vec![source];
-        let controller = controller::Controller::new(Default::default(), server.clone());
+        let controller = controller::Controller::new(options, server.clone());
         let counters = controller.counters();
         let mut status_counters = None;
         if let Some(client) = status_client {

@@ -1,6 +1,7 @@
 //! End-to-end: the real Envoy against the real xDS server, real requests.
 
 mod harness;
+mod httpproxy;
 mod kubernetes;
 mod leader;
 mod lifecycle;

@@ -6,7 +6,7 @@ use testkit::{Backend, Ca, Issued, Request};
 
 use crate::harness::{Harness, gateway, http_route, service};
 
-fn tls_secret(name: &str, issued: &Issued) -> String {
+pub(crate) fn tls_secret(name: &str, issued: &Issued) -> String {
     let indent = |pem: &str| pem.lines().map(|l| format!("    {l}\n")).collect::<String>();
     format!(
         "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",

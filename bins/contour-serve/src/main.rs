@@ -42,6 +42,15 @@ struct Args {
     /// The Envoy Service's namespace.
     #[arg(long, env = "CONTOUR_NAMESPACE", default_value = "projectcontour")]
     envoy_service_namespace: String,
+    /// Namespaces where root HTTPProxies may live (comma-separated); unset: every namespace.
+    #[arg(long, value_delimiter = ',')]
+    root_namespaces: Vec<String>,
+    /// Ignore `permitInsecure` on HTTPProxy routes (contour.yaml `disablePermitInsecure`).
+    #[arg(skip)]
+    disable_permit_insecure: bool,
+    /// The certificate for TLS clients without SNI (contour.yaml `tls.fallback-certificate`).
+    #[arg(skip)]
+    fallback_certificate: Option<ir::ObjectRef>,
     /// Watch only these namespaces (comma-separated); allows namespaced RBAC.
     #[arg(long, value_delimiter = ',')]
     watch_namespaces: Vec<String>,
@@ -179,6 +188,14 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
     }
     let options = controller::Options {
         gateway_api: frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() },
+        httpproxy: frontends::httpproxy::Options {
+            class_names: args.ingress_class_name.clone(),
+            root_namespaces: args.root_namespaces.clone(),
+            http_port: args.envoy_service_http_port,
+            https_port: args.envoy_service_https_port,
+            disable_permit_insecure: args.disable_permit_insecure,
+            fallback_certificate: args.fallback_certificate.clone(),
+        },
         compile: xds::CompileOptions { default_address: args.envoy_service_http_address },
         holdoff: args.rebuild_holdoff,
         holdoff_max: args.rebuild_holdoff_max,

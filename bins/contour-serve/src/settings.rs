@@ -22,6 +22,10 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     if !explicit.contains("kubeconfig") {
         args.kubeconfig = file.kubeconfig.map(Into::into).or(args.kubeconfig.take());
     }
+    args.disable_permit_insecure = file.disable_permit_insecure.unwrap_or(false);
+    if let Some(f) = file.tls.and_then(|t| t.fallback_certificate) {
+        args.fallback_certificate = Some(ir::ObjectRef { namespace: f.namespace, name: f.name });
+    }
     Ok(())
 }
 
@@ -70,6 +74,19 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
     if let Some(m) = &spec.metrics {
         set_addr("spec.metrics.address", &m.address, &mut args.http_address, "http_address")?;
         set_port("spec.metrics.port", m.port, &mut args.http_port, "http_port")?;
+    }
+    if let Some(h) = &spec.httpproxy {
+        if let Some(v) = h.disable_permit_insecure {
+            args.disable_permit_insecure = v;
+        }
+        if let Some(roots) = &h.root_namespaces
+            && !explicit.contains("root_namespaces")
+        {
+            args.root_namespaces = roots.clone();
+        }
+        if let Some(f) = &h.fallback_certificate {
+            args.fallback_certificate = Some(ir::ObjectRef { namespace: f.namespace.clone(), name: f.name.clone() });
+        }
     }
     if let Some(e) = &spec.envoy {
         if let Some(l) = &e.http {

@@ -21,6 +21,8 @@ use xds_server::XdsServer;
 pub struct Options {
     /// The Gateway API front end's settings.
     pub gateway_api: frontends::gateway_api::Options,
+    /// The HTTPProxy front end's settings.
+    pub httpproxy: frontends::httpproxy::Options,
     /// The compiler's settings.
     pub compile: CompileOptions,
     /// Quiet time after a change before rebuilding.
@@ -33,6 +35,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             gateway_api: Default::default(),
+            httpproxy: Default::default(),
             compile: Default::default(),
             holdoff: Duration::from_millis(100),
             holdoff_max: Duration::from_millis(500),
@@ -97,7 +100,12 @@ impl Pipeline {
     /// Runs the pipeline; the output is the same as [`build`]'s for the same snapshot.
     pub fn build(&mut self, snapshot: &Snapshot, options: &Options) -> Build {
         let clock = std::time::Instant::now();
-        let translation = frontends::gateway_api::translate_cached(snapshot, &options.gateway_api, &mut self.translate);
+        let mut translation =
+            frontends::gateway_api::translate_cached(snapshot, &options.gateway_api, &mut self.translate);
+        let proxies = frontends::httpproxy::translate(snapshot, &options.httpproxy);
+        translation.ir.fleets.extend(proxies.ir.fleets);
+        translation.ir.fleets.sort_by(|a, b| a.id.cmp(&b.id));
+        translation.diagnostics.extend(proxies.diagnostics);
         let translate = clock.elapsed();
         let attached = frontends::gateway_api::status::attached_routes(&translation.ir);
         let dag = dag::build_cached(&translation.ir, snapshot, translation.diagnostics, &mut self.dag);

@@ -6,13 +6,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
-use ir::{Backend, BackendTarget, Diagnostic, HeaderModifier, HttpFilter, Ir, Origin, Protocol, Severity, TlsMode};
+use ir::{
+    Backend, BackendTarget, Diagnostic, HeaderModifier, HttpFilter, Ir, Origin, Protocol, Severity, TlsMode,
+    UpstreamProtocol,
+};
 use objects::{ObjectKey, Snapshot};
 
 use crate::order::precedence_key;
+use std::hash::{Hash, Hasher};
+
 use crate::{
-    Cluster, Dag, DagListener, FleetDag, ListenerKind, Route, RouteAction, RouteTable, TlsAction, TlsChain, TlsSecret,
-    VirtualHost, WeightedCluster,
+    CaBundle, ClientAuth, Cluster, ClusterPolicy, Dag, DagListener, DownstreamTls, FleetDag, ListenerKind, Route,
+    RouteAction, RoutePolicy, RouteTable, TlsAction, TlsChain, TlsSecret, VirtualHost, WeightedCluster,
 };
 
 /// Resolves the IR against the snapshot. `diagnostics` are the front ends' findings; the DAG's
@@ -126,10 +131,17 @@ impl Builder<'_> {
                     if !used.insert(sni.clone()) {
                         continue;
                     }
-                    let name = format!("https-{port}-{}", listener.name);
-                    let routes = self.route_table(name, &[(index, listener)], out);
+                    let settings = self.downstream(tls, out);
                     let server_names = if sni.is_empty() { Vec::new() } else { vec![sni] };
-                    chains.push(TlsChain { server_names, action: TlsAction::Terminate { secrets, routes } });
+                    let action = if let Some(route) = listener.tls_routes.first() {
+                        let backends = self.backends(&route.origin, 0, &route.backends, &Default::default(), out);
+                        TlsAction::TerminateTcp { secrets, settings, backends }
+                    } else {
+                        let name = format!("https-{port}-{}", listener.name);
+                        let routes = self.route_table(name, &[(index, listener)], out);
+                        TlsAction::Terminate { secrets, settings, routes }
+                    };
+                    chains.push(TlsChain { server_names, action });
                 }
                 TlsMode::Passthrough => {
                     let mut routes: Vec<_> = listener.tls_routes.iter().collect();
@@ -137,7 +149,7 @@ impl Builder<'_> {
                         (&a.origin.namespace, &a.origin.name).cmp(&(&b.origin.namespace, &b.origin.name))
                     });
                     for route in routes {
-                        let backends = self.backends(&route.origin, 0, &route.backends, out);
+                        let backends = self.backends(&route.origin, 0, &route.backends, &Default::default(), out);
                         for sni in ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames) {
                             let key = if sni == "*" { String::new() } else { sni };
                             if !used.insert(key.clone()) {
@@ -164,29 +176,54 @@ impl Builder<'_> {
         chains
     }
 
+    /// Versions and client certificate checks of a terminating listener. The front end checked
+    /// the Secrets; one that vanished since leaves the CA out, which refuses every client
+    /// certificate rather than accepting any.
+    fn downstream(&mut self, tls: &ir::ListenerTls, out: &mut FleetDag) -> DownstreamTls {
+        let client = tls.client_validation.as_ref().map(|cv| {
+            let validation = cv.ca.as_ref().map(|ca| {
+                let mut bundle = self.ca_bundle(ca).unwrap_or_else(|| CaBundle {
+                    name: format!("{}/{}/ca", ca.namespace, ca.name),
+                    ca: Vec::new(),
+                    crl: None,
+                    crl_only_leaf: false,
+                });
+                if let Some(crl) = &cv.crl {
+                    let key = ObjectKey::new(&crl.namespace, &crl.name);
+                    let pem = self.snapshot.secrets.get(&key).and_then(|s| s.data.as_ref()?.get("crl.pem"));
+                    bundle.crl = Some(pem.map(|b| b.0.clone()).unwrap_or_default());
+                    bundle.crl_only_leaf = cv.crl_only_leaf;
+                    bundle.name = format!("{}/{}/{}", bundle.name, crl.namespace, crl.name);
+                }
+                let name = bundle.name.clone();
+                out.validation.entry(name.clone()).or_insert(bundle);
+                name
+            });
+            ClientAuth { validation, optional: cv.optional, forward: cv.forward }
+        });
+        DownstreamTls { min_version: tls.min_version, max_version: tls.max_version, client }
+    }
+
     fn secrets(&mut self, fleet: &ir::Fleet, index: usize, tls: &ir::ListenerTls, out: &mut FleetDag) -> Vec<String> {
         let mut names = Vec::new();
         for (i, cert) in tls.certificates.iter().enumerate() {
             let name = format!("{}/{}", cert.namespace, cert.name);
             let secret = self.snapshot.secrets.get(&ObjectKey::new(&cert.namespace, &cert.name));
-            let data = secret.and_then(|s| s.data.as_ref());
-            let pair = data.and_then(|d| Some((d.get("tls.crt")?.0.clone(), d.get("tls.key")?.0.clone())));
-            match pair {
-                Some((crt, key)) if is_pem(&crt) && is_pem(&key) => {
+            match objects::secrets::tls_pair(secret.map(|s| &**s)) {
+                Ok((crt, key)) => {
                     out.secrets.insert(
                         name.clone(),
-                        TlsSecret { name: name.clone(), certificate_chain: crt, private_key: key },
+                        TlsSecret { name: name.clone(), certificate_chain: crt.to_vec(), private_key: key.to_vec() },
                     );
                     names.push(name);
                 }
-                _ => {
+                Err(why) => {
                     if let Some(origin) = &fleet.origin {
-                        let why = if secret.is_none() { "does not exist" } else { "has no PEM tls.crt and tls.key" };
                         self.error(
                             origin,
                             format!("spec.listeners[{index}].tls.certificateRefs[{i}]"),
                             "InvalidCertificateRef",
-                            format!("Secret {name} {why}"),
+                            format!("Secret {name}: {why}"),
                         );
                     }
                 }
@@ -321,7 +358,7 @@ impl Builder<'_> {
                 }
                 HttpFilter::Mirror(m) => {
                     if let Some(cluster) = self
-                        .backends(&route.origin, rule_index, std::slice::from_ref(&m.backend), out)
+                        .backends(&route.origin, rule_index, std::slice::from_ref(&m.backend), &Default::default(), out)
                         .pop()
                         .and_then(|w| w.cluster)
                     {
@@ -332,7 +369,7 @@ impl Builder<'_> {
         }
         let action = action.unwrap_or_else(|| {
             let backends: Vec<_> = self
-                .backends(&route.origin, rule_index, &rule.backends, out)
+                .backends(&route.origin, rule_index, &rule.backends, &rule.policy.cluster, out)
                 .into_iter()
                 .filter(|b| b.weight > 0)
                 .collect();
@@ -349,6 +386,7 @@ impl Builder<'_> {
             request_headers,
             response_headers,
             timeout_ms: rule.request_timeout_ms,
+            policy: RoutePolicy { cluster: Default::default(), ..rule.policy.clone() },
             origin: Arc::clone(&route.origin),
         }
     }
@@ -359,6 +397,7 @@ impl Builder<'_> {
         origin: &Origin,
         rule: usize,
         backends: &[Backend],
+        policy: &ClusterPolicy,
         out: &mut FleetDag,
     ) -> Vec<WeightedCluster> {
         let mut result = Vec::new();
@@ -367,15 +406,30 @@ impl Builder<'_> {
                 BackendTarget::Invalid => None,
                 BackendTarget::Service(sp) => {
                     let field = format!("spec.rules[{rule}].backendRefs[{j}]");
-                    self.cluster(origin, sp, field, out)
+                    self.cluster(origin, sp, backend.options.as_deref(), policy, field, out)
                 }
             };
-            result.push(WeightedCluster { cluster, weight: backend.weight });
+            let headers = backend
+                .options
+                .as_ref()
+                .filter(|o| {
+                    o.request_headers != HeaderModifier::default() || o.response_headers != HeaderModifier::default()
+                })
+                .map(|o| Arc::new((o.request_headers.clone(), o.response_headers.clone())));
+            result.push(WeightedCluster { cluster, weight: backend.weight, headers });
         }
         result
     }
 
-    fn cluster(&mut self, origin: &Origin, sp: &ir::ServicePort, field: String, out: &mut FleetDag) -> Option<String> {
+    fn cluster(
+        &mut self,
+        origin: &Origin,
+        sp: &ir::ServicePort,
+        options: Option<&ir::BackendOptions>,
+        policy: &ClusterPolicy,
+        field: String,
+        out: &mut FleetDag,
+    ) -> Option<String> {
         let Some(service) = self.snapshot.services.get(&ObjectKey::new(&sp.namespace, &sp.name)) else {
             self.error(
                 origin,
@@ -406,19 +460,91 @@ impl Builder<'_> {
             );
             return None;
         };
-        let name = format!("{}/{}/{}", sp.namespace, sp.name, sp.port);
-        let http2 = matches!(port.app_protocol.as_deref(), Some("kubernetes.io/h2c" | "h2c"));
-        out.clusters.entry(name.clone()).or_insert_with(|| Cluster {
-            name: name.clone(),
+        let protocol = options.and_then(|o| o.protocol).or_else(|| service_protocol(service, port));
+        let validation = match options.and_then(|o| o.validation.as_ref()) {
+            None => None,
+            Some(v) => {
+                let Some(bundle) = self.ca_bundle(&v.ca) else {
+                    self.error(
+                        origin,
+                        field,
+                        "TLSUpstreamValidation",
+                        format!("CA Secret {}/{} has no PEM ca.crt", v.ca.namespace, v.ca.name),
+                    );
+                    return None;
+                };
+                let key = bundle.name.clone();
+                out.validation.entry(key.clone()).or_insert(bundle);
+                Some((key, v.subject_names.clone()))
+            }
+        };
+        let mut cluster = Cluster {
+            name: format!("{}/{}/{}", sp.namespace, sp.name, sp.port),
             service: sp.clone(),
             port_name: port.name.clone().unwrap_or_default(),
-            http2,
-        });
+            protocol,
+            policy: policy.clone(),
+            validation,
+        };
+        if cluster.protocol.is_some() || cluster.policy != ClusterPolicy::default() || cluster.validation.is_some() {
+            // Same Service port, other settings: another cluster, named stably by its settings.
+            let mut h = rustc_hash::FxHasher::default();
+            (&cluster.protocol, &cluster.policy, &cluster.validation).hash(&mut h);
+            cluster.name = format!("{}/{:08x}", cluster.name, h.finish() as u32);
+        }
+        let name = cluster.name.clone();
+        out.clusters.entry(name.clone()).or_insert(cluster);
         Some(name)
     }
 
+    /// A CA bundle from a Secret's `ca.crt`, or a ConfigMap's when no such Secret exists.
+    fn ca_bundle(&self, r: &ir::ObjectRef) -> Option<CaBundle> {
+        let key = ObjectKey::new(&r.namespace, &r.name);
+        let from_secret = objects::secrets::ca_bundle(self.snapshot.secrets.get(&key).map(|s| &**s)).ok();
+        let ca = from_secret.map(<[u8]>::to_vec).or_else(|| {
+            let text = self.snapshot.config_maps.get(&key)?.data.as_ref()?.get("ca.crt")?;
+            text.contains("-----BEGIN CERTIFICATE-----").then(|| text.clone().into_bytes())
+        })?;
+        Some(CaBundle { name: format!("{}/{}/ca", r.namespace, r.name), ca, crl: None, crl_only_leaf: false })
+    }
+
     fn error(&mut self, origin: &Origin, field: String, reason: &'static str, message: String) {
-        self.diagnostics.push(Diagnostic { origin: origin.clone(), severity: Severity::Error, field, reason, message });
+        let condition = if origin.kind == "HTTPProxy" { "ServiceError" } else { "" };
+        self.diagnostics.push(Diagnostic {
+            origin: origin.clone(),
+            severity: Severity::Error,
+            condition,
+            field,
+            reason,
+            message,
+        });
+    }
+}
+
+/// The protocol a Service asks for on a port: upstream's `projectcontour.io/upstream-protocol.*`
+/// annotations (port numbers or names, comma-separated), else the port's appProtocol.
+fn service_protocol(
+    service: &k8s_openapi::api::core::v1::Service,
+    port: &k8s_openapi::api::core::v1::ServicePort,
+) -> Option<UpstreamProtocol> {
+    let names = [port.port.to_string(), port.name.clone().unwrap_or_default()];
+    let annotations = service.metadata.annotations.iter().flatten();
+    for (key, value) in annotations {
+        let protocol = match key.strip_prefix("projectcontour.io/upstream-protocol.") {
+            Some("h2") => UpstreamProtocol::H2,
+            Some("h2c") => UpstreamProtocol::H2c,
+            Some("tls") => UpstreamProtocol::Tls,
+            _ => continue,
+        };
+        if value.split(',').map(str::trim).any(|v| !v.is_empty() && names.iter().any(|n| n == v)) {
+            return Some(protocol);
+        }
+    }
+    match port.app_protocol.as_deref() {
+        Some("h2c" | "kubernetes.io/h2c") => Some(UpstreamProtocol::H2c),
+        Some("h2" | "kubernetes.io/h2") => Some(UpstreamProtocol::H2),
+        Some("tls" | "https" | "kubernetes.io/tls") => Some(UpstreamProtocol::Tls),
+        _ => None,
     }
 }
 
@@ -426,8 +552,4 @@ fn merge(into: &mut HeaderModifier, from: &HeaderModifier) {
     into.set.extend(from.set.iter().cloned());
     into.add.extend(from.add.iter().cloned());
     into.remove.extend(from.remove.iter().cloned());
-}
-
-fn is_pem(bytes: &[u8]) -> bool {
-    std::str::from_utf8(bytes).is_ok_and(|s| s.contains("-----BEGIN "))
 }

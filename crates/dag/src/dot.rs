@@ -43,7 +43,9 @@ pub fn to_dot(dag: &Dag) -> String {
                         edge(&mut out, ln, cn);
                         match &chain.action {
                             TlsAction::Terminate { routes, .. } => tables.push((cn, routes)),
-                            TlsAction::Passthrough { backends } => to_clusters(&mut out, cn, backends),
+                            TlsAction::Passthrough { backends } | TlsAction::TerminateTcp { backends, .. } => {
+                                to_clusters(&mut out, cn, backends)
+                            }
                         }
                     }
                 }

@@ -18,7 +18,10 @@ use std::net::IpAddr;
 pub use build::{Cache, build, build_cached};
 pub use dot::to_dot;
 pub use endpoints::{EndpointCache, FleetEndpoints, SliceIndex, fleet_endpoints_cached};
-pub use ir::{Diagnostic, HeaderModifier, HttpMatch, Origin, Redirect, ServicePort, UrlRewrite};
+pub use ir::{
+    ClusterPolicy, Diagnostic, HeaderModifier, HttpMatch, Origin, Redirect, RoutePolicy, ServicePort, UpstreamProtocol,
+    UrlRewrite,
+};
 
 /// The resolved configuration of every fleet, and the problems found on the way.
 #[derive(Debug, serde::Serialize, Clone, Default, PartialEq)]
@@ -42,6 +45,24 @@ pub struct FleetDag {
     pub clusters: BTreeMap<String, Cluster>,
     /// TLS certificates by name.
     pub secrets: BTreeMap<String, TlsSecret>,
+    /// CA bundles for verifying peers' certificates, by name (`namespace/name`).
+    pub validation: BTreeMap<String, CaBundle>,
+}
+
+/// PEM CA certificates (and optionally revoked ones) used to verify a peer.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
+pub struct CaBundle {
+    /// The bundle's name: `namespace/name/ca` of its Secret or ConfigMap, with the CRL's
+    /// `namespace/name` appended when there is one.
+    pub name: String,
+    /// PEM certificates.
+    #[serde(skip)]
+    pub ca: Vec<u8>,
+    /// A PEM certificate revocation list.
+    #[serde(skip)]
+    pub crl: Option<Vec<u8>>,
+    /// Check only the leaf certificate against the CRL.
+    pub crl_only_leaf: bool,
 }
 
 /// One port Envoy listens on.
@@ -82,14 +103,47 @@ pub enum TlsAction {
     Terminate {
         /// Secret names (keys of [`FleetDag::secrets`]).
         secrets: Vec<String>,
+        /// Protocol versions and client certificates.
+        settings: DownstreamTls,
         /// The routes for the decrypted HTTP.
         routes: RouteTable,
+    },
+    /// Terminate TLS and forward the decrypted stream (HTTPProxy's tcpproxy with a certificate).
+    TerminateTcp {
+        /// Secret names (keys of [`FleetDag::secrets`]).
+        secrets: Vec<String>,
+        /// Protocol versions and client certificates.
+        settings: DownstreamTls,
+        /// Weighted clusters.
+        backends: Vec<WeightedCluster>,
     },
     /// Forward the encrypted stream.
     Passthrough {
         /// Weighted clusters.
         backends: Vec<WeightedCluster>,
     },
+}
+
+/// How terminated TLS is negotiated with clients.
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq)]
+pub struct DownstreamTls {
+    /// The lowest version accepted (`None`: 1.2).
+    pub min_version: Option<ir::TlsVersion>,
+    /// The highest version accepted (`None`: 1.3).
+    pub max_version: Option<ir::TlsVersion>,
+    /// Client certificate checks, if any.
+    pub client: Option<ClientAuth>,
+}
+
+/// Client certificate checks of a TLS chain.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
+pub struct ClientAuth {
+    /// The validation context (a key of [`FleetDag::validation`]); `None` accepts any certificate.
+    pub validation: Option<String>,
+    /// Let clients without a certificate in.
+    pub optional: bool,
+    /// Which certificate details reach the backend.
+    pub forward: ir::ForwardClientCert,
 }
 
 /// A named set of virtual hosts: one Envoy RouteConfiguration.
@@ -121,8 +175,10 @@ pub struct Route {
     pub request_headers: HeaderModifier,
     /// Response header changes.
     pub response_headers: HeaderModifier,
-    /// The request timeout in milliseconds.
+    /// The request timeout in milliseconds; `Some(0)` disables it.
     pub timeout_ms: Option<u64>,
+    /// Idle timeout, retries, websockets, hashing, internal redirects.
+    pub policy: RoutePolicy,
     /// The route object this came from.
     pub origin: std::sync::Arc<Origin>,
 }
@@ -157,19 +213,26 @@ pub struct WeightedCluster {
     pub cluster: Option<String>,
     /// The relative weight.
     pub weight: u32,
+    /// Per-backend header changes (the other backend options live on the cluster).
+    pub headers: Option<std::sync::Arc<(HeaderModifier, HeaderModifier)>>,
 }
 
-/// An upstream cluster: one port of one Service.
+/// An upstream cluster: one port of one Service, with one set of settings.
 #[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
 pub struct Cluster {
-    /// The cluster name, `namespace/service/port`.
+    /// The cluster name: `namespace/service/port`, plus a hash of the settings when they are
+    /// not the defaults, so that routes asking for different settings get different clusters.
     pub name: String,
     /// The Service port.
     pub service: ServicePort,
     /// The Service port's name, matched against EndpointSlice ports.
     pub port_name: String,
-    /// Whether to speak HTTP/2 (cleartext) upstream.
-    pub http2: bool,
+    /// The protocol spoken upstream when not plain HTTP/1.1.
+    pub protocol: Option<UpstreamProtocol>,
+    /// Load balancing, health checks, connection idle timeout.
+    pub policy: ClusterPolicy,
+    /// Upstream TLS verification: the CA (a key of [`FleetDag::validation`]) and subject names.
+    pub validation: Option<(String, Vec<String>)>,
 }
 
 /// A TLS certificate and key.

@@ -15,6 +15,7 @@ pub(crate) fn precedence_key(m: &HttpMatch, created: i64, member: usize, rule: u
         PathMatch::Exact(v) => (0, v.len()),
         PathMatch::Regex(v) => (1, v.len()),
         PathMatch::Prefix(v) => (2, v.trim_end_matches('/').len()),
+        PathMatch::StringPrefix(v) => (2, v.len()),
     };
     (
         rank,

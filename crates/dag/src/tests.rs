@@ -40,7 +40,7 @@ apiVersion: v1
 kind: Secret
 metadata: {name: cert}
 type: kubernetes.io/tls
-stringData: {tls.crt: "-----BEGIN CERTIFICATE-----\nx\n", tls.key: "-----BEGIN PRIVATE KEY-----\nx\n"}
+stringData: {tls.crt: "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n", tls.key: "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n"}
 ---
 apiVersion: v1
 kind: Service
@@ -111,14 +111,14 @@ fn https_chains_only_for_listeners_with_usable_certificates() {
     let ListenerKind::Tls(chains) = &fleet.listeners[1].kind else { panic!("tls second") };
     assert_eq!(chains.len(), 1);
     assert_eq!(chains[0].server_names, ["secure.example.com"]);
-    let TlsAction::Terminate { secrets, routes } = &chains[0].action else { panic!() };
+    let TlsAction::Terminate { secrets, routes, .. } = &chains[0].action else { panic!() };
     assert_eq!(secrets, &["default/cert"]);
     assert_eq!(routes.virtual_hosts[0].hostname, "secure.example.com");
     assert!(fleet.secrets.contains_key("default/cert"));
     assert!(
         dag.diagnostics
             .iter()
-            .any(|d| d.reason == "InvalidCertificateRef" && d.message.contains("default/missing does not exist"))
+            .any(|d| d.reason == "InvalidCertificateRef" && d.message.contains("default/missing: Secret not found"))
     );
 }
 

@@ -241,6 +241,7 @@ fn attachments(
             out.diagnostics.push(Diagnostic {
                 origin: origin.clone(),
                 severity: Severity::Error,
+                condition: "",
                 field: format!("spec.parentRefs[{i}]"),
                 reason,
                 message: format!("not accepted by Gateway {}/{}", parent.namespace, parent.name),
@@ -262,5 +263,5 @@ pub(crate) fn origin(kind: &'static str, meta: &k8s_openapi::apimachinery::pkg::
 
 /// A diagnostic with severity `Error`.
 pub(crate) fn error(origin: &Origin, field: String, reason: &'static str, message: String) -> Diagnostic {
-    Diagnostic { origin: origin.clone(), severity: Severity::Error, field, reason, message }
+    Diagnostic { origin: origin.clone(), severity: Severity::Error, condition: "", field, reason, message }
 }

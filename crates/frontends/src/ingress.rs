@@ -3,27 +3,17 @@
 
 use objects::types::Ingress;
 
-/// The class upstream Contour answers to when no class name is configured.
-pub const DEFAULT_CLASS: &str = "contour";
+pub use crate::class::DEFAULT_CLASS;
 
 /// An Ingress's class: the `projectcontour.io/ingress.class` annotation, else the
 /// `kubernetes.io/ingress.class` annotation, else `spec.ingressClassName`.
 pub fn class_of(ingress: &Ingress) -> Option<&str> {
-    let annotations = ingress.metadata.annotations.as_ref();
-    annotations
-        .and_then(|a| a.get("projectcontour.io/ingress.class").or_else(|| a.get("kubernetes.io/ingress.class")))
-        .map(String::as_str)
-        .or_else(|| ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref()))
+    crate::class::of(&ingress.metadata, ingress.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref()))
 }
 
-/// Whether this controller serves an Ingress: with no class names configured, Ingresses without
-/// a class or of class `contour`; otherwise those whose class is one of `class_names`.
+/// Whether this controller serves an Ingress (see [`crate::class::is_served`]).
 pub fn is_ours(ingress: &Ingress, class_names: &[String]) -> bool {
-    match (class_of(ingress), class_names.is_empty()) {
-        (None, true) => true,
-        (Some(class), true) => class == DEFAULT_CLASS,
-        (class, false) => class.is_some_and(|c| class_names.iter().any(|n| n == c)),
-    }
+    crate::class::is_served(class_of(ingress), class_names)
 }
 
 #[cfg(test)]

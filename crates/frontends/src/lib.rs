@@ -1,9 +1,12 @@
 //! Front ends: Kubernetes objects of one API family into the IR, plus diagnostics for what they reject.
 //!
-//! Each front end is a pure function of a [`objects::Snapshot`]. The Gateway API front end lives here
-//! now; HTTPProxy and Ingress join it as sibling modules and merge their fleets into the same [`ir::Ir`].
+//! Each front end is a pure function of a [`objects::Snapshot`]. Gateway API makes one fleet per
+//! Gateway; HTTPProxy (and Ingress) make the default fleet.
 
+pub mod class;
+pub mod delegation;
 pub mod gateway_api;
+pub mod httpproxy;
 pub mod ingress;
 
 /// What a front end produces: fleets for the IR and the problems it found, per object.

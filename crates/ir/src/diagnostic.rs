@@ -18,6 +18,9 @@ pub struct Diagnostic {
     pub origin: Origin,
     /// How bad it is.
     pub severity: Severity,
+    /// The condition type the problem belongs to where the object's API groups them (an
+    /// HTTPProxy sub-condition type such as `IncludeError`); empty otherwise.
+    pub condition: &'static str,
     /// The field path, such as `spec.rules[0].backendRefs[1]`.
     pub field: String,
     /// A machine-readable reason, in the vocabulary of the object's API (such as `BackendNotFound`).

@@ -24,8 +24,10 @@ pub struct HttpRule {
     pub filters: Vec<HttpFilter>,
     /// Weighted backends. Empty with no redirect or direct response means 500.
     pub backends: Vec<Backend>,
-    /// The request timeout in milliseconds, if set.
+    /// The request timeout in milliseconds, if set; `Some(0)` disables Envoy's default.
     pub request_timeout_ms: Option<u64>,
+    /// Settings beyond the Gateway API's filters.
+    pub policy: crate::RoutePolicy,
 }
 
 /// The conditions of one match, AND-ed.
@@ -34,7 +36,7 @@ pub struct HttpMatch {
     /// The path condition.
     pub path: PathMatch,
     /// Header conditions.
-    pub headers: Vec<(String, StringMatch)>,
+    pub headers: Vec<HeaderMatch>,
     /// Query parameter conditions.
     pub query: Vec<QueryMatch>,
     /// The HTTP method, if restricted.
@@ -54,6 +56,8 @@ pub enum PathMatch {
     Exact(String),
     /// The path starts with the value, on a segment boundary.
     Prefix(String),
+    /// The path starts with the value, anywhere (`/foo` matches `/foobar`): HTTPProxy's prefix.
+    StringPrefix(String),
     /// The path matches an RE2 regular expression (already validated).
     Regex(String),
 }
@@ -65,6 +69,36 @@ pub enum StringMatch {
     Exact(String),
     /// Matches an RE2 regular expression (already validated).
     Regex(String),
+    /// Starts with the value.
+    Prefix(String),
+    /// Ends with the value.
+    Suffix(String),
+    /// Contains the value.
+    Contains(String),
+    /// Present, with any value.
+    Present,
+}
+
+/// A header condition.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
+pub struct HeaderMatch {
+    /// The header name, lower case (pseudo-headers such as `:authority` included).
+    pub name: String,
+    /// The value condition.
+    pub value: StringMatch,
+    /// Compare without regard to case (not for regexes).
+    pub ignore_case: bool,
+    /// Match requests for which the condition does not hold.
+    pub invert: bool,
+    /// A missing header counts as an empty value instead of failing the match.
+    pub missing_as_empty: bool,
+}
+
+impl HeaderMatch {
+    /// A plain condition: `name` satisfies `value`.
+    pub fn new(name: impl Into<String>, value: StringMatch) -> Self {
+        Self { name: name.into(), value, ignore_case: false, invert: false, missing_as_empty: false }
+    }
 }
 
 /// A query parameter condition.
@@ -74,6 +108,8 @@ pub struct QueryMatch {
     pub name: String,
     /// The value condition.
     pub value: StringMatch,
+    /// Compare without regard to case (not for regexes).
+    pub ignore_case: bool,
 }
 
 /// What a rule does to a request besides choosing a backend.
@@ -99,7 +135,7 @@ pub enum HttpFilter {
 }
 
 /// Header changes: set replaces, add appends, remove deletes.
-#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq, Hash)]
 pub struct HeaderModifier {
     /// Headers set to a value, replacing any existing value.
     pub set: Vec<(String, String)>,
@@ -129,6 +165,8 @@ pub struct Redirect {
 pub struct UrlRewrite {
     /// The new Host header.
     pub hostname: Option<String>,
+    /// The new Host header is this request header's value.
+    pub hostname_from_header: Option<String>,
     /// How the path changes.
     pub path: Option<PathModifier>,
 }

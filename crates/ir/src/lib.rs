@@ -6,11 +6,16 @@
 mod diagnostic;
 pub mod hostname;
 mod http;
+mod policy;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use http::{
-    HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, PathMatch, PathModifier, QueryMatch, Redirect,
-    RequestMirror, StringMatch, UrlRewrite,
+    HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, PathMatch, PathModifier, QueryMatch,
+    Redirect, RequestMirror, StringMatch, UrlRewrite,
+};
+pub use policy::{
+    BackendOptions, ClusterPolicy, CrossScheme, HashPolicy, HealthCheck, InternalRedirect, LoadBalancer, RetryPolicy,
+    RoutePolicy, SharedBackendOptions, UpstreamProtocol, UpstreamValidation,
 };
 
 use std::net::IpAddr;
@@ -54,7 +59,8 @@ pub struct Listener {
     pub tls: Option<ListenerTls>,
     /// HTTP routes attached to this listener.
     pub http_routes: Vec<Arc<HttpRoute>>,
-    /// TLS routes attached to this listener.
+    /// TLS routes attached to this listener: SNI routing for passthrough, or the TCP stream
+    /// inside terminated TLS.
     pub tls_routes: Vec<Arc<TlsRoute>>,
 }
 
@@ -80,6 +86,60 @@ pub struct ListenerTls {
     pub mode: TlsMode,
     /// Certificates (Secrets of type `kubernetes.io/tls`), already checked for permission.
     pub certificates: Vec<ObjectRef>,
+    /// The lowest TLS version accepted (`1.2` when `None`).
+    pub min_version: Option<TlsVersion>,
+    /// The highest TLS version accepted (`1.3` when `None`).
+    pub max_version: Option<TlsVersion>,
+    /// Verification of client certificates.
+    pub client_validation: Option<ClientValidation>,
+}
+
+impl ListenerTls {
+    /// TLS with these certificates and every other setting at its default.
+    pub fn new(mode: TlsMode, certificates: Vec<ObjectRef>) -> Self {
+        Self { mode, certificates, min_version: None, max_version: None, client_validation: None }
+    }
+}
+
+/// A TLS protocol version.
+#[derive(Debug, serde::Serialize, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TlsVersion {
+    /// TLS 1.2.
+    V1_2,
+    /// TLS 1.3.
+    V1_3,
+}
+
+/// How client certificates are asked for and checked (downstream mTLS).
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq)]
+pub struct ClientValidation {
+    /// The Secret whose `ca.crt` client certificates must chain to; `None` with `skip_verify`.
+    pub ca: Option<ObjectRef>,
+    /// The Secret whose `crl.pem` lists revoked certificates.
+    pub crl: Option<ObjectRef>,
+    /// Check only the leaf certificate against the CRL.
+    pub crl_only_leaf: bool,
+    /// Ask for a certificate but accept any.
+    pub skip_verify: bool,
+    /// Let clients without a certificate in.
+    pub optional: bool,
+    /// Which details of the client certificate reach the backend (`x-forwarded-client-cert`).
+    pub forward: ForwardClientCert,
+}
+
+/// Details of the client certificate forwarded in `x-forwarded-client-cert`; none by default.
+#[derive(Debug, serde::Serialize, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ForwardClientCert {
+    /// The subject.
+    pub subject: bool,
+    /// The whole certificate, URL-encoded PEM.
+    pub cert: bool,
+    /// The whole chain, URL-encoded PEM.
+    pub chain: bool,
+    /// DNS subject alternative names.
+    pub dns: bool,
+    /// URI subject alternative names.
+    pub uri: bool,
 }
 
 /// Whether Envoy terminates TLS or passes it through.
@@ -109,6 +169,8 @@ pub struct Backend {
     pub target: BackendTarget,
     /// The relative share of traffic.
     pub weight: u32,
+    /// Protocol, upstream TLS, per-backend header changes; `None` for the defaults.
+    pub options: SharedBackendOptions,
 }
 
 /// The destination of a backend.

@@ -4,6 +4,7 @@
 //! front ends and the DAG read it and never see where it came from.
 
 mod parse;
+pub mod secrets;
 mod snapshot;
 
 pub use parse::{ParseError, parse_documents};

@@ -158,7 +158,7 @@ impl ApiServer {
     /// established.
     pub async fn install_crds(&self, dir: &Path) -> anyhow::Result<()> {
         let client = self.client().await?;
-        let api: Api<CustomResourceDefinition> = Api::all(client);
+        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
         let mut names = Vec::new();
         let mut files: Vec<_> = std::fs::read_dir(dir)?.flatten().map(|e| e.path()).collect();
         files.sort();
@@ -172,16 +172,32 @@ impl ApiServer {
                 let crd: CustomResourceDefinition = serde_yaml::from_value(value)?;
                 let name = crd.metadata.name.clone().unwrap_or_default();
                 api.patch(&name, &PatchParams::apply("contour-tests").force(), &Patch::Apply(&crd)).await?;
-                names.push(name);
+                let version = crd.spec.versions.iter().find(|v| v.served).map(|v| v.name.clone()).unwrap_or_default();
+                let resource = kube::discovery::ApiResource {
+                    group: crd.spec.group.clone(),
+                    version: version.clone(),
+                    api_version: format!("{}/{version}", crd.spec.group),
+                    kind: crd.spec.names.kind.clone(),
+                    plural: crd.spec.names.plural.clone(),
+                };
+                names.push((name, resource));
             }
         }
-        for name in names {
+        for (name, resource) in names {
+            // Established, and actually served: the first requests after Established can still
+            // get a 404 while the API server wires the new resource up.
             let established = crate::eventually(Duration::from_secs(30), || {
                 let api = api.clone();
                 let name = name.clone();
+                let objects: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &resource);
                 async move {
                     let crd = api.get(&name).await.ok()?;
-                    crd.status?.conditions?.iter().any(|c| c.type_ == "Established" && c.status == "True").then_some(())
+                    crd.status?
+                        .conditions?
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                        .then_some(())?;
+                    objects.list(&Default::default()).await.ok().map(|_| ())
                 }
             })
             .await;

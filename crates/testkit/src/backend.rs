@@ -1,8 +1,12 @@
 //! Echo backends: answer every request with what they saw, as JSON, and their own name.
+//!
+//! A request can ask for a slow answer (`x-echo-delay-ms`, at most 10 s) or another status
+//! (`x-echo-status`); a flaky backend fails its first requests with 503 on its own.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -35,6 +39,15 @@ impl Backend {
         Ok(Self { addr, name: name.into(), task })
     }
 
+    /// An echo backend that answers its first `failures` requests with 503, then echoes.
+    pub async fn start_flaky(name: &str, failures: usize) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let failures = Arc::new(AtomicUsize::new(failures));
+        let task = tokio::spawn(serve(listener, name.to_string(), None, failures));
+        Ok(Self { addr, name: name.into(), task })
+    }
+
     /// An echo backend that speaks HTTPS with this certificate (for TLS passthrough).
     pub async fn start_tls(name: &str, cert: &crate::Issued) -> anyhow::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -58,6 +71,15 @@ use rustls::pki_types::pem::PemObject as _;
 
 /// Serves the echo protocol on a listener until the task is aborted.
 pub async fn serve_echo(listener: TcpListener, name: String, tls: Option<tokio_rustls::TlsAcceptor>) {
+    serve(listener, name, tls, Arc::new(AtomicUsize::new(0))).await
+}
+
+async fn serve(
+    listener: TcpListener,
+    name: String,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    failures: Arc<AtomicUsize>,
+) {
     let name: Arc<str> = name.into();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
@@ -65,8 +87,9 @@ pub async fn serve_echo(listener: TcpListener, name: String, tls: Option<tokio_r
         };
         let name = Arc::clone(&name);
         let tls = tls.clone();
+        let failures = Arc::clone(&failures);
         tokio::spawn(async move {
-            let service = service_fn(move |req| echo(Arc::clone(&name), req));
+            let service = service_fn(move |req| echo(Arc::clone(&name), Arc::clone(&failures), req));
             let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
             match tls {
                 Some(acceptor) => {
@@ -82,7 +105,17 @@ pub async fn serve_echo(listener: TcpListener, name: String, tls: Option<tokio_r
     }
 }
 
-async fn echo(name: Arc<str>, req: hyper::Request<Incoming>) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+async fn echo(
+    name: Arc<str>,
+    failures: Arc<AtomicUsize>,
+    req: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let number = |header: &str| req.headers().get(header).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if let Some(ms) = number("x-echo-delay-ms") {
+        tokio::time::sleep(std::time::Duration::from_millis(ms.min(10_000))).await;
+    }
+    let failing = failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+    let status = if failing { 503 } else { number("x-echo-status").and_then(|s| u16::try_from(s).ok()).unwrap_or(200) };
     let headers: serde_json::Map<String, serde_json::Value> = req
         .headers()
         .iter()
@@ -96,6 +129,7 @@ async fn echo(name: Arc<str>, req: hyper::Request<Incoming>) -> Result<hyper::Re
         "headers": headers,
     });
     let response = hyper::Response::builder()
+        .status(status)
         .header("x-backend", &*name)
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(body.to_string())))

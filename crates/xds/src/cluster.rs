@@ -5,13 +5,24 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
-use envoy_types::pb::envoy::config::core::v3::Http2ProtocolOptions;
 use envoy_types::pb::envoy::config::core::v3::{Address, SocketAddress, address, socket_address};
+use envoy_types::pb::envoy::config::core::v3::{
+    HealthCheck, Http1ProtocolOptions, Http2ProtocolOptions, HttpProtocolOptions as HttpOptions, TransportSocket,
+    health_check, transport_socket,
+};
 use envoy_types::pb::envoy::config::endpoint::v3::{
     ClusterLoadAssignment, LbEndpoint, LocalityLbEndpoints, lb_endpoint,
 };
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
+    CertificateValidationContext, CommonTlsContext, SdsSecretConfig, SubjectAltNameMatcher, UpstreamTlsContext,
+    common_tls_context, subject_alt_name_matcher,
+};
 use envoy_types::pb::envoy::extensions::upstreams::http::v3::{HttpProtocolOptions, http_protocol_options};
+use envoy_types::pb::envoy::r#type::matcher::v3::{StringMatcher, string_matcher};
+use envoy_types::pb::envoy::r#type::v3::Int64Range;
+use envoy_types::pb::google::protobuf::UInt32Value;
 use envoy_types::util::pack_any;
+use ir::{LoadBalancer, UpstreamProtocol};
 
 use crate::{Resource, Resources, ads, duration_ms};
 
@@ -19,17 +30,21 @@ use crate::{Resource, Resources, ads, duration_ms};
 const CONNECT_TIMEOUT_MS: u64 = 2000;
 
 pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
+    use http_protocol_options::explicit_http_config::ProtocolConfig;
+    let http2 = matches!(c.protocol, Some(UpstreamProtocol::H2 | UpstreamProtocol::H2c));
+    let idle = c.policy.idle_connection_timeout_ms;
     let mut typed_extension_protocol_options = HashMap::new();
-    if c.http2 {
+    if http2 || idle.is_some() {
+        let protocol_config = if http2 {
+            ProtocolConfig::Http2ProtocolOptions(Http2ProtocolOptions::default())
+        } else {
+            ProtocolConfig::HttpProtocolOptions(Http1ProtocolOptions::default())
+        };
         let options = HttpProtocolOptions {
+            common_http_protocol_options: idle
+                .map(|ms| HttpOptions { idle_timeout: Some(duration_ms(ms)), ..Default::default() }),
             upstream_protocol_options: Some(http_protocol_options::UpstreamProtocolOptions::ExplicitHttpConfig(
-                http_protocol_options::ExplicitHttpConfig {
-                    protocol_config: Some(
-                        http_protocol_options::explicit_http_config::ProtocolConfig::Http2ProtocolOptions(
-                            Http2ProtocolOptions::default(),
-                        ),
-                    ),
-                },
+                http_protocol_options::ExplicitHttpConfig { protocol_config: Some(protocol_config) },
             )),
             ..Default::default()
         };
@@ -37,16 +52,92 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
         typed_extension_protocol_options
             .insert("envoy.extensions.upstreams.http.v3.HttpProtocolOptions".into(), pack_any(options));
     }
+    let lb_policy = match c.policy.load_balancer {
+        LoadBalancer::RoundRobin => cluster::LbPolicy::RoundRobin,
+        LoadBalancer::WeightedLeastRequest => cluster::LbPolicy::LeastRequest,
+        LoadBalancer::Random => cluster::LbPolicy::Random,
+        LoadBalancer::RequestHash => cluster::LbPolicy::RingHash,
+    };
     let message = Cluster {
         name: c.name.clone(),
         alt_stat_name: c.name.replace('/', "_"),
         cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(cluster::DiscoveryType::Eds as i32)),
         eds_cluster_config: Some(cluster::EdsClusterConfig { eds_config: Some(ads()), service_name: c.name.clone() }),
         connect_timeout: Some(duration_ms(CONNECT_TIMEOUT_MS)),
+        lb_policy: lb_policy as i32,
+        health_checks: c.policy.health_check.iter().map(health_check).collect(),
         typed_extension_protocol_options,
+        transport_socket: upstream_tls(c),
         ..Default::default()
     };
     Resource::new(&c.name, message)
+}
+
+fn health_check(h: &ir::HealthCheck) -> HealthCheck {
+    HealthCheck {
+        timeout: Some(duration_ms(u64::from(h.timeout_s) * 1000)),
+        interval: Some(duration_ms(u64::from(h.interval_s) * 1000)),
+        unhealthy_threshold: Some(UInt32Value { value: h.unhealthy_threshold }),
+        healthy_threshold: Some(UInt32Value { value: h.healthy_threshold }),
+        health_checker: Some(health_check::HealthChecker::HttpHealthCheck(health_check::HttpHealthCheck {
+            host: h.host.clone(),
+            path: h.path.clone(),
+            expected_statuses: h
+                .expected_statuses
+                .iter()
+                .map(|&(start, end)| Int64Range { start: i64::from(start), end: i64::from(end) })
+                .collect(),
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+/// TLS towards the backend for the `tls` and `h2` protocols, verifying its certificate when the
+/// cluster names a CA.
+fn upstream_tls(c: &dag::Cluster) -> Option<TransportSocket> {
+    if !matches!(c.protocol, Some(UpstreamProtocol::Tls | UpstreamProtocol::H2)) && c.validation.is_none() {
+        return None;
+    }
+    let validation_context_type = c.validation.as_ref().map(|(ca, names)| {
+        common_tls_context::ValidationContextType::CombinedValidationContext(
+            common_tls_context::CombinedCertificateValidationContext {
+                default_validation_context: Some(CertificateValidationContext {
+                    match_typed_subject_alt_names: names
+                        .iter()
+                        .map(|n| SubjectAltNameMatcher {
+                            san_type: subject_alt_name_matcher::SanType::Dns as i32,
+                            matcher: Some(StringMatcher {
+                                match_pattern: Some(string_matcher::MatchPattern::Exact(n.clone())),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                }),
+                validation_context_sds_secret_config: Some(SdsSecretConfig {
+                    name: ca.clone(),
+                    sds_config: Some(ads()),
+                }),
+                ..Default::default()
+            },
+        )
+    });
+    let alpn = if c.protocol == Some(UpstreamProtocol::H2) { vec!["h2".to_string()] } else { Vec::new() };
+    let context = UpstreamTlsContext {
+        common_tls_context: Some(CommonTlsContext {
+            alpn_protocols: alpn,
+            validation_context_type,
+            ..Default::default()
+        }),
+        sni: c.validation.as_ref().and_then(|(_, names)| names.first().cloned()).unwrap_or_default(),
+        ..Default::default()
+    };
+    Some(TransportSocket {
+        name: "envoy.transport_sockets.tls".into(),
+        config_type: Some(transport_socket::ConfigType::TypedConfig(pack_any(context))),
+    })
 }
 
 /// Encoded load assignments kept between builds, reused while a cluster's addresses are the same.

@@ -192,6 +192,9 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
     for s in fleet.secrets.values() {
         out.insert(ResourceType::Secret, secret::secret(s));
     }
+    for b in fleet.validation.values() {
+        out.insert(ResourceType::Secret, secret::validation(b));
+    }
     for l in &fleet.listeners {
         let (listener, tables) = listener::listener(l, options);
         out.insert(ResourceType::Listener, listener);

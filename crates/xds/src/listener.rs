@@ -29,7 +29,7 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
     match &l.kind {
         ListenerKind::Http(table) => {
             message.filter_chains.push(FilterChain {
-                filters: vec![http_connection_manager(&l.name, &table.name)],
+                filters: vec![http_connection_manager(&l.name, &table.name, Default::default())],
                 ..Default::default()
             });
             tables.push(table);
@@ -44,15 +44,22 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
                 let filter_chain_match =
                     Some(FilterChainMatch { server_names: chain.server_names.clone(), ..Default::default() });
                 let fc = match &chain.action {
-                    TlsAction::Terminate { secrets, routes } => {
+                    TlsAction::Terminate { secrets, settings, routes } => {
                         tables.push(routes);
+                        let forward = settings.client.as_ref().map(|c| c.forward).unwrap_or_default();
                         FilterChain {
                             filter_chain_match,
-                            filters: vec![http_connection_manager(&l.name, &routes.name)],
-                            transport_socket: Some(downstream_tls(secrets)),
+                            filters: vec![http_connection_manager(&l.name, &routes.name, forward)],
+                            transport_socket: Some(downstream_tls(secrets, settings, true)),
                             ..Default::default()
                         }
                     }
+                    TlsAction::TerminateTcp { secrets, settings, backends } => FilterChain {
+                        filter_chain_match,
+                        filters: vec![tcp_proxy(&l.name, backends)],
+                        transport_socket: Some(downstream_tls(secrets, settings, false)),
+                        ..Default::default()
+                    },
                     TlsAction::Passthrough { backends } => FilterChain {
                         filter_chain_match,
                         filters: vec![tcp_proxy(&l.name, backends)],
@@ -66,8 +73,24 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
     (Resource::new(&l.name, message), tables)
 }
 
-fn http_connection_manager(stat_prefix: &str, route_config_name: &str) -> Filter {
+fn http_connection_manager(stat_prefix: &str, route_config_name: &str, forward: ir::ForwardClientCert) -> Filter {
+    use http_connection_manager::{ForwardClientCertDetails, SetCurrentClientCertDetails};
+    let any = forward.subject || forward.cert || forward.chain || forward.dns || forward.uri;
     let hcm = HttpConnectionManager {
+        // Only what the virtual host asks for reaches the backend; a client-supplied header never does.
+        forward_client_cert_details: if any {
+            ForwardClientCertDetails::SanitizeSet as i32
+        } else {
+            ForwardClientCertDetails::Sanitize as i32
+        },
+        set_current_client_cert_details: any.then(|| SetCurrentClientCertDetails {
+            subject: Some(BoolValue { value: forward.subject }),
+            cert: forward.cert,
+            chain: forward.chain,
+            dns: forward.dns,
+            uri: forward.uri,
+            ..Default::default()
+        }),
         stat_prefix: stat_prefix.to_string(),
         codec_type: http_connection_manager::CodecType::Auto as i32,
         route_specifier: Some(http_connection_manager::RouteSpecifier::Rds(Rds {
@@ -93,16 +116,46 @@ fn http_connection_manager(stat_prefix: &str, route_config_name: &str) -> Filter
     }
 }
 
-fn downstream_tls(secrets: &[String]) -> TransportSocket {
+fn downstream_tls(secrets: &[String], settings: &dag::DownstreamTls, http: bool) -> TransportSocket {
+    use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
+        CertificateValidationContext, TlsParameters, certificate_validation_context, common_tls_context,
+        tls_parameters::TlsProtocol,
+    };
+    let version = |v: Option<ir::TlsVersion>, default: TlsProtocol| {
+        (match v {
+            Some(ir::TlsVersion::V1_2) => TlsProtocol::TlSv12,
+            Some(ir::TlsVersion::V1_3) => TlsProtocol::TlSv13,
+            None => default,
+        }) as i32
+    };
+    let client = settings.client.as_ref();
+    let validation_context_type = client.map(|c| match &c.validation {
+        Some(name) => common_tls_context::ValidationContextType::ValidationContextSdsSecretConfig(SdsSecretConfig {
+            name: name.clone(),
+            sds_config: Some(ads()),
+        }),
+        // A certificate is asked for but not verified.
+        None => common_tls_context::ValidationContextType::ValidationContext(CertificateValidationContext {
+            trust_chain_verification: certificate_validation_context::TrustChainVerification::AcceptUntrusted as i32,
+            ..Default::default()
+        }),
+    });
     let context = DownstreamTlsContext {
         common_tls_context: Some(CommonTlsContext {
+            tls_params: Some(TlsParameters {
+                tls_minimum_protocol_version: version(settings.min_version, TlsProtocol::TlSv12),
+                tls_maximum_protocol_version: version(settings.max_version, TlsProtocol::TlSv13),
+                ..Default::default()
+            }),
             tls_certificate_sds_secret_configs: secrets
                 .iter()
                 .map(|name| SdsSecretConfig { name: name.clone(), sds_config: Some(ads()) })
                 .collect(),
-            alpn_protocols: vec!["h2".into(), "http/1.1".into()],
+            alpn_protocols: if http { vec!["h2".into(), "http/1.1".into()] } else { Vec::new() },
+            validation_context_type,
             ..Default::default()
         }),
+        require_client_certificate: client.map(|c| BoolValue { value: !c.optional }),
         ..Default::default()
     };
     TransportSocket {

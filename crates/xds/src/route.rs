@@ -144,6 +144,7 @@ fn route_match(m: &HttpMatch) -> r::RouteMatch {
     let path_specifier = match &m.path {
         PathMatch::Exact(p) => r::route_match::PathSpecifier::Path(p.clone()),
         PathMatch::Regex(p) => r::route_match::PathSpecifier::SafeRegex(regex(p)),
+        PathMatch::StringPrefix(p) => r::route_match::PathSpecifier::Prefix(p.clone()),
         PathMatch::Prefix(p) => {
             let trimmed = p.trim_end_matches('/');
             if trimmed.is_empty() {
@@ -157,10 +158,14 @@ fn route_match(m: &HttpMatch) -> r::RouteMatch {
     let mut headers: Vec<r::HeaderMatcher> = m
         .headers
         .iter()
-        .map(|(name, value)| r::HeaderMatcher {
-            name: name.clone(),
-            header_match_specifier: Some(r::header_matcher::HeaderMatchSpecifier::StringMatch(string_match(value))),
-            ..Default::default()
+        .map(|h| r::HeaderMatcher {
+            name: h.name.clone(),
+            header_match_specifier: Some(match &h.value {
+                StringMatch::Present => r::header_matcher::HeaderMatchSpecifier::PresentMatch(true),
+                value => r::header_matcher::HeaderMatchSpecifier::StringMatch(string_match(value, h.ignore_case)),
+            }),
+            invert_match: h.invert,
+            treat_missing_header_as_empty: h.missing_as_empty,
         })
         .collect();
     if let Some(method) = &m.method {
@@ -168,6 +173,7 @@ fn route_match(m: &HttpMatch) -> r::RouteMatch {
             name: ":method".into(),
             header_match_specifier: Some(r::header_matcher::HeaderMatchSpecifier::StringMatch(string_match(
                 &StringMatch::Exact(method.clone()),
+                false,
             ))),
             ..Default::default()
         });
@@ -177,9 +183,13 @@ fn route_match(m: &HttpMatch) -> r::RouteMatch {
         .iter()
         .map(|q| r::QueryParameterMatcher {
             name: q.name.clone(),
-            query_parameter_match_specifier: Some(
-                r::query_parameter_matcher::QueryParameterMatchSpecifier::StringMatch(string_match(&q.value)),
-            ),
+            query_parameter_match_specifier: Some(match &q.value {
+                StringMatch::Present => r::query_parameter_matcher::QueryParameterMatchSpecifier::PresentMatch(true),
+                value => r::query_parameter_matcher::QueryParameterMatchSpecifier::StringMatch(string_match(
+                    value,
+                    q.ignore_case,
+                )),
+            }),
         })
         .collect();
     r::RouteMatch { path_specifier: Some(path_specifier), headers, query_parameters, ..Default::default() }
@@ -193,23 +203,41 @@ fn forward(
 ) -> r::RouteAction {
     let name = |b: &dag::WeightedCluster| b.cluster.clone().unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into());
     let cluster_specifier = match backends {
-        [one] => r::route_action::ClusterSpecifier::Cluster(name(one)),
+        // Per-backend header changes live on weighted cluster entries, even for one backend.
+        [one] if one.headers.is_none() => r::route_action::ClusterSpecifier::Cluster(name(one)),
         many => r::route_action::ClusterSpecifier::WeightedClusters(r::WeightedCluster {
             clusters: many
                 .iter()
-                .map(|b| r::weighted_cluster::ClusterWeight {
-                    name: name(b),
-                    weight: Some(UInt32Value { value: b.weight }),
-                    ..Default::default()
+                .map(|b| {
+                    let (request, response) = b.headers.as_deref().cloned().unwrap_or_default();
+                    r::weighted_cluster::ClusterWeight {
+                        name: name(b),
+                        weight: Some(UInt32Value { value: b.weight }),
+                        request_headers_to_add: header_options(&request),
+                        request_headers_to_remove: request.remove,
+                        response_headers_to_add: header_options(&response),
+                        response_headers_to_remove: response.remove,
+                        ..Default::default()
+                    }
                 })
                 .collect(),
             ..Default::default()
         }),
     };
+    let policy = &route.policy;
     let mut action = r::RouteAction {
         cluster_specifier: Some(cluster_specifier),
         cluster_not_found_response_code: r::route_action::ClusterNotFoundResponseCode::InternalServerError as i32,
         timeout: route.timeout_ms.map(duration_ms),
+        idle_timeout: policy.idle_timeout_ms.map(duration_ms),
+        retry_policy: policy.retry.as_ref().map(retry_policy),
+        upgrade_configs: if policy.websockets {
+            vec![r::route_action::UpgradeConfig { upgrade_type: "websocket".into(), ..Default::default() }]
+        } else {
+            Vec::new()
+        },
+        hash_policy: policy.hash_policies.iter().map(hash_policy).collect(),
+        internal_redirect_policy: policy.internal_redirect.as_ref().map(internal_redirect),
         request_mirror_policies: mirrors
             .iter()
             .map(|(cluster, percent)| r::route_action::RequestMirrorPolicy {
@@ -230,16 +258,85 @@ fn forward(
         if let Some(host) = &rewrite.hostname {
             action.host_rewrite_specifier =
                 Some(r::route_action::HostRewriteSpecifier::HostRewriteLiteral(host.clone()));
+        } else if let Some(header) = &rewrite.hostname_from_header {
+            action.host_rewrite_specifier =
+                Some(r::route_action::HostRewriteSpecifier::HostRewriteHeader(header.clone()));
         }
         match (&rewrite.path, &route.matcher.path) {
             (Some(PathModifier::Full(path)), _) => action.regex_rewrite = Some(substitute("^/.*$", path)),
             (Some(PathModifier::Prefix(replacement)), PathMatch::Prefix(prefix)) => {
                 prefix_rewrite(prefix, replacement, &mut action.prefix_rewrite, &mut action.regex_rewrite)
             }
+            // A plain string prefix is replaced as it is (HTTPProxy's pathRewritePolicy).
+            (Some(PathModifier::Prefix(replacement)), PathMatch::StringPrefix(_)) => {
+                action.prefix_rewrite = replacement.clone()
+            }
             _ => {}
         }
     }
     action
+}
+
+fn retry_policy(p: &ir::RetryPolicy) -> r::RetryPolicy {
+    r::RetryPolicy {
+        retry_on: p.retry_on.join(","),
+        num_retries: Some(UInt32Value { value: p.count }),
+        per_try_timeout: p.per_try_timeout_ms.map(duration_ms),
+        retriable_status_codes: p.retriable_status_codes.clone(),
+        ..Default::default()
+    }
+}
+
+fn hash_policy(p: &ir::HashPolicy) -> r::route_action::HashPolicy {
+    use r::route_action::hash_policy::{self as hp, PolicySpecifier};
+    let (specifier, terminal) = match p {
+        ir::HashPolicy::Header { name, terminal } => {
+            (PolicySpecifier::Header(hp::Header { header_name: name.clone(), ..Default::default() }), *terminal)
+        }
+        ir::HashPolicy::QueryParameter { name, terminal } => {
+            (PolicySpecifier::QueryParameter(hp::QueryParameter { name: name.clone() }), *terminal)
+        }
+        ir::HashPolicy::SourceIp { terminal } => {
+            (PolicySpecifier::ConnectionProperties(hp::ConnectionProperties { source_ip: true }), *terminal)
+        }
+        ir::HashPolicy::Cookie { name } => (
+            PolicySpecifier::Cookie(hp::Cookie {
+                name: name.clone(),
+                ttl: Some(duration_ms(0)),
+                path: "/".into(),
+                ..Default::default()
+            }),
+            false,
+        ),
+    };
+    r::route_action::HashPolicy { policy_specifier: Some(specifier), terminal }
+}
+
+fn internal_redirect(p: &ir::InternalRedirect) -> r::InternalRedirectPolicy {
+    use envoy_types::pb::envoy::config::core::v3::TypedExtensionConfig;
+    use envoy_types::pb::envoy::extensions::internal_redirect::{
+        previous_routes::v3::PreviousRoutesConfig, safe_cross_scheme::v3::SafeCrossSchemeConfig,
+    };
+    let mut predicates = Vec::new();
+    if p.deny_repeated_route {
+        predicates.push(TypedExtensionConfig {
+            name: "envoy.internal_redirect_predicates.previous_routes".into(),
+            typed_config: Some(envoy_types::util::pack_any(PreviousRoutesConfig::default())),
+        });
+    }
+    if p.cross_scheme == ir::CrossScheme::SafeOnly {
+        predicates.push(TypedExtensionConfig {
+            name: "envoy.internal_redirect_predicates.safe_cross_scheme".into(),
+            typed_config: Some(envoy_types::util::pack_any(SafeCrossSchemeConfig::default())),
+        });
+    }
+    r::InternalRedirectPolicy {
+        max_internal_redirects: Some(UInt32Value { value: p.max }),
+        redirect_response_codes: p.codes.clone(),
+        predicates,
+        allow_cross_scheme_redirect: p.cross_scheme != ir::CrossScheme::Never,
+        ..Default::default()
+    }
 }
 
 /// Replaces a matched prefix. Envoy's plain prefix rewrite would turn `/foo/bar` with `/foo` → `/`
@@ -285,6 +382,9 @@ fn redirect_action(m: &HttpMatch, redirect: &ir::Redirect) -> r::RedirectAction 
         (Some(PathModifier::Full(p)), _) => {
             action.path_rewrite_specifier = Some(PathRewriteSpecifier::PathRedirect(p.clone()))
         }
+        (Some(PathModifier::Prefix(replacement)), PathMatch::StringPrefix(_)) => {
+            action.path_rewrite_specifier = Some(PathRewriteSpecifier::PrefixRewrite(replacement.clone()))
+        }
         (Some(PathModifier::Prefix(replacement)), PathMatch::Prefix(prefix)) => {
             let mut prefix_out = String::new();
             let mut regex_out = None;
@@ -312,12 +412,19 @@ fn header_options(m: &ir::HeaderModifier) -> Vec<HeaderValueOption> {
         .collect()
 }
 
-fn string_match(m: &StringMatch) -> StringMatcher {
+fn string_match(m: &StringMatch, ignore_case: bool) -> StringMatcher {
+    use string_matcher::MatchPattern;
     let pattern = match m {
-        StringMatch::Exact(v) => string_matcher::MatchPattern::Exact(v.clone()),
-        StringMatch::Regex(v) => string_matcher::MatchPattern::SafeRegex(regex(v)),
+        StringMatch::Exact(v) => MatchPattern::Exact(v.clone()),
+        StringMatch::Regex(v) => MatchPattern::SafeRegex(regex(v)),
+        StringMatch::Prefix(v) => MatchPattern::Prefix(v.clone()),
+        StringMatch::Suffix(v) => MatchPattern::Suffix(v.clone()),
+        StringMatch::Contains(v) => MatchPattern::Contains(v.clone()),
+        // Callers map presence to Envoy's present_match; as a string condition it is "any value".
+        StringMatch::Present => MatchPattern::SafeRegex(regex(".*")),
     };
-    StringMatcher { match_pattern: Some(pattern), ..Default::default() }
+    let ignore_case = ignore_case && !matches!(m, StringMatch::Regex(_));
+    StringMatcher { match_pattern: Some(pattern), ignore_case }
 }
 
 fn regex(pattern: &str) -> RegexMatcher {

@@ -1,15 +1,31 @@
 //! TLS certificates (SDS).
 
 use envoy_types::pb::envoy::config::core::v3::{DataSource, data_source};
-use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{Secret, TlsCertificate, secret};
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
+    CertificateValidationContext, Secret, TlsCertificate, secret,
+};
 
 use crate::Resource;
 
-pub(crate) fn secret(s: &dag::TlsSecret) -> Resource {
-    let inline = |bytes: &[u8]| DataSource {
-        specifier: Some(data_source::Specifier::InlineBytes(bytes.to_vec())),
-        ..Default::default()
+fn inline(bytes: &[u8]) -> DataSource {
+    DataSource { specifier: Some(data_source::Specifier::InlineBytes(bytes.to_vec())), ..Default::default() }
+}
+
+/// A CA bundle as a validation context secret.
+pub(crate) fn validation(b: &dag::CaBundle) -> Resource {
+    let message = Secret {
+        name: b.name.clone(),
+        r#type: Some(secret::Type::ValidationContext(CertificateValidationContext {
+            trusted_ca: Some(inline(&b.ca)),
+            crl: b.crl.as_deref().map(inline),
+            only_verify_leaf_cert_crl: b.crl_only_leaf,
+            ..Default::default()
+        })),
     };
+    Resource::new(&b.name, message)
+}
+
+pub(crate) fn secret(s: &dag::TlsSecret) -> Resource {
     let message = Secret {
         name: s.name.clone(),
         r#type: Some(secret::Type::TlsCertificate(TlsCertificate {

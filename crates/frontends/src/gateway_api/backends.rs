@@ -26,7 +26,7 @@ pub(super) fn translate(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Backend {
     let weight = r.weight.unwrap_or(1).max(0) as u32;
-    let invalid = Backend { target: BackendTarget::Invalid, weight };
+    let invalid = Backend { target: BackendTarget::Invalid, weight, options: None };
     let (group, kind) = (r.group.unwrap_or(""), r.kind.unwrap_or("Service"));
     if !group.is_empty() || kind != "Service" {
         diagnostics.push(error(origin, field, "InvalidKind", format!("backend kind {group}/{kind} is not supported")));
@@ -56,5 +56,6 @@ pub(super) fn translate(
     Backend {
         target: BackendTarget::Service(ServicePort { namespace: namespace.into(), name: r.name.into(), port }),
         weight,
+        options: None,
     }
 }

@@ -6,8 +6,8 @@ use gateway_api::httproutes::{
     HttpRouteRulesMatchesPathType as PathType, HttpRouteRulesMatchesQueryParamsType as QueryType,
 };
 use ir::{
-    Diagnostic, HeaderModifier, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, PathModifier, QueryMatch,
-    StringMatch,
+    Diagnostic, HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, PathModifier,
+    QueryMatch, StringMatch,
 };
 use objects::Snapshot;
 use objects::types::HTTPRoute;
@@ -92,7 +92,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                 continue;
             }
         }
-        rules.push(HttpRule { matches, filters, backends, request_timeout_ms });
+        rules.push(HttpRule { matches, filters, backends, request_timeout_ms, policy: Default::default() });
     }
     ir::HttpRoute {
         origin: std::sync::Arc::new(origin),
@@ -134,8 +134,8 @@ fn translate_match(m: &HttpRouteRulesMatches) -> Result<HttpMatch, (&'static str
         };
         // Header names are case-insensitive; the first condition on a name wins (Gateway API).
         let name = h.name.to_ascii_lowercase();
-        if !headers.iter().any(|(n, _)| *n == name) {
-            headers.push((name, value));
+        if !headers.iter().any(|x: &HeaderMatch| x.name == name) {
+            headers.push(HeaderMatch::new(name, value));
         }
     }
     let mut query = Vec::new();
@@ -147,7 +147,7 @@ fn translate_match(m: &HttpRouteRulesMatches) -> Result<HttpMatch, (&'static str
             }
         };
         if !query.iter().any(|x: &QueryMatch| x.name == q.name) {
-            query.push(QueryMatch { name: q.name.clone(), value });
+            query.push(QueryMatch { name: q.name.clone(), value, ignore_case: false });
         }
     }
     let method = m
@@ -236,6 +236,7 @@ fn translate_filter(
                     .path
                     .as_ref()
                     .and_then(|p| path_modifier(p.replace_full_path.clone(), p.replace_prefix_match.clone())),
+                ..Default::default()
             }))
         }
         FilterType::RequestMirror => {

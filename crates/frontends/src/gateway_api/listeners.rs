@@ -161,7 +161,7 @@ fn tls(
             ));
             return Err(());
         }
-        return Ok(Some(ListenerTls { mode, certificates: Vec::new() }));
+        return Ok(Some(ListenerTls::new(mode, Vec::new())));
     }
     let mut certificates = Vec::new();
     for (i, cert) in tls.certificate_refs.iter().flatten().enumerate() {
@@ -204,7 +204,7 @@ fn tls(
         ));
         return Err(());
     }
-    Ok(Some(ListenerTls { mode, certificates }))
+    Ok(Some(ListenerTls::new(mode, certificates)))
 }
 
 /// Whether a listener lets a route of `kind` from `namespace` attach.

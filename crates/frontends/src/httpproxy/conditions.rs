@@ -1,0 +1,210 @@
+//! Match conditions: validated per block (a route's or an include's own list) and merged along
+//! the include chain into one IR match, as upstream does.
+
+use api::httpproxy::{HeaderMatchCondition, MatchCondition, QueryParameterMatchCondition};
+use ir::{HeaderMatch, HttpMatch, PathMatch, QueryMatch, StringMatch};
+
+use crate::gateway_api::check_regex;
+
+/// Checks the path conditions of one block (upstream's `pathMatchConditionsValid`).
+pub(super) fn check_paths(block: &[MatchCondition]) -> Result<(), String> {
+    let mut paths = 0;
+    for c in block {
+        for (kind, value) in [("prefix", &c.prefix), ("exact", &c.exact), ("regex", &c.regex)] {
+            let Some(value) = value else { continue };
+            paths += 1;
+            if !value.starts_with('/') {
+                return Err(format!("{kind} conditions must start with /, {value} was supplied"));
+            }
+            if kind == "regex"
+                && let Err(e) = check_regex(value.clone())
+            {
+                let detail = e.rsplit(": ").next().unwrap_or_default();
+                return Err(format!("supplied regex: {value} invalid. error: {detail}"));
+            }
+        }
+    }
+    if paths > 1 {
+        return Err("more than one prefix, exact or regex is not allowed in a condition block".into());
+    }
+    Ok(())
+}
+
+/// Checks header conditions (the merged chain for routes, the own list for includes).
+pub(super) fn check_headers<'a>(conditions: impl IntoIterator<Item = &'a MatchCondition>) -> Result<(), String> {
+    let headers: Vec<&HeaderMatchCondition> = conditions.into_iter().filter_map(|c| c.header.as_ref()).collect();
+    let same = |a: &HeaderMatchCondition, b: &HeaderMatchCondition| a.name.eq_ignore_ascii_case(&b.name);
+    for (i, h) in headers.iter().enumerate() {
+        let earlier = &headers[..i];
+        if let Some(regex) = &h.regex
+            && check_regex(regex.clone()).is_err()
+        {
+            return Err("invalid regular expression specified for 'regex' condition".into());
+        }
+        for e in earlier.iter().filter(|e| same(e, h)) {
+            let present = |x: &HeaderMatchCondition| x.present == Some(true);
+            let not_present = |x: &HeaderMatchCondition| x.not_present == Some(true);
+            if (present(h) && not_present(e)) || (not_present(h) && present(e)) {
+                return Err(
+                    "cannot specify contradictory 'present' and 'notpresent' conditions for the same route and header"
+                        .into(),
+                );
+            }
+            if h.exact.is_some() && e.exact.is_some() {
+                return Err("cannot specify duplicate header 'exact match' conditions in the same route".into());
+            }
+            if (h.exact.is_some() && h.exact == e.not_exact) || (h.not_exact.is_some() && h.not_exact == e.exact) {
+                return Err(
+                    "cannot specify contradictory 'exact' and 'notexact' conditions for the same route and header"
+                        .into(),
+                );
+            }
+            if (h.contains.is_some() && h.contains == e.not_contains)
+                || (h.not_contains.is_some() && h.not_contains == e.contains)
+            {
+                return Err("cannot specify contradictory 'contains' and 'notcontains' conditions for the same route and header".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks query parameter conditions.
+pub(super) fn check_query<'a>(conditions: impl IntoIterator<Item = &'a MatchCondition>) -> Result<(), String> {
+    let mut exact: Vec<&str> = Vec::new();
+    for q in conditions.into_iter().filter_map(|c| c.query_parameter.as_ref()) {
+        let set = [q.exact.is_some(), q.prefix.is_some(), q.suffix.is_some(), q.regex.is_some(), q.contains.is_some()]
+            .into_iter()
+            .filter(|b| *b)
+            .count()
+            + usize::from(q.present == Some(true));
+        match set {
+            0 => return Err("must specify at least one query parameter condition".into()),
+            1 => {}
+            _ => return Err("cannot specify more than one condition in the same match condition branch".into()),
+        }
+        if q.exact.is_some() {
+            if exact.contains(&q.name.as_str()) {
+                return Err(
+                    "cannot specify duplicate query parameter 'exact match' conditions in the same route".into()
+                );
+            }
+            exact.push(&q.name);
+        }
+        if let Some(regex) = &q.regex
+            && check_regex(regex.clone()).is_err()
+        {
+            return Err("invalid regular expression specified for 'regex' condition".into());
+        }
+    }
+    Ok(())
+}
+
+/// The path of a merged chain: path strings concatenated, runs of `/` collapsed. A regex anywhere
+/// makes it a regex; otherwise the last condition decides (an exact path, else a string prefix).
+pub(super) fn merged_path<'a>(conditions: impl IntoIterator<Item = &'a MatchCondition>) -> PathMatch {
+    let mut path = String::new();
+    let (mut regex, mut exact) = (false, false);
+    for c in conditions {
+        exact = false;
+        if let Some(p) = &c.prefix {
+            path.push_str(p);
+        } else if let Some(p) = &c.exact {
+            path.push_str(p);
+            exact = true;
+        } else if let Some(p) = &c.regex {
+            path.push_str(p);
+            regex = true;
+        }
+    }
+    let mut collapsed = String::with_capacity(path.len());
+    for ch in path.chars() {
+        if !(ch == '/' && collapsed.ends_with('/')) {
+            collapsed.push(ch);
+        }
+    }
+    match (collapsed.is_empty(), regex, exact) {
+        (true, _, _) => PathMatch::StringPrefix("/".into()),
+        (false, true, _) => PathMatch::Regex(collapsed),
+        (false, false, true) => PathMatch::Exact(collapsed),
+        (false, false, false) => PathMatch::StringPrefix(collapsed),
+    }
+}
+
+/// The IR match of a merged chain (already checked).
+pub(super) fn merged_match(conditions: &[&MatchCondition]) -> HttpMatch {
+    HttpMatch {
+        path: merged_path(conditions.iter().copied()),
+        headers: conditions.iter().filter_map(|c| c.header.as_ref()).map(header).collect(),
+        query: conditions.iter().filter_map(|c| c.query_parameter.as_ref()).filter_map(query).collect(),
+        method: None,
+    }
+}
+
+fn header(h: &HeaderMatchCondition) -> HeaderMatch {
+    let ignore_case = h.ignore_case.unwrap_or(false);
+    let missing_as_empty = h.treat_missing_as_empty.unwrap_or(false);
+    let (value, invert) = if h.present == Some(true) {
+        (StringMatch::Present, false)
+    } else if h.not_present == Some(true) {
+        (StringMatch::Present, true)
+    } else if let Some(v) = &h.contains {
+        (StringMatch::Contains(v.clone()), false)
+    } else if let Some(v) = &h.not_contains {
+        (StringMatch::Contains(v.clone()), true)
+    } else if let Some(v) = &h.exact {
+        (StringMatch::Exact(v.clone()), false)
+    } else if let Some(v) = &h.not_exact {
+        (StringMatch::Exact(v.clone()), true)
+    } else if let Some(v) = &h.regex {
+        (StringMatch::Regex(v.clone()), false)
+    } else {
+        (StringMatch::Present, false)
+    };
+    HeaderMatch { name: h.name.to_ascii_lowercase(), value, ignore_case, invert, missing_as_empty }
+}
+
+fn query(q: &QueryParameterMatchCondition) -> Option<QueryMatch> {
+    let value = if let Some(v) = &q.exact {
+        StringMatch::Exact(v.clone())
+    } else if let Some(v) = &q.prefix {
+        StringMatch::Prefix(v.clone())
+    } else if let Some(v) = &q.suffix {
+        StringMatch::Suffix(v.clone())
+    } else if let Some(v) = &q.regex {
+        StringMatch::Regex(v.clone())
+    } else if let Some(v) = &q.contains {
+        StringMatch::Contains(v.clone())
+    } else if q.present == Some(true) {
+        StringMatch::Present
+    } else {
+        return None;
+    };
+    Some(QueryMatch { name: q.name.clone(), value, ignore_case: q.ignore_case.unwrap_or(false) })
+}
+
+/// The header condition a wildcard virtual host adds to every route, so that `*.example.com`
+/// matches exactly one DNS label (Envoy's own wildcard domains match any number).
+pub(super) fn wildcard_authority(fqdn: &str) -> Option<HeaderMatch> {
+    let suffix = fqdn.strip_prefix('*')?;
+    let escaped: String = suffix.chars().flat_map(|c| (c == '.').then_some('\\').into_iter().chain([c])).collect();
+    Some(HeaderMatch::new(
+        ":authority",
+        StringMatch::Regex(format!("^[a-z0-9]([-a-z0-9]*[a-z0-9])?{escaped}(:[0-9]+)?")),
+    ))
+}
+
+/// The identity of an include's own conditions for duplicate detection; `None` for the
+/// catch-all (prefix `/` and nothing else), which is never a duplicate.
+pub(super) fn include_key(block: &[MatchCondition]) -> Option<(PathMatch, Vec<HeaderMatch>, Vec<QueryMatch>)> {
+    let refs: Vec<&MatchCondition> = block.iter().collect();
+    let m = merged_match(&refs);
+    if m.path == PathMatch::StringPrefix("/".into()) && m.headers.is_empty() && m.query.is_empty() {
+        return None;
+    }
+    let mut headers = m.headers;
+    headers.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    let mut query = m.query;
+    query.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    Some((m.path, headers, query))
+}

@@ -1,0 +1,320 @@
+//! A proxy's routes through its includes (upstream's `computeRoutes`): include checks, condition
+//! merging, per-route validation and policies, placeholders for what cannot be served.
+
+use std::sync::Arc;
+
+use api::httpproxy::{HTTPProxy, MatchCondition, Route};
+use ir::{ClusterPolicy, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, PathModifier, RoutePolicy};
+use objects::ObjectKey;
+
+use super::conditions::{self, check_headers, check_paths, check_query};
+use super::policy::{self, Variables};
+use super::{Contribution, Translator, services};
+
+/// Adds the routes of `proxy` (reached with `chain` conditions) and of everything it includes to
+/// `out`. A route error drops all of this proxy's routes, as upstream; include errors skip the
+/// include.
+pub(super) fn walk(
+    t: &mut Translator<'_>,
+    proxy: &HTTPProxy,
+    origin: &Origin,
+    chain: &[&MatchCondition],
+    visited: &mut Vec<ObjectKey>,
+    fqdn: &str,
+    out: &mut Vec<Contribution>,
+) {
+    let mut found = Vec::new();
+    let origin_arc = Arc::new(origin.clone());
+    let created = proxy.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()).unwrap_or(0);
+    let mut placeholders = Vec::new();
+    let mut include_keys = Vec::new();
+    for (i, include) in proxy.spec.includes.iter().flatten().enumerate() {
+        let field = format!("spec.includes[{i}]");
+        let own = include.conditions.as_deref().unwrap_or_default();
+        let path_error = if own.iter().any(|c| c.exact.is_some()) {
+            Some("include: exact conditions are not allowed in includes block".to_string())
+        } else if own.iter().any(|c| c.regex.is_some()) {
+            Some("include: regex conditions are not allowed in includes block".to_string())
+        } else {
+            check_paths(own).err().map(|e| format!("include: {e}"))
+        };
+        if let Some(message) = path_error {
+            t.error(origin, "IncludeError", &field, "PathMatchConditionsNotValid", message);
+            continue;
+        }
+        if let Err(message) = check_headers(own) {
+            t.error(origin, "RouteError", &field, "HeaderMatchConditionsNotValid", message);
+            continue;
+        }
+        if let Err(message) = check_query(own) {
+            t.error(origin, "RouteError", &field, "QueryParameterMatchConditionsNotValid", message);
+            continue;
+        }
+        if let Some(key) = conditions::include_key(own) {
+            if include_keys.contains(&key) {
+                let message = "duplicate conditions defined on an include".into();
+                t.error(origin, "IncludeError", &field, "DuplicateMatchConditions", message);
+                continue;
+            }
+            include_keys.push(key);
+        }
+        let namespace = include.namespace.clone().unwrap_or_else(|| origin.namespace.clone());
+        let key = ObjectKey::new(&namespace, &include.name);
+        let target = t.proxies.get(&key).copied();
+        let problem = match target {
+            None => Some(("IncludeNotFound", format!("include {namespace}/{} not found", include.name))),
+            Some(p) if p.spec.virtualhost.is_some() => Some((
+                "RootIncludesRoot",
+                format!("root httpproxy cannot include another root httpproxy ({namespace}/{})", include.name),
+            )),
+            Some(_) => None,
+        };
+        if let Some((reason, message)) = problem {
+            t.error(origin, "IncludeError", &field, reason, message);
+            // Requests for the include's conditions get a 502 rather than another route's answer.
+            if !own.is_empty() {
+                let refs: Vec<&MatchCondition> = own.iter().collect();
+                let rule = direct(conditions::merged_match(&refs), 502);
+                placeholders.push((rule, false));
+            }
+            continue;
+        }
+        let child = target.expect("checked above");
+        let child_origin = super::origin(child);
+        if visited.contains(&key) {
+            let cycle: Vec<String> = visited.iter().chain([&key]).map(|k| k.to_string()).collect();
+            let message = format!("include creates an include cycle: {}", cycle.join(" -> "));
+            t.error(&child_origin, "IncludeError", "spec.includes", "IncludeCreatesCycle", message);
+            continue;
+        }
+        t.reached.insert(key.clone());
+        let merged: Vec<&MatchCondition> = chain.iter().copied().chain(own.iter()).collect();
+        visited.push(key);
+        walk(t, child, &child_origin, &merged, visited, fqdn, &mut found);
+        visited.pop();
+    }
+    if !placeholders.is_empty() {
+        found.push(Contribution { origin: Arc::clone(&origin_arc), created, rules: placeholders });
+    }
+    let mut rules = Vec::new();
+    for (j, r) in proxy.spec.routes.iter().flatten().enumerate() {
+        let Ok(mut translated) = route(t, origin, &format!("spec.routes[{j}]"), chain, r, fqdn) else {
+            // Upstream drops every route of this proxy, its includes' included.
+            return;
+        };
+        rules.append(&mut translated);
+    }
+    out.append(&mut found);
+    if !rules.is_empty() {
+        out.push(Contribution { origin: origin_arc, created, rules });
+    }
+}
+
+/// A rule that answers directly.
+fn direct(matcher: HttpMatch, status: u16) -> HttpRule {
+    HttpRule {
+        matches: vec![matcher],
+        filters: vec![HttpFilter::DirectResponse { status, body: None }],
+        backends: Vec::new(),
+        request_timeout_ms: None,
+        policy: RoutePolicy::default(),
+    }
+}
+
+/// One route: its rules (two when a prefix rewrite needs the trailing-slash split), each with
+/// whether plain HTTP must redirect it to HTTPS. `Err` after recording an error.
+fn route(
+    t: &mut Translator<'_>,
+    origin: &Origin,
+    field: &str,
+    chain: &[&MatchCondition],
+    r: &Route,
+    fqdn: &str,
+) -> Result<Vec<(HttpRule, bool)>, ()> {
+    let fail = |t: &mut Translator<'_>, condition, reason, message: String| {
+        t.error(origin, condition, field, reason, message);
+        Err(())
+    };
+    let services = r.services.as_deref().unwrap_or_default();
+    let actions = usize::from(!services.is_empty())
+        + usize::from(r.request_redirect_policy.is_some())
+        + usize::from(r.direct_response_policy.is_some());
+    if actions != 1 {
+        let message =
+            "must set exactly one of route.services or route.requestRedirectPolicy or route.directResponsePolicy";
+        return fail(t, "RouteError", "RouteActionCountNotValid", message.into());
+    }
+    let own = r.conditions.as_deref().unwrap_or_default();
+    if let Err(e) = check_paths(own) {
+        return fail(t, "RouteError", "PathMatchConditionsNotValid", format!("route: {e}"));
+    }
+    let merged: Vec<&MatchCondition> = chain.iter().copied().chain(own.iter()).collect();
+    if let Err(e) = check_headers(merged.iter().copied()) {
+        return fail(t, "RouteError", "HeaderMatchConditionsNotValid", e);
+    }
+    if let Err(e) = check_query(merged.iter().copied()) {
+        return fail(t, "RouteError", "QueryParameterMatchConditionsNotValid", e);
+    }
+    let vars = Variables { namespace: &origin.namespace, service: None };
+    let request = match policy::headers(r.headers.request_headers_policy.as_ref(), true, &vars) {
+        Ok(h) => h,
+        Err(e) => return fail(t, "RouteError", "RequestHeadersPolicyInvalid", format!("{e} on request headers")),
+    };
+    let response = match policy::headers(r.headers.response_headers_policy.as_ref(), false, &vars) {
+        Ok(h) => h,
+        Err(e) => return fail(t, "RouteError", "ResponseHeaderPolicyInvalid", format!("{e} on response headers")),
+    };
+    let timeouts = match policy::timeouts(r.timeout_policy.as_ref()) {
+        Ok(t) => t,
+        Err(e) => {
+            return fail(t, "RouteError", "TimeoutPolicyNotValid", format!("route.timeoutPolicy failed to parse: {e}"));
+        }
+    };
+    let (load_balancer, hash_policies, warnings) = policy::load_balancer(r.load_balancer_policy.as_ref());
+    for w in warnings {
+        t.warning(origin, "SpecError", &format!("{field}.loadBalancerPolicy"), "IgnoredField", w);
+    }
+    if let Some(p) = &r.request_redirect_policy
+        && p.path.is_some()
+        && p.prefix.is_some()
+    {
+        let message =
+            "route.requestRedirectPolicy is invalid: cannot specify both redirect path and redirect prefix".into();
+        return fail(t, "RouteError", "RequestRedirectPolicy", message);
+    }
+    let upgrade = r.permit_insecure != Some(true) || t.options.disable_permit_insecure;
+    let mut matcher = conditions::merged_match(&merged);
+    if let Some(authority) = conditions::wildcard_authority(fqdn) {
+        matcher.headers.push(authority);
+    }
+    let rewrite = prefix_replacement(t, origin, field, r, &matcher.path)?;
+    let health_check = match policy::health_check(r.health_check_policy.as_ref()) {
+        Ok(h) => h,
+        Err(e) => return fail(t, "RouteError", "HealthCheckPolicyInvalid", e),
+    };
+    let found = services::route(t, origin, field, services)?;
+
+    let mut filters = Vec::new();
+    if request.modifier != Default::default() {
+        filters.push(HttpFilter::RequestHeaders(request.modifier));
+    }
+    if response.modifier != Default::default() {
+        filters.push(HttpFilter::ResponseHeaders(response.modifier));
+    }
+    let (hostname, hostname_from_header) = match request.host {
+        Some(Ok(host)) => (Some(host), None),
+        Some(Err(header)) => (None, Some(header)),
+        None => (None, None),
+    };
+    if let Some(m) = found.mirror {
+        filters.push(HttpFilter::Mirror(ir::RequestMirror { percent: m.weight, backend: m }));
+    }
+    if let Some(p) = &r.request_redirect_policy {
+        filters.push(HttpFilter::Redirect(ir::Redirect {
+            scheme: p.scheme.clone(),
+            hostname: p.hostname.clone(),
+            port: p.port.and_then(|p| u16::try_from(p).ok()),
+            path: p.path.clone().map(PathModifier::Full).or_else(|| p.prefix.clone().map(PathModifier::Prefix)),
+            status: p.status_code.as_ref().and_then(|c| u16::try_from(c.0).ok()).unwrap_or(302),
+        }));
+    } else if let Some(p) = &r.direct_response_policy {
+        let status = u16::try_from(p.status_code).unwrap_or(500);
+        filters.push(HttpFilter::DirectResponse { status, body: p.body.clone().filter(|b| !b.is_empty()) });
+    } else if found.backends.is_empty() {
+        // Every service unresolved: 503 for this route, the rest keeps serving.
+        filters.push(HttpFilter::DirectResponse { status: 503, body: None });
+    }
+    let policy = RoutePolicy {
+        idle_timeout_ms: timeouts.idle,
+        retry: policy::retry(r.retry_policy.as_ref()),
+        websockets: r.enable_websockets == Some(true),
+        hash_policies,
+        internal_redirect: policy::internal_redirect(r.internal_redirect_policy.as_ref()),
+        cluster: ClusterPolicy { load_balancer, health_check, idle_connection_timeout_ms: timeouts.idle_connection },
+    };
+    let rule = HttpRule {
+        matches: vec![matcher],
+        filters,
+        backends: found.backends,
+        request_timeout_ms: timeouts.response,
+        policy,
+    };
+    let url_rewrite = |replacement: Option<String>| {
+        let path = replacement.map(PathModifier::Prefix);
+        (path.is_some() || hostname.is_some() || hostname_from_header.is_some()).then(|| {
+            HttpFilter::UrlRewrite(ir::UrlRewrite {
+                hostname: hostname.clone(),
+                hostname_from_header: hostname_from_header.clone(),
+                path,
+            })
+        })
+    };
+    let with = |mut rule: HttpRule, prefix: Option<String>, replacement: Option<String>| {
+        if let Some(prefix) = prefix {
+            rule.matches[0].path = PathMatch::StringPrefix(prefix);
+        }
+        rule.filters.extend(url_rewrite(replacement));
+        (rule, upgrade)
+    };
+    Ok(match (&rule.matches[0].path, rewrite) {
+        // Envoy replaces the matched prefix as a string: `/api` → `/v2/` would turn `/api` into
+        // `/v2/` but `/api/x` into `/v2//x`. Upstream splits the route into `/api` and `/api/`.
+        (PathMatch::StringPrefix(prefix), Some(replacement)) if prefix != "/" => {
+            let trimmed = prefix.trim_end_matches('/').to_string();
+            let base = replacement.trim_end_matches('/').to_string();
+            let bare = if base.is_empty() { "/".to_string() } else { base.clone() };
+            vec![
+                with(rule.clone(), Some(trimmed.clone()), Some(bare)),
+                with(rule, Some(format!("{trimmed}/")), Some(format!("{base}/"))),
+            ]
+        }
+        (_, rewrite) => vec![with(rule, None, rewrite)],
+    })
+}
+
+/// The prefix replacement that applies to a route (`pathRewritePolicy.replacePrefix`): the one
+/// naming the route's prefix exactly, else the one without a prefix.
+fn prefix_replacement(
+    t: &mut Translator<'_>,
+    origin: &Origin,
+    field: &str,
+    r: &Route,
+    path: &PathMatch,
+) -> Result<Option<String>, ()> {
+    let replacements = r.path_rewrite_policy.as_ref().and_then(|p| p.replace_prefix.as_deref()).unwrap_or_default();
+    if replacements.is_empty() {
+        return Ok(None);
+    }
+    let field = format!("{field}.pathRewritePolicy");
+    let PathMatch::StringPrefix(prefix) = path else {
+        let message = "cannot specify prefix replacements without a prefix condition".into();
+        t.error(origin, "PrefixReplaceError", &field, "MustHavePrefix", message);
+        return Err(());
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    let mut empty = false;
+    for rp in replacements {
+        match rp.prefix.as_deref().filter(|p| !p.is_empty()) {
+            None if empty => {
+                t.error(
+                    origin,
+                    "PrefixReplaceError",
+                    &field,
+                    "AmbiguousReplacement",
+                    "ambiguous prefix replacement".into(),
+                );
+                return Err(());
+            }
+            None => empty = true,
+            Some(p) if seen.contains(&p) => {
+                let message = format!("duplicate replacement prefix '{p}'");
+                t.error(origin, "PrefixReplaceError", &field, "DuplicateReplacement", message);
+                return Err(());
+            }
+            Some(p) => seen.push(p),
+        }
+    }
+    let exact = replacements.iter().find(|rp| rp.prefix.as_deref() == Some(prefix.as_str()));
+    let default = replacements.iter().find(|rp| rp.prefix.as_deref().is_none_or(str::is_empty));
+    Ok(exact.or(default).map(|rp| rp.replacement.clone()))
+}

@@ -1,0 +1,276 @@
+//! Services of routes and tcpproxies: lookup in the proxy's namespace, port, protocol, upstream
+//! validation, per-service headers, weights and mirrors.
+
+use std::sync::Arc;
+
+use api::httpproxy::{HTTPProxy, Service, TCPProxy};
+use ir::{
+    Backend, BackendOptions, BackendTarget, ListenerTls, ObjectRef, Origin, Protocol, ServicePort, TlsMode, TlsRoute,
+    UpstreamProtocol, UpstreamValidation,
+};
+use objects::ObjectKey;
+
+use super::policy::{self, Variables};
+use super::{HTTPS_LISTENER, Translator};
+use crate::delegation;
+
+/// Why a Service reference cannot be resolved (upstream's words).
+fn lookup(t: &Translator<'_>, namespace: &str, s: &Service) -> Result<(), String> {
+    let Some(service) = t.snapshot.services.get(&ObjectKey::new(namespace, &s.name)) else {
+        return Err(format!("service \"{namespace}/{}\" not found", s.name));
+    };
+    let spec = service.spec.as_ref();
+    if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
+        return Err(format!(
+            "{namespace}/{} is an ExternalName service, these are not currently enabled. See the config.enableExternalNameService config file setting",
+            s.name
+        ));
+    }
+    let wanted = s.port.to_string();
+    let port = spec
+        .and_then(|spec| spec.ports.as_ref())
+        .and_then(|ports| ports.iter().find(|p| p.port == s.port || p.name.as_deref() == Some(wanted.as_str())));
+    match port {
+        None => Err(format!("port \"{wanted}\" on service \"{namespace}/{}\" not matched", s.name)),
+        Some(p) if !matches!(p.protocol.as_deref(), None | Some("") | Some("TCP")) => {
+            Err(format!("unsupported service protocol {:?}", p.protocol.as_deref().unwrap_or_default()))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// The outcome of a route's services.
+pub(super) struct RouteServices {
+    pub backends: Vec<Backend>,
+    pub mirror: Option<Backend>,
+}
+
+/// A route's services; `Err` when an error drops the proxy's routes (recorded). Unresolved
+/// services are recorded and skipped.
+pub(super) fn route(
+    t: &mut Translator<'_>,
+    origin: &Origin,
+    field: &str,
+    services: &[Service],
+) -> Result<RouteServices, ()> {
+    let mut out = RouteServices { backends: Vec::new(), mirror: None };
+    for (i, s) in services.iter().enumerate() {
+        let field = format!("{field}.services[{i}]");
+        let Some(backend) = service(t, origin, &field, s)? else { continue };
+        if s.mirror == Some(true) {
+            if out.mirror.is_some() {
+                let message = "only one service per route may be nominated as mirror".into();
+                t.error(origin, "ServiceError", &field, "OnlyOneMirror", message);
+                return Err(());
+            }
+            out.mirror = Some(backend);
+        } else {
+            out.backends.push(backend);
+        }
+    }
+    // All weights zero (or none given): equal shares, as upstream.
+    if out.backends.iter().all(|b| b.weight == 0) {
+        for b in &mut out.backends {
+            b.weight = 1;
+        }
+    }
+    Ok(out)
+}
+
+/// One service: `Ok(None)` when unresolved (recorded), `Err` when the proxy's routes must go.
+fn service(t: &mut Translator<'_>, origin: &Origin, field: &str, s: &Service) -> Result<Option<Backend>, ()> {
+    let namespace = origin.namespace.as_str();
+    let Some(port) = u16::try_from(s.port).ok().filter(|p| *p != 0) else {
+        let message = format!("service {:?}: port must be in the range 1-65535", s.name);
+        t.error(origin, "ServiceError", field, "ServicePortInvalid", message);
+        return Err(());
+    };
+    if let Err(e) = lookup(t, namespace, s) {
+        let message = format!("Spec.Routes unresolved service reference: {e}");
+        t.error(origin, "ServiceError", field, "ServiceUnresolvedReference", message);
+        return Ok(None);
+    }
+    let protocol = match s.protocol.as_deref() {
+        None | Some("") => None,
+        Some("h2") => Some(UpstreamProtocol::H2),
+        Some("h2c") => Some(UpstreamProtocol::H2c),
+        Some("tls") => Some(UpstreamProtocol::Tls),
+        Some(other) => {
+            t.error(origin, "ServiceError", field, "UnsupportedProtocol", format!("unsupported protocol: {other}"));
+            return Err(());
+        }
+    };
+    let validation = match (&s.validation, protocol) {
+        (Some(v), Some(UpstreamProtocol::Tls | UpstreamProtocol::H2)) => {
+            Some(validation(t, origin, field, s, port, v)?)
+        }
+        _ => None,
+    };
+    let vars = Variables { namespace, service: Some((&s.name, port)) };
+    let headers = &s.headers;
+    let request = policy::headers(headers.request_headers_policy.as_ref(), false, &vars);
+    let request = request.map_err(|e| {
+        t.error(origin, "ServiceError", field, "RequestHeadersPolicyInvalid", format!("{e} on request headers"));
+    })?;
+    let response = policy::headers(headers.response_headers_policy.as_ref(), false, &vars);
+    let response = response.map_err(|e| {
+        t.error(origin, "ServiceError", field, "ResponseHeadersPolicyInvalid", format!("{e} on response headers"));
+    })?;
+    let options =
+        BackendOptions { protocol, validation, request_headers: request.modifier, response_headers: response.modifier };
+    let weight = match (s.mirror, s.weight) {
+        // A mirror's weight is the share of requests mirrored; unset or 0 means all.
+        (Some(true), w) => w.filter(|w| (1..=100).contains(w)).unwrap_or(100) as u32,
+        (_, w) => w.unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
+    };
+    Ok(Some(Backend {
+        target: BackendTarget::Service(ServicePort { namespace: namespace.into(), name: s.name.clone(), port }),
+        weight,
+        options: (options != BackendOptions::default()).then(|| Arc::new(options)),
+    }))
+}
+
+fn validation(
+    t: &mut Translator<'_>,
+    origin: &Origin,
+    field: &str,
+    s: &Service,
+    port: u16,
+    v: &api::httpproxy::UpstreamValidation,
+) -> Result<UpstreamValidation, ()> {
+    let (namespace, name) = delegation::resolve(&v.ca_secret, &origin.namespace);
+    if !delegation::permitted(t.snapshot, namespace, name, &origin.namespace) {
+        let message = format!(
+            "service.UpstreamValidation.CACertificate Secret {:?} is not configured for certificate delegation",
+            v.ca_secret
+        );
+        t.error(origin, "TLSError", field, "CACertificateNotDelegated", message);
+        return Err(());
+    }
+    let fail = |t: &mut Translator<'_>, detail: String| {
+        let message = format!("Service [{}:{port}] TLS upstream validation policy error: {detail}", s.name);
+        t.error(origin, "ServiceError", field, "TLSUpstreamValidation", message);
+        Err(())
+    };
+    let secret = t.snapshot.secrets.get(&ObjectKey::new(namespace, name));
+    if let Err(e) = objects::secrets::ca_bundle(secret.map(|s| &**s)) {
+        return fail(t, format!("invalid CA Secret \"{namespace}/{name}\": {e}"));
+    }
+    let mut subject_names = v.subject_names.clone().unwrap_or_default();
+    if subject_names.is_empty() && !v.subject_name.is_empty() {
+        subject_names.push(v.subject_name.clone());
+    }
+    if subject_names.is_empty() {
+        return fail(t, "missing subject alternative name".into());
+    }
+    if !v.subject_name.is_empty() && subject_names[0] != v.subject_name {
+        return fail(
+            t,
+            format!(
+                "first entry of SubjectNames ({}) does not match SubjectName ({})",
+                subject_names[0], v.subject_name
+            ),
+        );
+    }
+    Ok(UpstreamValidation { ca: ObjectRef { namespace: namespace.into(), name: name.into() }, subject_names })
+}
+
+/// A root's tcpproxy as a listener of the HTTPS port: passthrough by SNI, or TLS terminated and
+/// the stream forwarded. `None` when an error stops the root (recorded).
+pub(super) fn tcp_proxy(
+    t: &mut Translator<'_>,
+    root: &HTTPProxy,
+    origin: &Origin,
+    tcp: &TCPProxy,
+    tls: &ListenerTls,
+    fqdn: &str,
+) -> Option<ir::Listener> {
+    let mut visited = vec![ObjectKey::of(&root.metadata)];
+    let backends = tcp_backends(t, origin, tcp, &mut visited)?;
+    let route = TlsRoute { origin: origin.clone(), hostnames: vec![fqdn.to_string()], backends };
+    Some(ir::Listener {
+        name: format!("{HTTPS_LISTENER}/{fqdn}"),
+        port: t.options.https_port,
+        protocol: if tls.mode == TlsMode::Passthrough { Protocol::Tls } else { Protocol::Https },
+        hostname: Some(fqdn.to_string()),
+        tls: Some(tls.clone()),
+        http_routes: Vec::new(),
+        tls_routes: vec![Arc::new(route)],
+    })
+}
+
+/// The backends of a tcpproxy, following its include chain.
+fn tcp_backends(
+    t: &mut Translator<'_>,
+    origin: &Origin,
+    tcp: &TCPProxy,
+    visited: &mut Vec<ObjectKey>,
+) -> Option<Vec<Backend>> {
+    let field = "spec.tcpproxy";
+    let include = tcp.include.as_ref().or(tcp.includes.as_ref());
+    let services = tcp.services.as_deref().unwrap_or_default();
+    if !services.is_empty() && include.is_some() {
+        let message = "cannot specify services and include in the same httpproxy".into();
+        t.error(origin, "TCPProxyError", field, "NoServicesAndInclude", message);
+        return None;
+    }
+    if let Some(strategy @ ("Cookie" | "RequestHash")) =
+        tcp.load_balancer_policy.as_ref().and_then(|p| p.strategy.as_deref())
+    {
+        let message = format!(
+            "ignoring field \"Spec.TCPProxy.LoadBalancerPolicy\"; {strategy} load balancer policy is not supported for TCPProxies"
+        );
+        t.warning(origin, "TCPProxyError", field, "IgnoredField", message);
+    }
+    if !services.is_empty() {
+        let mut backends = Vec::new();
+        for s in services {
+            if let Err(e) = lookup(t, &origin.namespace, s) {
+                let message = format!("Spec.TCPProxy unresolved service reference: {e}");
+                t.error(origin, "TCPProxyError", field, "ServiceUnresolvedReference", message);
+                return None;
+            }
+            let port = u16::try_from(s.port).ok()?;
+            backends.push(Backend {
+                target: BackendTarget::Service(ServicePort {
+                    namespace: origin.namespace.clone(),
+                    name: s.name.clone(),
+                    port,
+                }),
+                weight: s.weight.map_or(1, |w| w.clamp(0, i64::from(u32::MAX)) as u32),
+                options: None,
+            });
+        }
+        return Some(backends);
+    }
+    let Some(include) = include else {
+        let message = "either services or inclusion must be specified".into();
+        t.error(origin, "TCPProxyError", field, "NothingDefined", message);
+        return None;
+    };
+    let namespace = include.namespace.clone().unwrap_or_else(|| origin.namespace.clone());
+    let key = ObjectKey::new(&namespace, &include.name);
+    let Some(child) = t.proxies.get(&key).copied() else {
+        let message = format!("include {namespace}/{} not found", include.name);
+        t.error(origin, "TCPProxyIncludeError", field, "IncludeNotFound", message);
+        return None;
+    };
+    if child.spec.virtualhost.is_some() {
+        let message = format!("root httpproxy cannot include another root httpproxy ({namespace}/{})", include.name);
+        t.error(origin, "TCPProxyIncludeError", field, "RootIncludesRoot", message);
+        return None;
+    }
+    t.reached.insert(key.clone());
+    if visited.contains(&key) {
+        let chain: Vec<String> = visited.iter().chain([&key]).map(|k| k.to_string()).collect();
+        let message = format!("include creates a cycle: {}", chain.join(" -> "));
+        t.error(origin, "TCPProxyIncludeError", field, "IncludeCreatesCycle", message);
+        return None;
+    }
+    visited.push(key);
+    let child_origin = super::origin(child);
+    match &child.spec.tcpproxy {
+        Some(tcp) => tcp_backends(t, &child_origin, tcp, visited),
+        None => Some(Vec::new()),
+    }
+}

@@ -1,0 +1,86 @@
+//! HTTPProxy status as upstream writes it: one `Valid` DetailedCondition with error and warning
+//! sub-conditions, `currentStatus` and `description`. Pure; the writer lives elsewhere.
+
+use ir::{Diagnostic, Severity};
+use objects::{ObjectKey, Snapshot};
+
+use super::Options;
+
+/// One error or warning of the `Valid` condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubCondition {
+    /// The sub-condition type, such as `IncludeError`.
+    pub type_: &'static str,
+    /// The reason, such as `IncludeNotFound`.
+    pub reason: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What an HTTPProxy's status should say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyStatus {
+    /// The proxy.
+    pub key: ObjectKey,
+    /// `metadata.generation` the status describes.
+    pub generation: i64,
+    /// `valid`, `invalid` or `orphaned`.
+    pub current_status: &'static str,
+    /// The description: the condition's message, or the orphan message.
+    pub description: String,
+    /// Whether the `Valid` condition is True.
+    pub valid: bool,
+    /// `Valid` or `ErrorPresent`.
+    pub reason: &'static str,
+    /// The condition's message.
+    pub message: String,
+    /// Errors, in a stable order.
+    pub errors: Vec<SubCondition>,
+    /// Warnings, in a stable order.
+    pub warnings: Vec<SubCondition>,
+}
+
+/// The status of every HTTPProxy of our class, from the pipeline's diagnostics.
+pub fn compute(snapshot: &Snapshot, options: &Options, diagnostics: &[Diagnostic]) -> Vec<ProxyStatus> {
+    let mut out = Vec::new();
+    for (key, proxy) in &snapshot.http_proxies {
+        let class = crate::class::of(&proxy.metadata, proxy.spec.ingress_class_name.as_deref());
+        if !crate::class::is_served(class, &options.class_names) {
+            continue;
+        }
+        let mine = diagnostics.iter().filter(|d| {
+            d.origin.kind == "HTTPProxy" && d.origin.namespace == key.namespace && d.origin.name == key.name
+        });
+        let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+        for d in mine {
+            let sub = SubCondition {
+                type_: if d.condition.is_empty() { "ServiceError" } else { d.condition },
+                reason: d.reason,
+                message: d.message.clone(),
+            };
+            let list = if d.severity == Severity::Error { &mut errors } else { &mut warnings };
+            if !list.contains(&sub) {
+                list.push(sub);
+            }
+        }
+        let orphan = errors.iter().find(|e| e.type_ == "Orphaned").map(|e| e.message.clone());
+        let (current_status, valid, reason, message) = if errors.is_empty() {
+            ("valid", true, "Valid", "Valid HTTPProxy".to_string())
+        } else {
+            let message = "At least one error present, see Errors for details".to_string();
+            (if orphan.is_some() { "orphaned" } else { "invalid" }, false, "ErrorPresent", message)
+        };
+        out.push(ProxyStatus {
+            key: key.clone(),
+            generation: proxy.metadata.generation.unwrap_or(0),
+            current_status,
+            description: orphan.unwrap_or_else(|| message.clone()),
+            valid,
+            reason,
+            message,
+            errors,
+            warnings,
+        });
+    }
+    out
+}

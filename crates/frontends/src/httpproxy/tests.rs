@@ -1,0 +1,611 @@
+//! Golden fixtures: objects in, upstream-shaped status and IR out.
+
+use super::*;
+use ir::{BackendTarget, HttpFilter, PathMatch, StringMatch};
+
+const CERT: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=";
+const KEY: &str = "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IYwotLS0tLUVORCBFQyBQUklWQVRFIEtFWS0tLS0tCg==";
+
+/// Services `web` (80, 8080 named `http`) and `api` (80) in `apps`, a TLS Secret `apps/cert`
+/// and one in `certs/shared`.
+fn base() -> String {
+    format!(
+        r#"
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: apps}}
+spec: {{ports: [{{port: 80}}, {{name: http, port: 8080}}, {{name: dns, port: 53, protocol: UDP}}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: api, namespace: apps}}
+spec: {{ports: [{{port: 80}}]}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: cert, namespace: apps}}
+type: kubernetes.io/tls
+data: {{tls.crt: {CERT}, tls.key: {KEY}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: shared, namespace: certs}}
+type: kubernetes.io/tls
+data: {{tls.crt: {CERT}, tls.key: {KEY}, ca.crt: {CERT}}}
+"#
+    )
+}
+
+fn run(extra: &str) -> (Translation, Vec<status::ProxyStatus>) {
+    run_with(extra, &Options::default())
+}
+
+fn run_with(extra: &str, options: &Options) -> (Translation, Vec<status::ProxyStatus>) {
+    let snapshot = Snapshot::from_yaml(&format!("{}---\n{extra}", base())).expect("fixture parses");
+    let t = translate(&snapshot, options);
+    let statuses = status::compute(&snapshot, options, &t.diagnostics);
+    (t, statuses)
+}
+
+/// `ns/name currentStatus` followed by `type/reason: message` per error (and `warning ...`).
+fn render(statuses: &[status::ProxyStatus]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in statuses {
+        out.push(format!("{} {}: {}", s.key, s.current_status, s.description));
+        for e in &s.errors {
+            out.push(format!("  {}/{}: {}", e.type_, e.reason, e.message));
+        }
+        for w in &s.warnings {
+            out.push(format!("  warning {}/{}: {}", w.type_, w.reason, w.message));
+        }
+    }
+    out
+}
+
+fn proxy(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: {name}, namespace: apps}}\nspec:\n{spec}\n---\n"
+    )
+}
+
+/// The rules on the HTTP listener for a hostname, flattened.
+fn http_rules<'a>(t: &'a Translation, host: &str) -> Vec<&'a ir::HttpRule> {
+    let fleet = t.ir.fleets.iter().find(|f| f.id == ir::DEFAULT_FLEET).expect("default fleet");
+    let http = fleet.listeners.iter().find(|l| l.name == HTTP_LISTENER).expect("http listener");
+    http.http_routes.iter().filter(|r| r.hostnames == [host]).flat_map(|r| &r.rules).collect()
+}
+
+#[test]
+fn a_simple_root_is_valid_and_routes_to_its_service() {
+    let (t, statuses) = run(&proxy(
+        "root",
+        "  virtualhost: {fqdn: Www.Example.com}\n  routes:\n  - conditions: [{prefix: /app}]\n    services: [{name: web, port: 80, weight: 3}, {name: api, port: 80}]",
+    ));
+    assert_eq!(render(&statuses), ["apps/root valid: Valid HTTPProxy"]);
+    let rules = http_rules(&t, "www.example.com");
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0].matches[0].path, PathMatch::StringPrefix("/app".into()));
+    let weights: Vec<_> = rules[0].backends.iter().map(|b| b.weight).collect();
+    assert_eq!(weights, [3, 0], "an unset weight next to a set one gets no traffic, as upstream");
+    assert!(matches!(&rules[0].backends[0].target, BackendTarget::Service(s) if s.name == "web" && s.port == 80));
+}
+
+#[test]
+fn includes_merge_conditions_and_report_their_problems() {
+    let yaml = [
+        proxy(
+            "root",
+            "  virtualhost: {fqdn: example.com}
+  includes:
+  - {name: blog, conditions: [{prefix: /blog}]}
+  - {name: missing, conditions: [{prefix: /missing}]}
+  - {name: other-root, conditions: [{prefix: /other}]}
+  - {name: blog2, conditions: [{prefix: /blog/}]}
+  - {name: bad, conditions: [{exact: /x}]}",
+        ),
+        proxy("blog", "  routes:\n  - conditions: [{prefix: /posts}]\n    services: [{name: web, port: 80}]"),
+        proxy("blog2", "  routes:\n  - services: [{name: web, port: 80}]"),
+        proxy(
+            "other-root",
+            "  virtualhost: {fqdn: other.example.com}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+        proxy("lonely", "  routes: [{services: [{name: web, port: 80}]}]"),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/blog valid: Valid HTTPProxy",
+            "apps/blog2 valid: Valid HTTPProxy",
+            "apps/lonely orphaned: this HTTPProxy is not part of a delegation chain from a root HTTPProxy",
+            "  Orphaned/Orphaned: this HTTPProxy is not part of a delegation chain from a root HTTPProxy",
+            "apps/other-root valid: Valid HTTPProxy",
+            "apps/root invalid: At least one error present, see Errors for details",
+            "  IncludeError/IncludeNotFound: include apps/missing not found",
+            "  IncludeError/RootIncludesRoot: root httpproxy cannot include another root httpproxy (apps/other-root)",
+            "  IncludeError/PathMatchConditionsNotValid: include: exact conditions are not allowed in includes block",
+        ]
+    );
+    let rules = http_rules(&t, "example.com");
+    let answers: Vec<(PathMatch, Option<u16>)> = rules
+        .iter()
+        .map(|r| {
+            let status = r.filters.iter().find_map(|f| match f {
+                HttpFilter::DirectResponse { status, .. } => Some(*status),
+                _ => None,
+            });
+            (r.matches[0].path.clone(), status)
+        })
+        .collect();
+    assert!(answers.contains(&(PathMatch::StringPrefix("/blog/posts".into()), None)), "{answers:?}");
+    assert!(answers.contains(&(PathMatch::StringPrefix("/blog/".into()), None)), "{answers:?}");
+    assert!(answers.contains(&(PathMatch::StringPrefix("/missing".into()), Some(502))), "{answers:?}");
+    assert!(answers.contains(&(PathMatch::StringPrefix("/other".into()), Some(502))), "{answers:?}");
+}
+
+#[test]
+fn cycles_duplicates_and_root_checks() {
+    let yaml = [
+        proxy("a", "  virtualhost: {fqdn: dup.example.com}\n  routes: [{services: [{name: web, port: 80}]}]"),
+        proxy("b", "  virtualhost: {fqdn: DUP.example.com}\n  routes: [{services: [{name: web, port: 80}]}]"),
+        proxy(
+            "loop-root",
+            "  virtualhost: {fqdn: loop.example.com}\n  includes: [{name: loop1, conditions: [{prefix: /a}]}]",
+        ),
+        proxy("loop1", "  includes: [{name: loop2, conditions: [{prefix: /b}]}]"),
+        proxy("loop2", "  includes: [{name: loop1, conditions: [{prefix: /c}]}]"),
+        proxy("empty", "  virtualhost: {fqdn: empty.example.com}"),
+        proxy(
+            "twice",
+            "  virtualhost: {fqdn: twice.example.com}
+  includes:
+  - {name: loop1, conditions: [{prefix: /x}, {header: {name: a, exact: b}}]}
+  - {name: loop2, conditions: [{header: {name: a, exact: b}}, {prefix: /x}]}",
+        ),
+    ]
+    .concat();
+    let (_, statuses) = run(&yaml);
+    let rendered = render(&statuses);
+    let expect = [
+        "apps/a invalid: At least one error present, see Errors for details",
+        "  VirtualHostError/DuplicateVhost: fqdn \"dup.example.com\" is used in multiple HTTPProxies: apps/a, apps/b",
+        "apps/b invalid: At least one error present, see Errors for details",
+        "  VirtualHostError/DuplicateVhost: fqdn \"dup.example.com\" is used in multiple HTTPProxies: apps/a, apps/b",
+        "apps/empty invalid: At least one error present, see Errors for details",
+        "  SpecError/NothingDefined: HTTPProxy.Spec must have at least one Route, Include, or a TCPProxy",
+    ];
+    for line in expect {
+        assert!(rendered.iter().any(|l| l == line), "missing {line:?} in {rendered:#?}");
+    }
+    assert!(
+        rendered.iter().any(|l| l == "  IncludeError/IncludeCreatesCycle: include creates an include cycle: apps/loop-root -> apps/loop1 -> apps/loop2 -> apps/loop1"),
+        "{rendered:#?}"
+    );
+    assert!(
+        rendered
+            .iter()
+            .any(|l| l == "  IncludeError/DuplicateMatchConditions: duplicate conditions defined on an include"),
+        "{rendered:#?}"
+    );
+}
+
+#[test]
+fn route_errors_drop_the_proxys_routes_and_name_the_reason() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "  - conditions: [{prefix: /a}]",
+            "RouteError/RouteActionCountNotValid: must set exactly one of route.services or route.requestRedirectPolicy or route.directResponsePolicy",
+        ),
+        (
+            "  - conditions: [{prefix: a}]\n    services: [{name: web, port: 80}]",
+            "RouteError/PathMatchConditionsNotValid: route: prefix conditions must start with /, a was supplied",
+        ),
+        (
+            "  - conditions: [{prefix: /a}, {exact: /b}]\n    services: [{name: web, port: 80}]",
+            "RouteError/PathMatchConditionsNotValid: route: more than one prefix, exact or regex is not allowed in a condition block",
+        ),
+        (
+            "  - conditions: [{regex: '/(a'}]\n    services: [{name: web, port: 80}]",
+            "RouteError/PathMatchConditionsNotValid: route: supplied regex: /(a invalid. error: unclosed group",
+        ),
+        (
+            "  - conditions: [{header: {name: x, present: true}}, {header: {name: X, notpresent: true}}]\n    services: [{name: web, port: 80}]",
+            "RouteError/HeaderMatchConditionsNotValid: cannot specify contradictory 'present' and 'notpresent' conditions for the same route and header",
+        ),
+        (
+            "  - conditions: [{header: {name: x, exact: a}}, {header: {name: x, exact: b}}]\n    services: [{name: web, port: 80}]",
+            "RouteError/HeaderMatchConditionsNotValid: cannot specify duplicate header 'exact match' conditions in the same route",
+        ),
+        (
+            "  - conditions: [{header: {name: x, exact: a}}, {header: {name: x, notexact: a}}]\n    services: [{name: web, port: 80}]",
+            "RouteError/HeaderMatchConditionsNotValid: cannot specify contradictory 'exact' and 'notexact' conditions for the same route and header",
+        ),
+        (
+            "  - conditions: [{header: {name: x, contains: a}}, {header: {name: x, notcontains: a}}]\n    services: [{name: web, port: 80}]",
+            "RouteError/HeaderMatchConditionsNotValid: cannot specify contradictory 'contains' and 'notcontains' conditions for the same route and header",
+        ),
+        (
+            "  - conditions: [{header: {name: x, regex: '('}}]\n    services: [{name: web, port: 80}]",
+            "RouteError/HeaderMatchConditionsNotValid: invalid regular expression specified for 'regex' condition",
+        ),
+        (
+            "  - conditions: [{queryParameter: {name: q}}]\n    services: [{name: web, port: 80}]",
+            "RouteError/QueryParameterMatchConditionsNotValid: must specify at least one query parameter condition",
+        ),
+        (
+            "  - conditions: [{queryParameter: {name: q, exact: a, prefix: b}}]\n    services: [{name: web, port: 80}]",
+            "RouteError/QueryParameterMatchConditionsNotValid: cannot specify more than one condition in the same match condition branch",
+        ),
+        (
+            "  - conditions: [{queryParameter: {name: q, exact: a}}, {queryParameter: {name: q, exact: b}}]\n    services: [{name: web, port: 80}]",
+            "RouteError/QueryParameterMatchConditionsNotValid: cannot specify duplicate query parameter 'exact match' conditions in the same route",
+        ),
+        (
+            "  - services: [{name: web, port: 80}]\n    requestHeadersPolicy: {set: [{name: x-a, value: '1'}, {name: X-A, value: '2'}]}",
+            "RouteError/RequestHeadersPolicyInvalid: duplicate header addition: \"X-A\" on request headers",
+        ),
+        (
+            "  - services: [{name: web, port: 80}]\n    responseHeadersPolicy: {set: [{name: host, value: x}]}",
+            "RouteError/ResponseHeaderPolicyInvalid: rewriting \"Host\" header is not supported on response headers",
+        ),
+        (
+            "  - services: [{name: web, port: 80}]\n    requestHeadersPolicy: {remove: [x-a, X-a]}",
+            "RouteError/RequestHeadersPolicyInvalid: duplicate header removal: \"X-A\" on request headers",
+        ),
+        (
+            "  - services: [{name: web, port: 80}]\n    timeoutPolicy: {response: forever}",
+            "RouteError/TimeoutPolicyNotValid: route.timeoutPolicy failed to parse: error parsing response timeout: unable to parse timeout string \"forever\": time: invalid duration \"forever\"",
+        ),
+        (
+            "  - requestRedirectPolicy: {path: /a, prefix: /b}",
+            "RouteError/RequestRedirectPolicy: route.requestRedirectPolicy is invalid: cannot specify both redirect path and redirect prefix",
+        ),
+        (
+            "  - conditions: [{exact: /a}]\n    services: [{name: web, port: 80}]\n    pathRewritePolicy: {replacePrefix: [{replacement: /b}]}",
+            "PrefixReplaceError/MustHavePrefix: cannot specify prefix replacements without a prefix condition",
+        ),
+        (
+            "  - services: [{name: web, port: 80}]\n    pathRewritePolicy: {replacePrefix: [{prefix: /a, replacement: /b}, {prefix: /a, replacement: /c}]}",
+            "PrefixReplaceError/DuplicateReplacement: duplicate replacement prefix '/a'",
+        ),
+        (
+            "  - services: [{name: web, port: 80}]\n    pathRewritePolicy: {replacePrefix: [{replacement: /b}, {replacement: /c}]}",
+            "PrefixReplaceError/AmbiguousReplacement: ambiguous prefix replacement",
+        ),
+        (
+            "  - services: [{name: web, port: 80}]\n    healthCheckPolicy: {path: /hc, expectedStatuses: [{start: 99, end: 200}]}",
+            "RouteError/HealthCheckPolicyInvalid: invalid expected status range: start must be in the range [100, 599]",
+        ),
+        (
+            "  - services: [{name: web, port: 80}]\n    healthCheckPolicy: {path: /hc, expectedStatuses: [{start: 200, end: 601}]}",
+            "RouteError/HealthCheckPolicyInvalid: invalid expected status range: end must be in the range [101, 600]",
+        ),
+        (
+            "  - services: [{name: web, port: 0}]",
+            "ServiceError/ServicePortInvalid: service \"web\": port must be in the range 1-65535",
+        ),
+        (
+            "  - services: [{name: web, port: 80, protocol: h3}]",
+            "ServiceError/UnsupportedProtocol: unsupported protocol: h3",
+        ),
+        (
+            "  - services: [{name: web, port: 80, mirror: true}, {name: api, port: 80, mirror: true}]",
+            "ServiceError/OnlyOneMirror: only one service per route may be nominated as mirror",
+        ),
+        (
+            "  - services: [{name: web, port: 80, protocol: tls, validation: {caSecret: certs/shared, subjectName: web}}]",
+            "TLSError/CACertificateNotDelegated: service.UpstreamValidation.CACertificate Secret \"certs/shared\" is not configured for certificate delegation",
+        ),
+        (
+            "  - services: [{name: web, port: 80, protocol: tls, validation: {caSecret: cert, subjectName: a, subjectNames: [b]}}]",
+            "ServiceError/TLSUpstreamValidation: Service [web:80] TLS upstream validation policy error: invalid CA Secret \"apps/cert\": empty \"ca.crt\" key",
+        ),
+    ];
+    for (routes, expected) in cases {
+        let yaml = proxy(
+            "root",
+            &format!(
+                "  virtualhost: {{fqdn: example.com}}\n  routes:\n  - conditions: [{{prefix: /ok}}]\n    services: [{{name: web, port: 80}}]\n{routes}"
+            ),
+        );
+        let (t, statuses) = run(&yaml);
+        let rendered = render(&statuses);
+        assert_eq!(
+            rendered,
+            [
+                "apps/root invalid: At least one error present, see Errors for details".to_string(),
+                format!("  {expected}")
+            ],
+            "for {routes}"
+        );
+        assert!(t.ir.fleets.is_empty(), "a route error drops the proxy's routes, as upstream: {routes}");
+    }
+}
+
+#[test]
+fn unresolved_services_answer_503_and_keep_the_rest() {
+    let yaml = proxy(
+        "root",
+        "  virtualhost: {fqdn: example.com}
+  routes:
+  - conditions: [{prefix: /gone}]
+    services: [{name: nope, port: 80}]
+  - conditions: [{prefix: /port}]
+    services: [{name: web, port: 81}]
+  - conditions: [{prefix: /udp}]
+    services: [{name: web, port: 53}]
+  - conditions: [{prefix: /named}]
+    services: [{name: web, port: 8080}]",
+    );
+    let (t, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/root invalid: At least one error present, see Errors for details",
+            "  ServiceError/ServiceUnresolvedReference: Spec.Routes unresolved service reference: service \"apps/nope\" not found",
+            "  ServiceError/ServiceUnresolvedReference: Spec.Routes unresolved service reference: port \"81\" on service \"apps/web\" not matched",
+            "  ServiceError/ServiceUnresolvedReference: Spec.Routes unresolved service reference: unsupported service protocol \"UDP\"",
+        ]
+    );
+    let rules = http_rules(&t, "example.com");
+    let direct: Vec<_> = rules
+        .iter()
+        .filter(|r| r.filters.iter().any(|f| matches!(f, HttpFilter::DirectResponse { status: 503, .. })))
+        .map(|r| r.matches[0].path.clone())
+        .collect();
+    assert_eq!(direct.len(), 3);
+    assert!(
+        rules.iter().any(|r| r.matches[0].path == PathMatch::StringPrefix("/named".into()) && r.backends.len() == 1)
+    );
+}
+
+#[test]
+fn tls_virtual_hosts_redirect_plain_http_unless_insecure_is_permitted() {
+    let yaml = proxy(
+        "root",
+        "  virtualhost: {fqdn: secure.example.com, tls: {secretName: cert, minimumProtocolVersion: '1.3'}}
+  routes:
+  - conditions: [{prefix: /}]
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /open}]
+    permitInsecure: true
+    services: [{name: web, port: 80}]",
+    );
+    let (t, statuses) = run(&yaml);
+    assert_eq!(render(&statuses), ["apps/root valid: Valid HTTPProxy"]);
+    let rules = http_rules(&t, "secure.example.com");
+    let redirect = |r: &ir::HttpRule| {
+        r.filters
+            .iter()
+            .any(|f| matches!(f, HttpFilter::Redirect(x) if x.status == 301 && x.scheme.as_deref() == Some("https")))
+    };
+    assert!(redirect(rules[0]) && !redirect(rules[1]));
+    let fleet = &t.ir.fleets[0];
+    let https = fleet.listeners.iter().find(|l| l.name == "ingress_https/secure.example.com").expect("https listener");
+    assert_eq!(https.port, 8443);
+    let tls = https.tls.as_ref().unwrap();
+    assert_eq!(tls.certificates[0].name, "cert");
+    assert_eq!(tls.min_version, Some(ir::TlsVersion::V1_3));
+    assert!(https.http_routes.iter().flat_map(|r| &r.rules).all(|r| !redirect(r)));
+
+    let (_, disabled) = run_with(&yaml, &Options { disable_permit_insecure: true, ..Default::default() });
+    assert_eq!(render(&disabled), ["apps/root valid: Valid HTTPProxy"]);
+}
+
+#[test]
+fn tls_errors_stop_the_virtual_host() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "{secretName: cert, passthrough: true}",
+            "TLSError/TLSConfigNotValid: Spec.VirtualHost.TLS: both Passthrough and SecretName were specified",
+        ),
+        ("{}", "TLSError/TLSConfigNotValid: Spec.VirtualHost.TLS: neither Passthrough nor SecretName were specified"),
+        (
+            "{secretName: certs/shared}",
+            "TLSError/DelegationNotPermitted: Spec.VirtualHost.TLS Secret \"certs/shared\" certificate delegation not permitted",
+        ),
+        (
+            "{secretName: nope}",
+            "TLSError/SecretNotValid: Spec.VirtualHost.TLS Secret \"nope\" is invalid: Secret not found",
+        ),
+        (
+            "{secretName: cert, minimumProtocolVersion: '1.3', maximumProtocolVersion: '1.2'}",
+            "TLSError/TLSConfigNotValid: Spec.Virtualhost.TLS the minimum protocol version is greater than the maximum protocol version",
+        ),
+        (
+            "{secretName: cert, enableFallbackCertificate: true}",
+            "TLSError/FallbackNotPresent: Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in Contour configuration file",
+        ),
+        (
+            "{passthrough: true, clientValidation: {caSecret: cert}}",
+            "TLSError/TLSIncompatibleFeatures: Spec.VirtualHost.TLS passthrough cannot be combined with tls.clientValidation",
+        ),
+        (
+            "{secretName: cert, clientValidation: {caSecret: cert}}",
+            "TLSError/ClientValidationInvalid: Spec.VirtualHost.TLS client validation is invalid: invalid CA Secret \"apps/cert\": empty \"ca.crt\" key",
+        ),
+        (
+            "{secretName: cert, clientValidation: {caSecret: certs/shared}}",
+            "TLSError/DelegationNotPermitted: Spec.VirtualHost.TLS CA Secret \"certs/shared\" is invalid: Certificate delegation not permitted",
+        ),
+    ];
+    for (tls, expected) in cases {
+        let yaml = proxy(
+            "root",
+            &format!(
+                "  virtualhost: {{fqdn: example.com, tls: {tls}}}\n  routes: [{{services: [{{name: web, port: 80}}]}}]"
+            ),
+        );
+        let (t, statuses) = run(&yaml);
+        assert_eq!(
+            render(&statuses),
+            [
+                "apps/root invalid: At least one error present, see Errors for details".to_string(),
+                format!("  {expected}")
+            ],
+            "for {tls}"
+        );
+        assert!(t.ir.fleets.is_empty(), "{tls}");
+    }
+}
+
+#[test]
+fn delegated_certificates_and_root_namespaces() {
+    let delegation = "apiVersion: projectcontour.io/v1
+kind: TLSCertificateDelegation
+metadata: {name: d, namespace: certs}
+spec: {delegations: [{secretName: shared, targetNamespaces: ['*']}]}
+---
+";
+    let yaml = format!(
+        "{delegation}{}",
+        proxy(
+            "root",
+            "  virtualhost: {fqdn: example.com, tls: {secretName: certs/shared}}\n  routes: [{services: [{name: web, port: 80}]}]"
+        )
+    );
+    let (t, statuses) = run(&yaml);
+    assert_eq!(render(&statuses), ["apps/root valid: Valid HTTPProxy"]);
+    let https = t.ir.fleets[0].listeners.iter().find(|l| l.tls.is_some()).expect("https");
+    assert_eq!(
+        https.tls.as_ref().unwrap().certificates[0],
+        ir::ObjectRef { namespace: "certs".into(), name: "shared".into() }
+    );
+
+    let options = Options { root_namespaces: vec!["roots".into()], ..Default::default() };
+    let (t, statuses) = run_with(&yaml, &options);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/root invalid: At least one error present, see Errors for details",
+            "  RootNamespaceError/RootProxyNotAllowedInNamespace: root HTTPProxy cannot be defined in this namespace",
+        ]
+    );
+    assert!(t.ir.fleets.is_empty());
+}
+
+#[test]
+fn class_selection_hides_other_classes() {
+    let yaml = [
+        proxy("mine", "  virtualhost: {fqdn: a.example.com}\n  routes: [{services: [{name: web, port: 80}]}]"),
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: theirs, namespace: apps, annotations: {projectcontour.io/ingress.class: other}}\nspec: {virtualhost: {fqdn: b.example.com}, routes: [{services: [{name: web, port: 80}]}]}\n---\n".into(),
+    ]
+    .concat();
+    let (_, statuses) = run(&yaml);
+    assert_eq!(render(&statuses), ["apps/mine valid: Valid HTTPProxy"]);
+    let (_, statuses) = run_with(&yaml, &Options { class_names: vec!["other".into()], ..Default::default() });
+    assert_eq!(render(&statuses), ["apps/theirs valid: Valid HTTPProxy"]);
+}
+
+#[test]
+fn policies_reach_the_ir() {
+    let yaml = proxy(
+        "root",
+        "  virtualhost: {fqdn: '*.example.com'}
+  routes:
+  - conditions: [{prefix: /api/}, {header: {name: X-Env, notexact: prod, treatMissingAsEmpty: true}}, {queryParameter: {name: q, prefix: a, ignoreCase: true}}]
+    enableWebsockets: true
+    timeoutPolicy: {response: 1.5s, idle: infinity, idleConnection: 30s}
+    retryPolicy: {count: 3, perTryTimeout: 250ms, retryOn: [gateway-error]}
+    loadBalancerPolicy: {strategy: RequestHash, requestHashPolicies: [{headerHashOptions: {headerName: x-user}}, {hashSourceIP: true, headerHashOptions: {headerName: y}}]}
+    healthCheckPolicy: {path: /healthz}
+    pathRewritePolicy: {replacePrefix: [{replacement: /v2}]}
+    requestHeadersPolicy: {set: [{name: Host, value: backend.internal}, {name: x-ns, value: '%CONTOUR_NAMESPACE%'}]}
+    services:
+    - {name: web, port: 80, protocol: h2c, requestHeadersPolicy: {set: [{name: x-svc, value: '%CONTOUR_SERVICE_NAME%:%CONTOUR_SERVICE_PORT%'}]}}",
+    );
+    let (t, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/root valid: Valid HTTPProxy",
+            "  warning SpecError/IgnoredField: ignoring invalid request hash policy, must set exactly one of hashSourceIP or headerHashOptions or queryParameterHashOptions",
+        ]
+    );
+    let rules = http_rules(&t, "*.example.com");
+    assert_eq!(rules.len(), 2, "a prefix rewrite splits the route at the trailing slash");
+    let (bare, slash) = (rules[0], rules[1]);
+    assert_eq!(bare.matches[0].path, PathMatch::StringPrefix("/api".into()));
+    assert_eq!(slash.matches[0].path, PathMatch::StringPrefix("/api/".into()));
+    let rewrite = |r: &ir::HttpRule| {
+        r.filters.iter().find_map(|f| match f {
+            HttpFilter::UrlRewrite(u) => Some(u.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(rewrite(bare).unwrap().path, Some(ir::PathModifier::Prefix("/v2".into())));
+    assert_eq!(rewrite(slash).unwrap().path, Some(ir::PathModifier::Prefix("/v2/".into())));
+    assert_eq!(rewrite(slash).unwrap().hostname.as_deref(), Some("backend.internal"));
+    let m = &slash.matches[0];
+    assert!(m.headers.iter().any(|h| h.name == "x-env" && h.invert && h.missing_as_empty));
+    assert!(m.headers.iter().any(|h| h.name == ":authority"
+        && h.value == StringMatch::Regex(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.example\.com(:[0-9]+)?".into())));
+    assert!(m.query[0].ignore_case && m.query[0].value == StringMatch::Prefix("a".into()));
+    assert!(
+        slash
+            .filters
+            .iter()
+            .any(|f| matches!(f, HttpFilter::RequestHeaders(h) if h.set == [("X-Ns".to_string(), "apps".to_string())]))
+    );
+    assert_eq!(slash.request_timeout_ms, Some(1500));
+    let p = &slash.policy;
+    assert_eq!(p.idle_timeout_ms, Some(0));
+    assert!(p.websockets);
+    let retry = p.retry.as_ref().unwrap();
+    assert_eq!(
+        (retry.count, retry.per_try_timeout_ms, retry.retry_on.as_slice()),
+        (3, Some(250), &["gateway-error".to_string()][..])
+    );
+    assert_eq!(p.cluster.load_balancer, ir::LoadBalancer::RequestHash);
+    assert_eq!(p.hash_policies, [ir::HashPolicy::Header { name: "X-User".into(), terminal: false }]);
+    assert_eq!(p.cluster.idle_connection_timeout_ms, Some(30_000));
+    let hc = p.cluster.health_check.as_ref().unwrap();
+    assert_eq!((hc.host.as_str(), hc.interval_s, hc.timeout_s), ("contour-envoy-healthcheck", 5, 2));
+    let options = slash.backends[0].options.as_ref().unwrap();
+    assert_eq!(options.protocol, Some(ir::UpstreamProtocol::H2c));
+    assert_eq!(options.request_headers.set, [("X-Svc".to_string(), "web:80".to_string())]);
+}
+
+#[test]
+fn tcp_proxies_pass_through_or_terminate() {
+    let yaml = [
+        proxy(
+            "pass",
+            "  virtualhost: {fqdn: pass.example.com, tls: {passthrough: true}}\n  tcpproxy: {services: [{name: web, port: 80}]}",
+        ),
+        proxy(
+            "term",
+            "  virtualhost: {fqdn: term.example.com, tls: {secretName: cert}}\n  tcpproxy: {include: {name: child}}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+        proxy("child", "  tcpproxy: {services: [{name: api, port: 80}]}"),
+        proxy("plain", "  virtualhost: {fqdn: plain.example.com}\n  tcpproxy: {services: [{name: web, port: 80}]}"),
+        proxy(
+            "both",
+            "  virtualhost: {fqdn: both.example.com, tls: {passthrough: true}}\n  tcpproxy: {services: [{name: web, port: 80}], include: {name: child}}",
+        ),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/both invalid: At least one error present, see Errors for details",
+            "  TCPProxyError/NoServicesAndInclude: cannot specify services and include in the same httpproxy",
+            "apps/child valid: Valid HTTPProxy",
+            "apps/pass valid: Valid HTTPProxy",
+            "apps/plain invalid: At least one error present, see Errors for details",
+            "  TCPProxyError/TLSMustBeConfigured: Spec.TCPProxy requires that either Spec.TLS.Passthrough or Spec.TLS.SecretName be set",
+            "apps/term valid: Valid HTTPProxy",
+        ]
+    );
+    let listeners = &t.ir.fleets[0].listeners;
+    let pass = listeners.iter().find(|l| l.name == "ingress_https/pass.example.com").unwrap();
+    assert_eq!(pass.protocol, Protocol::Tls);
+    assert_eq!(pass.tls.as_ref().unwrap().mode, TlsMode::Passthrough);
+    let term = listeners.iter().find(|l| l.name == "ingress_https/term.example.com").unwrap();
+    assert_eq!(term.tls.as_ref().unwrap().mode, TlsMode::Terminate);
+    assert!(matches!(&term.tls_routes[0].backends[0].target, BackendTarget::Service(s) if s.name == "api"));
+    // The routes of a tcpproxy root only serve plain HTTP (redirected to HTTPS).
+    assert_eq!(http_rules(&t, "term.example.com").len(), 1);
+}

@@ -1,0 +1,172 @@
+//! Behaviour beyond the Gateway API's filters that HTTPProxy and Ingress can ask for: idle
+//! timeouts, retries, websockets, load balancing, active health checks, upstream protocols.
+
+use std::sync::Arc;
+
+use crate::ObjectRef;
+
+/// Route-level settings that are not request filters. The default asks for nothing.
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq, Hash)]
+pub struct RoutePolicy {
+    /// How long a stream may stay idle, in milliseconds; `Some(0)` disables the timeout.
+    pub idle_timeout_ms: Option<u64>,
+    /// Retries of failed requests.
+    pub retry: Option<RetryPolicy>,
+    /// Whether websocket upgrades are allowed.
+    pub websockets: bool,
+    /// How hashing load balancers pick an endpoint (for [`LoadBalancer::RequestHash`] and
+    /// [`LoadBalancer::Cookie`]).
+    pub hash_policies: Vec<HashPolicy>,
+    /// Redirects Envoy follows itself instead of returning them.
+    pub internal_redirect: Option<InternalRedirect>,
+    /// Settings of the clusters the route's backends become.
+    pub cluster: ClusterPolicy,
+}
+
+/// Settings that belong to an upstream cluster; backends with different settings get distinct
+/// clusters.
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClusterPolicy {
+    /// The load-balancing strategy.
+    pub load_balancer: LoadBalancer,
+    /// Active HTTP health checking.
+    pub health_check: Option<HealthCheck>,
+    /// How long an upstream connection may stay idle, in milliseconds; `Some(0)` disables it.
+    pub idle_connection_timeout_ms: Option<u64>,
+}
+
+/// Retries of failed requests.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
+pub struct RetryPolicy {
+    /// Envoy's retry conditions, such as `5xx` or `retriable-status-codes`.
+    pub retry_on: Vec<String>,
+    /// How many retries.
+    pub count: u32,
+    /// The timeout of each try, in milliseconds; `Some(0)` disables it.
+    pub per_try_timeout_ms: Option<u64>,
+    /// Status codes retried with `retriable-status-codes`.
+    pub retriable_status_codes: Vec<u32>,
+}
+
+/// How a cluster picks an endpoint.
+#[derive(Debug, serde::Serialize, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LoadBalancer {
+    /// Round robin (weighted by endpoint weight).
+    #[default]
+    RoundRobin,
+    /// The endpoint with the fewest active requests, of two picked at random.
+    WeightedLeastRequest,
+    /// A random endpoint.
+    Random,
+    /// A consistent hash of the request (ring hash), see [`HashPolicy`].
+    RequestHash,
+}
+
+/// What a hashing load balancer hashes.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
+pub enum HashPolicy {
+    /// A request header's value.
+    Header {
+        /// The header name.
+        name: String,
+        /// Stop at this policy when it produced a hash.
+        terminal: bool,
+    },
+    /// A query parameter's value.
+    QueryParameter {
+        /// The parameter name.
+        name: String,
+        /// Stop at this policy when it produced a hash.
+        terminal: bool,
+    },
+    /// The client's address.
+    SourceIp {
+        /// Stop at this policy when it produced a hash.
+        terminal: bool,
+    },
+    /// A session cookie, generated when absent (upstream's `X-Contour-Session-Affinity`).
+    Cookie {
+        /// The cookie name.
+        name: String,
+    },
+}
+
+/// Active HTTP health checking of a cluster's endpoints.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HealthCheck {
+    /// The request path.
+    pub path: String,
+    /// The Host header of the check.
+    pub host: String,
+    /// Seconds between checks.
+    pub interval_s: u32,
+    /// Seconds before a check times out.
+    pub timeout_s: u32,
+    /// Failed checks before an endpoint is unhealthy.
+    pub unhealthy_threshold: u32,
+    /// Passed checks before an endpoint is healthy again.
+    pub healthy_threshold: u32,
+    /// Status ranges `[start, end)` that count as healthy; empty means 200 only.
+    pub expected_statuses: Vec<(u32, u32)>,
+}
+
+/// Redirects Envoy follows on the client's behalf.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
+pub struct InternalRedirect {
+    /// The most redirects followed for one request.
+    pub max: u32,
+    /// The status codes treated as redirects (Envoy's default: 302).
+    pub codes: Vec<u32>,
+    /// Whether a redirect may switch between http and https: `Never`, `Always` or `SafeOnly`.
+    pub cross_scheme: CrossScheme,
+    /// Refuse a redirect to a route already visited.
+    pub deny_repeated_route: bool,
+}
+
+/// Whether internal redirects may change the scheme.
+#[derive(Debug, serde::Serialize, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum CrossScheme {
+    /// Never.
+    #[default]
+    Never,
+    /// Always.
+    Always,
+    /// Only from http to https.
+    SafeOnly,
+}
+
+/// The protocol spoken to a backend when it is not plain HTTP/1.1.
+#[derive(Debug, serde::Serialize, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UpstreamProtocol {
+    /// HTTP/2 over TLS.
+    H2,
+    /// HTTP/2 in clear text.
+    H2c,
+    /// HTTP/1.1 over TLS.
+    Tls,
+}
+
+/// How the backend's certificate is verified when Envoy speaks TLS to it.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UpstreamValidation {
+    /// The Secret (or ConfigMap) holding `ca.crt`, already checked for permission.
+    pub ca: ObjectRef,
+    /// Names the certificate must carry (any of them).
+    pub subject_names: Vec<String>,
+}
+
+/// Per-backend settings beyond the target and weight.
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq, Hash)]
+pub struct BackendOptions {
+    /// The protocol spoken to the backend; `None` follows the Service (appProtocol, annotations).
+    pub protocol: Option<UpstreamProtocol>,
+    /// Verification of the backend's certificate.
+    pub validation: Option<UpstreamValidation>,
+    /// Request header changes for requests sent to this backend.
+    pub request_headers: crate::HeaderModifier,
+    /// Response header changes for answers from this backend.
+    pub response_headers: crate::HeaderModifier,
+}
+
+/// Shared per-backend options; `None` on a backend means the defaults.
+pub type SharedBackendOptions = Option<Arc<BackendOptions>>;

@@ -1,0 +1,161 @@
+//! HTTPProxy through Envoy in standalone mode: delegation, placeholders for what cannot be
+//! served, TLS with the HTTP→HTTPS redirect, policies proven by the answers.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use testkit::{Backend, Ca, Request};
+
+use crate::harness::{Harness, service};
+use crate::tls::tls_secret;
+
+fn proxy(name: &str, spec: &str) -> String {
+    format!(
+        "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: {name}, namespace: default}}\nspec:\n{spec}\n"
+    )
+}
+
+fn served_by(r: &testkit::Response) -> &str {
+    r.header("x-backend").unwrap_or("-")
+}
+
+#[tokio::test]
+async fn delegation_conditions_and_placeholders() -> anyhow::Result<()> {
+    let (web, blog, canary) =
+        (Backend::start("web").await?, Backend::start("blog").await?, Backend::start("canary").await?);
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        service("web", &[web.addr]),
+        service("blog", &[blog.addr]),
+        service("canary", &[canary.addr]),
+        proxy(
+            "root",
+            r#"  virtualhost: {fqdn: www.example.com}
+  includes:
+  - {name: blog, conditions: [{prefix: /blog}]}
+  - {name: missing, conditions: [{prefix: /missing}]}
+  routes:
+  - conditions: [{prefix: /}, {header: {name: X-Env, exact: canary}}]
+    services: [{name: canary, port: 80}]
+  - conditions: [{prefix: /}]
+    requestHeadersPolicy: {set: [{name: X-Namespace, value: "%CONTOUR_NAMESPACE%"}], remove: [X-Secret]}
+    responseHeadersPolicy: {set: [{name: X-Served-By, value: contour}]}
+    services:
+    - {name: web, port: 80, requestHeadersPolicy: {set: [{name: X-Service, value: "%CONTOUR_SERVICE_NAME%:%CONTOUR_SERVICE_PORT%"}]}}
+  - conditions: [{prefix: /gone}]
+    services: [{name: nowhere, port: 80}]"#,
+        ),
+        proxy("blog", "  routes:\n  - conditions: [{prefix: /posts}]\n    services: [{name: blog, port: 80}]"),
+        proxy("wild", "  virtualhost: {fqdn: '*.wild.test'}\n  routes: [{services: [{name: web, port: 80}]}]"),
+        // A broken root: its host serves nothing, nobody else notices.
+        proxy("broken", "  virtualhost: {fqdn: broken.test}\n  routes: [{conditions: [{prefix: nope}], services: [{name: web, port: 80}]}]"),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    h.until(http, &Request::get("www.example.com", "/"), |r| r.status == 200).await?;
+
+    let r = h.get(http, &Request::get("www.example.com", "/blog/posts/1")).await?;
+    assert_eq!((r.status, served_by(&r), r.echo()["path"].as_str()), (200, "blog", Some("/blog/posts/1")));
+    assert_eq!(h.get(http, &Request::get("www.example.com", "/blog/other")).await?.status, 200, "falls to / of root");
+    assert_eq!(served_by(&h.get(http, &Request::get("www.example.com", "/blog/other")).await?), "web");
+    assert_eq!(h.get(http, &Request::get("www.example.com", "/missing/x")).await?.status, 502, "missing include");
+    assert_eq!(h.get(http, &Request::get("www.example.com", "/gone")).await?.status, 503, "no service");
+    assert_eq!(
+        served_by(&h.get(http, &Request::get("www.example.com", "/").header("X-Env", "canary")).await?),
+        "canary"
+    );
+
+    let r = h.get(http, &Request::get("www.example.com", "/").header("X-Secret", "s3cr3t")).await?;
+    let headers = &r.echo()["headers"];
+    assert_eq!(headers["x-namespace"], "default");
+    assert_eq!(headers["x-service"], "web:80");
+    assert!(headers.get("x-secret").is_none(), "removed before forwarding: {headers}");
+    assert_eq!(r.header("x-served-by"), Some("contour"));
+
+    assert_eq!(served_by(&h.get(http, &Request::get("a.wild.test", "/")).await?), "web");
+    assert_eq!(h.get(http, &Request::get("a.b.wild.test", "/")).await?.status, 404, "one label only");
+    assert_eq!(h.get(http, &Request::get("broken.test", "/")).await?.status, 404);
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn tls_virtual_host_redirects_plain_http() -> anyhow::Result<()> {
+    let ca = Ca::new()?;
+    let web = Backend::start("web").await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        service("web", &[web.addr]),
+        tls_secret("cert", &ca.issue(&["secure.test"])?),
+        proxy(
+            "secure",
+            "  virtualhost: {fqdn: secure.test, tls: {secretName: cert}}
+  routes:
+  - services: [{name: web, port: 80}]
+  - conditions: [{prefix: /.well-known}]
+    permitInsecure: true
+    services: [{name: web, port: 80}]",
+        ),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    let r = h.until(http, &Request::get("secure.test", "/app?x=1"), |r| r.status == 301).await?;
+    assert_eq!(r.header("location"), Some("https://secure.test/app?x=1"));
+    assert_eq!(h.get(http, &Request::get("secure.test", "/.well-known/acme")).await?.status, 200, "permitInsecure");
+
+    let addr = SocketAddr::from(([127, 0, 0, 1], https));
+    let answer = testkit::eventually(Duration::from_secs(15), || async {
+        testkit::request_tls(addr, "secure.test", &ca.pem(), &Request::get("secure.test", "/app")).await.ok()
+    })
+    .await
+    .ok_or_else(|| anyhow::anyhow!("no HTTPS answer; envoy log:\n{}", h.envoy.log()))?;
+    assert_eq!((answer.status, served_by(&answer)), (200, "web"));
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn route_policies_show_in_the_answers() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let flaky = Backend::start_flaky("flaky", 1).await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        service("web", &[web.addr]),
+        service("flaky", &[flaky.addr]),
+        proxy(
+            "policies",
+            r#"  virtualhost: {fqdn: policy.test}
+  routes:
+  - conditions: [{prefix: /old}]
+    requestRedirectPolicy: {hostname: new.test, statusCode: 301, prefix: /new}
+  - conditions: [{exact: /teapot}]
+    directResponsePolicy: {statusCode: 418, body: "short and stout"}
+  - conditions: [{prefix: /api}]
+    pathRewritePolicy: {replacePrefix: [{replacement: /v2}]}
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /slow}]
+    timeoutPolicy: {response: 300ms}
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /retry}]
+    retryPolicy: {count: 2, retryOn: [5xx]}
+    services: [{name: flaky, port: 80}]"#,
+        ),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    let r = h.until(http, &Request::get("policy.test", "/old/page"), |r| r.status == 301).await?;
+    assert_eq!(r.header("location"), Some("http://new.test/new/page"));
+    let r = h.get(http, &Request::get("policy.test", "/teapot")).await?;
+    assert_eq!((r.status, r.body.as_str()), (418, "short and stout"));
+    for (path, seen) in [("/api/users", "/v2/users"), ("/api", "/v2")] {
+        let r = h.get(http, &Request::get("policy.test", path)).await?;
+        assert_eq!(r.echo()["path"].as_str(), Some(seen), "{path}");
+    }
+    let started = Instant::now();
+    let r = h.get(http, &Request::get("policy.test", "/slow").header("x-echo-delay-ms", "3000")).await?;
+    assert_eq!(r.status, 504, "the response timeout fired");
+    assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
+    assert_eq!(h.get(http, &Request::get("policy.test", "/slow")).await?.status, 200);
+    // The flaky backend fails its first request; the retry gets the answer.
+    let r = h.get(http, &Request::get("policy.test", "/retry")).await?;
+    assert_eq!((r.status, served_by(&r)), (200, "flaky"));
+    h.assert_no_nacks().await
+}
