@@ -122,6 +122,15 @@ ports: [{{name: http, port: {port}}}]
     )
 }
 
+/// Creates the Envoy Service `default/envoy` (type LoadBalancer) with `ip` as its load-balancer
+/// address, as a cloud controller would.
+pub async fn envoy_service_with_address(client: &kube::Client, ip: &str) -> anyhow::Result<()> {
+    let yaml = "apiVersion: v1\nkind: Service\nmetadata: {name: envoy, namespace: default}\nspec: {type: LoadBalancer, ports: [{name: http, port: 80}]}\n";
+    testkit::apply_yaml(client, yaml).await?;
+    let lb = serde_json::json!({"loadBalancer": {"ingress": [{"ip": ip}]}});
+    testkit::set_status(client, "v1", "Service", "default", "envoy", lb).await
+}
+
 impl Harness {
     /// Starts the controller on `yaml` (read from a directory, as `--from-dir`) and an Envoy for
     /// the `default/gw` fleet.
@@ -169,8 +178,27 @@ impl Harness {
         fleet: &str,
         delta: bool,
     ) -> anyhow::Result<Self> {
+        let launch = Launch { delta, status_client: Some(client), fleet, ..Launch::default() };
+        Self::watch_cluster(namespaces, launch).await
+    }
+
+    /// Starts the controller watching a cluster, writing status, with an Envoy of the default
+    /// fleet serving HTTPProxy and Ingress on 127.0.0.1 `http_port` and `https_port`.
+    pub async fn start_kubernetes_default_fleet(
+        client: kube::Client,
+        http_port: u16,
+        https_port: u16,
+    ) -> anyhow::Result<Self> {
+        let options = default_fleet_options(http_port, https_port);
+        let launch = Launch { status_client: Some(client), fleet: ir::DEFAULT_FLEET, options, ..Launch::default() };
+        Self::watch_cluster(Vec::new(), launch).await
+    }
+
+    /// The Kubernetes source for `launch.status_client`'s cluster, then [`Harness::launch`].
+    async fn watch_cluster(namespaces: Vec<String>, launch: Launch<'_>) -> anyhow::Result<Self> {
+        let client = launch.status_client.clone().expect("a cluster to watch");
         let store = store::Store::new();
-        let source = store::KubernetesSource::new(client.clone(), namespaces)
+        let source = store::KubernetesSource::new(client, namespaces)
             .keep_service_status(objects::ObjectKey::new("default", "envoy"));
         let watching = store.clone();
         let source = tokio::spawn(async move {
@@ -180,7 +208,6 @@ impl Harness {
         });
         let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
         std::fs::create_dir_all(&dir)?;
-        let launch = Launch { delta, status_client: Some(client), fleet, ..Launch::default() };
         Self::launch(store, source, dir, launch).await
     }
 
@@ -195,6 +222,7 @@ impl Harness {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let xds_port = listener.local_addr()?.port();
         let mut tasks = vec![source];
+        let httpproxy = options.httpproxy.clone();
         let controller = controller::Controller::new(options, server.clone());
         let counters = controller.counters();
         let mut status_counters = None;
@@ -205,8 +233,8 @@ impl Harness {
                 envoy_service: Some(objects::ObjectKey::new("default", "envoy")),
                 ..Default::default()
             };
-            let (writer, counters) =
-                status::spawn(client, controller.published(), server.clone(), Default::default(), ingress, leadership);
+            let options = status::Options { ingress, httpproxy, ..Default::default() };
+            let (writer, counters) = status::spawn(client, controller.published(), server.clone(), options, leadership);
             tasks.push(writer);
             status_counters = Some(counters);
         }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use testkit::{Backend, Ca, Request};
 
-use crate::harness::{Harness, service};
+use crate::harness::{Harness, envoy_service_with_address, service};
 use crate::tls::tls_secret;
 
 fn proxy(name: &str, spec: &str) -> String {
@@ -157,5 +157,69 @@ async fn route_policies_show_in_the_answers() -> anyhow::Result<()> {
     // The flaky backend fails its first request; the retry gets the answer.
     let r = h.get(http, &Request::get("policy.test", "/retry")).await?;
     assert_eq!((r.status, served_by(&r)), (200, "flaky"));
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn status_through_the_api_server() -> anyhow::Result<()> {
+    use serde_json::json;
+    use testkit::{ApiServer, NetnsBackend, apply_yaml};
+
+    let api = ApiServer::start().await?;
+    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    let client = api.client().await?;
+    let web = NetnsBackend::start("web").await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let root = |includes: &str| {
+        proxy(
+            "root",
+            &format!(
+                "  virtualhost: {{fqdn: www.example.com}}\n  includes:\n{includes}  routes: [{{services: [{{name: web, port: 80}}]}}]"
+            ),
+        )
+    };
+    let child = "  - {name: child, conditions: [{prefix: /child}]}\n";
+    let missing = "  - {name: missing, conditions: [{prefix: /missing}]}\n";
+    let yaml = [
+        service("web", &[web.addr]),
+        root(&format!("{child}{missing}")),
+        proxy("child", "  routes: [{services: [{name: web, port: 80}]}]"),
+        proxy("orphan", "  routes: [{services: [{name: web, port: 80}]}]"),
+    ]
+    .concat();
+    apply_yaml(&client, &yaml).await?;
+    envoy_service_with_address(&client, "192.0.2.7").await?;
+    let h = Harness::start_kubernetes_default_fleet(client.clone(), http, https).await?;
+    h.until(http, &Request::get("www.example.com", "/child/x"), |r| r.status == 200).await?;
+    assert_eq!(h.get(http, &Request::get("www.example.com", "/missing")).await?.status, 502);
+
+    let until = |name: &'static str, check: fn(&serde_json::Value) -> bool| {
+        let client = client.clone();
+        async move { crate::kubernetes::status_of_until(&client, "projectcontour.io/v1", "HTTPProxy", name, check).await }
+    };
+    let root_status = until("root", |s| s["currentStatus"] == "invalid").await?;
+    let valid = &root_status["conditions"][0];
+    assert_eq!(
+        (&valid["type"], &valid["status"], &valid["reason"]),
+        (&json!("Valid"), &json!("False"), &json!("ErrorPresent"))
+    );
+    assert_eq!(valid["errors"][0]["reason"], "IncludeNotFound", "{root_status:#}");
+    assert_eq!(valid["errors"][0]["message"], "include default/missing not found");
+    assert_eq!(valid["observedGeneration"], 1);
+    assert_eq!(root_status["description"], "At least one error present, see Errors for details");
+    let lb = until("root", |s| s["loadBalancer"]["ingress"][0]["ip"] == "192.0.2.7").await?;
+    assert_eq!(lb["currentStatus"], "invalid");
+    let child_status = until("child", |s| s["currentStatus"] == "valid").await?;
+    assert_eq!(child_status["description"], "Valid HTTPProxy");
+    let orphan = until("orphan", |s| s["currentStatus"] == "orphaned").await?;
+    assert_eq!(orphan["description"], "this HTTPProxy is not part of a delegation chain from a root HTTPProxy");
+    assert_eq!(orphan["conditions"][0]["errors"][0]["type"], "Orphaned");
+
+    // Fixed through the API: valid again, at the new generation.
+    apply_yaml(&client, &root(child)).await?;
+    let fixed = until("root", |s| s["currentStatus"] == "valid").await?;
+    assert_eq!(fixed["conditions"][0]["observedGeneration"], 2);
+    assert!(fixed["conditions"][0].get("errors").is_none(), "{fixed:#}");
+    h.until(http, &Request::get("www.example.com", "/missing"), |r| r.status == 200).await?;
     h.assert_no_nacks().await
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use testkit::{ApiServer, NetnsBackend, Request, apply_yaml, delete_yaml, set_status, status_of};
 
-use crate::harness::{Harness, gateway, http_listener, http_route, service};
+use crate::harness::{Harness, envoy_service_with_address, gateway, http_listener, http_route, service};
 
 const V1: &str = "gateway.networking.k8s.io/v1";
 
@@ -25,7 +25,7 @@ async fn status_until(
 }
 
 /// [`status_until`] for any API version.
-async fn status_of_until(
+pub(crate) async fn status_of_until(
     client: &kube::Client,
     api_version: &str,
     kind: &str,
@@ -412,11 +412,6 @@ async fn our_ingresses_get_the_envoy_service_address() -> anyhow::Result<()> {
     api.install_gateway_api().await?;
     let client = api.client().await?;
     let yaml = r#"
-apiVersion: v1
-kind: Service
-metadata: {name: envoy, namespace: default}
-spec: {type: LoadBalancer, ports: [{name: http, port: 80}]}
----
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {name: ours, namespace: default}
@@ -428,15 +423,7 @@ metadata: {name: theirs, namespace: default, annotations: {kubernetes.io/ingress
 spec: {defaultBackend: {service: {name: web, port: {number: 80}}}}
 "#;
     apply_yaml(&client, yaml).await?;
-    set_status(
-        &client,
-        "v1",
-        "Service",
-        "default",
-        "envoy",
-        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.50"}]}}),
-    )
-    .await?;
+    envoy_service_with_address(&client, "192.0.2.50").await?;
     let _h = Harness::start_kubernetes(client.clone(), false).await?;
     let ours = status_of_until(&client, "networking.k8s.io/v1", "Ingress", "ours", |s| {
         !s["loadBalancer"]["ingress"].is_null()

@@ -207,6 +207,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
         tokio::net::TcpListener::bind(xds_addr).await.with_context(|| format!("binding xDS on {xds_addr}"))?;
     info!(%xds_addr, "contour-serve starting");
 
+    let (gateway_api, httpproxy) = (options.gateway_api.clone(), options.httpproxy.clone());
     let controller = controller::Controller::new(options, server.clone());
     let (shutdown_tx, shutdown) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -224,15 +225,15 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             let client = client.clone().context("Kubernetes mode needs a client")?;
             info!(namespaces = ?args.watch_namespaces, "Kubernetes mode");
             let (leadership, release) = leadership(&args, &client, shutdown.clone());
-            let gateway_api = frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() };
             let envoy_service = objects::ObjectKey::new(&args.envoy_service_namespace, &args.envoy_service_name);
             let ingress = status::IngressStatusOptions {
                 class_names: args.ingress_class_name.clone(),
                 envoy_service: Some(envoy_service.clone()),
                 static_addresses: args.ingress_status_address.clone(),
             };
+            let options = status::Options { gateway_api, httpproxy, ingress };
             let (_, counters) =
-                status::spawn(client.clone(), controller.published(), server.clone(), gateway_api, ingress, leadership);
+                status::spawn(client.clone(), controller.published(), server.clone(), options, leadership);
             let source =
                 store::KubernetesSource::new(client, args.watch_namespaces.clone()).keep_service_status(envoy_service);
             let store = store.clone();

@@ -17,6 +17,18 @@ pub struct IngressStatusOptions {
 
 /// The load-balancer status each of our Ingresses should carry; empty when no address is known.
 pub fn load_balancers(snapshot: &Snapshot, o: &IngressStatusOptions) -> Vec<(ObjectKey, Value)> {
+    let Some(value) = load_balancer(snapshot, o) else { return Vec::new() };
+    snapshot
+        .ingresses
+        .iter()
+        .filter(|(_, i)| frontends::ingress::is_ours(i, &o.class_names))
+        .map(|(k, _)| (k.clone(), value.clone()))
+        .collect()
+}
+
+/// The `status.loadBalancer` of everything the default fleet serves (Ingress, HTTPProxy): the
+/// static addresses, else the Envoy Service's; `None` when no address is known.
+pub fn load_balancer(snapshot: &Snapshot, o: &IngressStatusOptions) -> Option<Value> {
     let ingress: Vec<Value> = if !o.static_addresses.is_empty() {
         o.static_addresses
             .iter()
@@ -36,14 +48,5 @@ pub fn load_balancers(snapshot: &Snapshot, o: &IngressStatusOptions) -> Vec<(Obj
             })
             .collect()
     };
-    if ingress.is_empty() {
-        return Vec::new();
-    }
-    let value = json!({"ingress": ingress});
-    snapshot
-        .ingresses
-        .iter()
-        .filter(|(_, i)| frontends::ingress::is_ours(i, &o.class_names))
-        .map(|(k, _)| (k.clone(), value.clone()))
-        .collect()
+    (!ingress.is_empty()).then(|| json!({"ingress": ingress}))
 }

@@ -1,6 +1,7 @@
 //! Status values as the API expects them, and comparisons that ignore transition times.
 
 use frontends::gateway_api::status::{Condition, GatewayStatus, RouteParentStatus};
+use frontends::httpproxy::status::{ProxyStatus, SubCondition};
 use serde_json::{Value, json};
 
 /// Conditions as JSON; a condition that did not change keeps its `lastTransitionTime`.
@@ -84,6 +85,44 @@ pub(crate) fn parents(desired: &[RouteParentStatus], current: &Value, controller
         }));
     }
     Value::Array(out)
+}
+
+/// An HTTPProxy's status as upstream writes it; conditions of other types are kept, the `Valid`
+/// condition keeps its transition time while it says the same.
+pub(crate) fn proxy(desired: &ProxyStatus, load_balancer: Option<&Value>, current: &Value, now: &str) -> Value {
+    let status = if desired.valid { "True" } else { "False" };
+    let subs = |list: &[SubCondition]| -> Value {
+        list.iter()
+            .map(|s| json!({"type": s.type_, "status": "True", "reason": s.reason, "message": s.message}))
+            .collect()
+    };
+    let mut valid = json!({
+        "type": "Valid",
+        "status": status,
+        "observedGeneration": desired.generation,
+        "reason": desired.reason,
+        "message": desired.message,
+    });
+    if !desired.errors.is_empty() {
+        valid["errors"] = subs(&desired.errors);
+    }
+    if !desired.warnings.is_empty() {
+        valid["warnings"] = subs(&desired.warnings);
+    }
+    let others = current["conditions"].as_array().into_iter().flatten().filter(|c| c["type"] != "Valid");
+    let old = current["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Valid");
+    let unchanged = old
+        .filter(|o| o["status"] == status && o["reason"] == desired.reason && o["message"] == desired.message.as_str());
+    valid["lastTransitionTime"] = json!(unchanged.and_then(|o| o["lastTransitionTime"].as_str()).unwrap_or(now));
+    let mut out = json!({
+        "currentStatus": desired.current_status,
+        "description": desired.description,
+        "conditions": others.cloned().chain([valid]).collect::<Vec<_>>(),
+    });
+    if let Some(lb) = load_balancer {
+        out["loadBalancer"] = lb.clone();
+    }
+    out
 }
 
 /// Parent refs are equal when their fields are, with the API's defaults filled in.

@@ -16,26 +16,37 @@ use frontends::gateway_api::status::{FleetState, compute};
 use tokio::sync::watch;
 use xds_server::{Programming, XdsServer};
 
-pub use ingress::{IngressStatusOptions, load_balancers};
+pub use ingress::{IngressStatusOptions, load_balancer, load_balancers};
+
+/// What the writer needs to know about the front ends and where addresses come from.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The Gateway API front end's settings (controller name).
+    pub gateway_api: frontends::gateway_api::Options,
+    /// The HTTPProxy front end's settings (classes).
+    pub httpproxy: frontends::httpproxy::Options,
+    /// Where Ingress and HTTPProxy addresses come from.
+    pub ingress: IngressStatusOptions,
+}
 pub use writer::StatusWriter;
 
 /// The kinds whose status the writer writes, in counter order.
-pub const KINDS: [&str; 4] = ["Gateway", "HTTPRoute", "TLSRoute", "Ingress"];
+pub const KINDS: [&str; 5] = ["Gateway", "HTTPRoute", "TLSRoute", "Ingress", "HTTPProxy"];
 
 /// Counters of the writer per kind (see [`KINDS`]), with upstream's meaning
 /// (`contour_status_update_*`).
 #[derive(Debug, Default)]
 pub struct Counters {
     /// Status updates attempted (written or found unchanged).
-    pub total: [AtomicU64; 4],
+    pub total: [AtomicU64; KINDS.len()],
     /// Writes that succeeded.
-    pub success: [AtomicU64; 4],
+    pub success: [AtomicU64; KINDS.len()],
     /// Writes that failed after retries.
-    pub failed: [AtomicU64; 4],
+    pub failed: [AtomicU64; KINDS.len()],
     /// Conflicts (another writer changed the object first); each is retried.
-    pub conflict: [AtomicU64; 4],
+    pub conflict: [AtomicU64; KINDS.len()],
     /// Updates skipped because the object already said it.
-    pub noop: [AtomicU64; 4],
+    pub noop: [AtomicU64; KINDS.len()],
 }
 
 /// The counter index of a kind.
@@ -83,13 +94,12 @@ pub fn spawn(
     client: kube::Client,
     published: watch::Receiver<Option<Arc<controller::Published>>>,
     xds: XdsServer,
-    options: frontends::gateway_api::Options,
-    ingress: IngressStatusOptions,
+    options: Options,
     leadership: election::Leadership,
 ) -> (tokio::task::JoinHandle<()>, Arc<Counters>) {
-    let writer = StatusWriter::new(client, options.controller_name.clone());
+    let writer = StatusWriter::new(client, options.gateway_api.controller_name.clone());
     let counters = writer.counters();
-    (tokio::spawn(run(writer, published, xds, options, ingress, leadership)), counters)
+    (tokio::spawn(run(writer, published, xds, options, leadership)), counters)
 }
 
 /// Follows the controller's builds and Envoy's ACKs/NACKs, writing status while this replica
@@ -98,8 +108,7 @@ pub async fn run(
     mut writer: StatusWriter,
     mut published: watch::Receiver<Option<Arc<controller::Published>>>,
     xds: XdsServer,
-    options: frontends::gateway_api::Options,
-    ingress: IngressStatusOptions,
+    options: Options,
     mut leadership: election::Leadership,
 ) {
     let mut feedback = xds.feedback();
@@ -119,13 +128,22 @@ pub async fn run(
         }
         let Some(p) = published.borrow_and_update().clone() else { continue };
         feedback.borrow_and_update();
-        let set =
-            compute(&p.snapshot, &options, &p.dag.diagnostics, &p.attached, |fleet| match xds.programming(fleet) {
+        let set = compute(&p.snapshot, &options.gateway_api, &p.dag.diagnostics, &p.attached, |fleet| {
+            match xds.programming(fleet) {
                 Programming::Programmed => FleetState::Programmed,
                 Programming::Pending => FleetState::Pending,
                 Programming::Rejected(e) => FleetState::Rejected(e),
-            });
-        let ingresses = load_balancers(&p.snapshot, &ingress);
-        writer.write(&set, &ingresses, &leadership).await;
+            }
+        });
+        let ingresses = load_balancers(&p.snapshot, &options.ingress);
+        let mut proxies = frontends::httpproxy::status::compute(&p.snapshot, &options.httpproxy, &p.dag.diagnostics);
+        // Envoy refusing the default fleet's configuration shows on every proxy it serves.
+        if let Programming::Rejected(e) = xds.programming(ir::DEFAULT_FLEET) {
+            for proxy in proxies.iter_mut().filter(|s| s.current_status == "valid") {
+                proxy.reject(&e);
+            }
+        }
+        let address = load_balancer(&p.snapshot, &options.ingress);
+        writer.write(&set, &ingresses, &proxies, address.as_ref(), &leadership).await;
     }
 }

@@ -40,6 +40,8 @@ enum Desired {
     Route(Vec<frontends::gateway_api::status::RouteParentStatus>),
     /// An Ingress's `status.loadBalancer`.
     LoadBalancer(Value),
+    /// An HTTPProxy's status, and its `loadBalancer` when an address is known.
+    Proxy(frontends::httpproxy::status::ProxyStatus, Option<Value>),
 }
 
 impl StatusWriter {
@@ -63,6 +65,8 @@ impl StatusWriter {
         &mut self,
         set: &StatusSet,
         ingresses: &[(objects::ObjectKey, Value)],
+        proxies: &[frontends::httpproxy::status::ProxyStatus],
+        address: Option<&Value>,
         leadership: &election::Leadership,
     ) {
         let mut writes = Vec::new();
@@ -92,11 +96,19 @@ impl StatusWriter {
                 desired: Desired::LoadBalancer(lb.clone()),
             });
         }
+        for p in proxies {
+            writes.push(Write {
+                kind: "HTTPProxy",
+                namespace: p.key.namespace.clone(),
+                name: p.key.name.clone(),
+                desired: Desired::Proxy(p.clone(), address.cloned()),
+            });
+        }
         // Routes that had our entries and now have none.
         let gone: Vec<_> = self
             .last
             .keys()
-            .filter(|(k, _, _)| !matches!(*k, "Gateway" | "Ingress"))
+            .filter(|(k, _, _)| !matches!(*k, "Gateway" | "Ingress" | "HTTPProxy"))
             .filter(|k| !seen.contains(k))
             .cloned()
             .collect();
@@ -152,6 +164,15 @@ impl StatusWriter {
 }
 
 fn resource(kind: &str) -> ApiResource {
+    if kind == "HTTPProxy" {
+        return ApiResource {
+            group: "projectcontour.io".into(),
+            version: "v1".into(),
+            api_version: "projectcontour.io/v1".into(),
+            kind: kind.into(),
+            plural: "httpproxies".into(),
+        };
+    }
     if kind == "Ingress" {
         return ApiResource {
             group: "networking.k8s.io".into(),
@@ -222,6 +243,10 @@ async fn write_one(
                 (json!({"parents": merged}), ours)
             }
             Desired::LoadBalancer(lb) => (json!({"loadBalancer": lb}), lb.clone()),
+            Desired::Proxy(p, lb) => {
+                let status = json::proxy(p, lb.as_ref(), &current, &now);
+                (status.clone(), status)
+            }
         };
         if json::same(&current_part(&current, &w.desired, controller), &ours) {
             counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
@@ -258,6 +283,7 @@ fn previous_matches(previous: &Value, desired: &Desired, controller: &str) -> bo
         Desired::Gateway(g) => json::gateway(g, previous, ""),
         Desired::Route(parents) => json::parents(parents, &json!({"parents": previous}), controller, ""),
         Desired::LoadBalancer(lb) => lb.clone(),
+        Desired::Proxy(p, lb) => json::proxy(p, lb.as_ref(), previous, ""),
     };
     json::same(previous, &rendered)
 }
@@ -282,6 +308,17 @@ fn current_part(current: &Value, desired: &Desired, controller: &str) -> Value {
                 .collect(),
         ),
         Desired::LoadBalancer(_) => current["loadBalancer"].clone(),
+        Desired::Proxy(_, lb) => {
+            let mut part = json!({
+                "currentStatus": current["currentStatus"],
+                "description": current["description"],
+                "conditions": current["conditions"],
+            });
+            if lb.is_some() {
+                part["loadBalancer"] = current["loadBalancer"].clone();
+            }
+            part
+        }
     }
 }
 

@@ -59,7 +59,7 @@ pub fn render(t: &Telemetry) -> String {
     );
 
     if let Some(sc) = &t.status {
-        let per_kind = |a: &[std::sync::atomic::AtomicU64; 4]| {
+        let per_kind = |a: &[std::sync::atomic::AtomicU64; status::KINDS.len()]| {
             status::KINDS
                 .iter()
                 .zip(a)

@@ -40,6 +40,23 @@ pub struct ProxyStatus {
     pub warnings: Vec<SubCondition>,
 }
 
+impl ProxyStatus {
+    /// Marks the proxy invalid because Envoy refused the configuration it is part of, with
+    /// Envoy's words; cleared by the next computation once Envoy accepts again.
+    pub fn reject(&mut self, envoy_error: &str) {
+        self.errors.push(SubCondition {
+            type_: "EnvoyError",
+            reason: "ConfigurationRejected",
+            message: format!("Envoy rejected the configuration: {envoy_error}"),
+        });
+        self.valid = false;
+        self.current_status = "invalid";
+        self.reason = "ErrorPresent";
+        self.message = "At least one error present, see Errors for details".into();
+        self.description = self.message.clone();
+    }
+}
+
 /// The status of every HTTPProxy of our class, from the pipeline's diagnostics.
 pub fn compute(snapshot: &Snapshot, options: &Options, diagnostics: &[Diagnostic]) -> Vec<ProxyStatus> {
     let mut out = Vec::new();
