@@ -223,3 +223,166 @@ async fn status_through_the_api_server() -> anyhow::Result<()> {
     h.until(http, &Request::get("www.example.com", "/missing"), |r| r.status == 200).await?;
     h.assert_no_nacks().await
 }
+
+/// A Secret holding a CA bundle (`ca.crt`).
+fn ca_secret(name: &str, pem: &str) -> String {
+    let indented: String = pem.lines().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\ntype: Opaque\nstringData:\n  ca.crt: |\n{indented}"
+    )
+}
+
+#[tokio::test]
+async fn client_certificates_and_upstream_tls_are_verified() -> anyhow::Result<()> {
+    let ca = Ca::new()?;
+    let web = Backend::start("web").await?;
+    let secure = Backend::start_tls("secure", &ca.issue(&["backend.internal"])?).await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        service("web", &[web.addr]),
+        service("secure", &[secure.addr]),
+        tls_secret("cert", &ca.issue(&["mtls.test", "up.test"])?),
+        ca_secret("ca", &ca.pem()),
+        proxy(
+            "mtls",
+            "  virtualhost:
+    fqdn: mtls.test
+    tls: {secretName: cert, clientValidation: {caSecret: ca, forwardClientCertificate: {subject: true}}}
+  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+        proxy(
+            "upstream",
+            "  virtualhost: {fqdn: up.test}
+  routes:
+  - services: [{name: secure, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: backend.internal}}]
+  - conditions: [{prefix: /wrong-name}]
+    services: [{name: secure, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: other.internal}}]",
+        ),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+
+    // Upstream TLS: the backend's certificate is checked against the CA and the subject name.
+    let r = h.until(http, &Request::get("up.test", "/"), |r| r.status == 200).await?;
+    assert_eq!(served_by(&r), "secure");
+    assert_eq!(h.get(http, &Request::get("up.test", "/wrong-name")).await?.status, 503, "name mismatch refused");
+
+    let addr = SocketAddr::from(([127, 0, 0, 1], https));
+    let client = ca.issue(&["client.example"])?;
+    let req = Request::get("mtls.test", "/");
+    let answer = testkit::eventually(Duration::from_secs(15), || async {
+        testkit::request_mtls(addr, "mtls.test", &ca.pem(), &client, &req).await.ok()
+    })
+    .await
+    .ok_or_else(|| anyhow::anyhow!("no mTLS answer; envoy log:\n{}", h.envoy.log()))?;
+    assert_eq!(answer.status, 200);
+    let xfcc = answer.echo()["headers"]["x-forwarded-client-cert"].as_str().unwrap_or_default().to_string();
+    assert!(xfcc.contains("Subject=\"CN=client.example\""), "{xfcc}");
+    // A client without a certificate gets no answer; one from another CA neither.
+    assert!(testkit::request_tls(addr, "mtls.test", &ca.pem(), &req).await.is_err());
+    let stranger = Ca::new()?.issue(&["client.example"])?;
+    assert!(testkit::request_mtls(addr, "mtls.test", &ca.pem(), &stranger, &req).await.is_err());
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn websockets_affinity_mirrors_and_health_checks() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let shadow = Backend::start("shadow").await?;
+    let healthy = Backend::start("healthy").await?;
+    let sick = Backend::start_flaky("sick", usize::MAX).await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        service("web", &[web.addr]),
+        service("shadow", &[shadow.addr]),
+        service("pool", &[healthy.addr, sick.addr]),
+        proxy(
+            "policies",
+            "  virtualhost: {fqdn: p.test}
+  routes:
+  - conditions: [{prefix: /ws}]
+    enableWebsockets: true
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /sticky}]
+    loadBalancerPolicy: {strategy: Cookie}
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /mirrored}]
+    services: [{name: web, port: 80}, {name: shadow, port: 80, mirror: true}]
+  - conditions: [{prefix: /pool}]
+    healthCheckPolicy: {path: /healthz, intervalSeconds: 1, timeoutSeconds: 1, unhealthyThresholdCount: 1, healthyThresholdCount: 1}
+    services: [{name: pool, port: 80}]
+  - services: [{name: web, port: 80}]",
+        ),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    h.until(http, &Request::get("p.test", "/"), |r| r.status == 200).await?;
+
+    let upgrade =
+        |path: &str| Request::get("p.test", path).header("connection", "upgrade").header("upgrade", "websocket");
+    // Envoy forwards the upgrade only where websockets are enabled; elsewhere it refuses it.
+    let r = h.get(http, &upgrade("/ws")).await?;
+    assert_eq!((r.status, served_by(&r)), (200, "web"), "the upgrade reaches the backend: {r:?}");
+    let r = h.get(http, &upgrade("/other")).await?;
+    assert_eq!((r.status, served_by(&r)), (403, "-"), "no websockets where not enabled: {r:?}");
+
+    let r = h.get(http, &Request::get("p.test", "/sticky")).await?;
+    let cookie = r.header("set-cookie").unwrap_or_default();
+    assert!(cookie.starts_with("X-Contour-Session-Affinity="), "{cookie}");
+
+    for _ in 0..3 {
+        assert_eq!(served_by(&h.get(http, &Request::get("p.test", "/mirrored")).await?), "web");
+    }
+    let mirrored = testkit::eventually(Duration::from_secs(5), || async {
+        (shadow.hits.load(std::sync::atomic::Ordering::SeqCst) >= 3).then_some(())
+    })
+    .await;
+    assert!(mirrored.is_some(), "the mirror saw {} requests", shadow.hits.load(std::sync::atomic::Ordering::SeqCst));
+
+    // Once the failing endpoint fails its health check, every request goes to the healthy one.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut streak = 0;
+    while streak < 10 {
+        anyhow::ensure!(Instant::now() < deadline, "the unhealthy endpoint kept getting traffic");
+        let r = h.get(http, &Request::get("p.test", "/pool")).await?;
+        streak = if r.status == 200 && served_by(&r) == "healthy" { streak + 1 } else { 0 };
+        if streak == 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn tcp_proxies_pass_through_and_terminate() -> anyhow::Result<()> {
+    let ca = Ca::new()?;
+    let inner = Backend::start_tls("inner", &ca.issue(&["pass.test"])?).await?;
+    let plain = Backend::start("plain").await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        service("inner", &[inner.addr]),
+        service("plain", &[plain.addr]),
+        tls_secret("cert", &ca.issue(&["term.test"])?),
+        proxy(
+            "pass",
+            "  virtualhost: {fqdn: pass.test, tls: {passthrough: true}}\n  tcpproxy: {services: [{name: inner, port: 80}]}",
+        ),
+        proxy(
+            "term",
+            "  virtualhost: {fqdn: term.test, tls: {secretName: cert}}\n  tcpproxy: {include: {name: tcp-child}}",
+        ),
+        proxy("tcp-child", "  tcpproxy: {services: [{name: plain, port: 80}]}"),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], https));
+    for (host, backend) in [("pass.test", "inner"), ("term.test", "plain")] {
+        let answer = testkit::eventually(Duration::from_secs(15), || async {
+            testkit::request_tls(addr, host, &ca.pem(), &Request::get(host, "/")).await.ok()
+        })
+        .await
+        .ok_or_else(|| anyhow::anyhow!("no answer for {host}; envoy log:\n{}", h.envoy.log()))?;
+        assert_eq!((answer.status, served_by(&answer)), (200, backend), "{host}");
+    }
+    h.assert_no_nacks().await
+}

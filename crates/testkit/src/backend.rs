@@ -21,6 +21,8 @@ pub struct Backend {
     pub addr: SocketAddr,
     /// Its name, echoed in every answer (`backend` field and `x-backend` header).
     pub name: String,
+    /// How many requests it received.
+    pub hits: Arc<AtomicUsize>,
     task: JoinHandle<()>,
 }
 
@@ -33,19 +35,25 @@ impl Drop for Backend {
 impl Backend {
     /// A plain-HTTP echo backend on a free loopback port.
     pub async fn start(name: &str) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let task = tokio::spawn(serve_echo(listener, name.to_string(), None));
-        Ok(Self { addr, name: name.into(), task })
+        Self::spawn(TcpListener::bind("127.0.0.1:0").await?, name, None, 0)
     }
 
     /// An echo backend that answers its first `failures` requests with 503, then echoes.
     pub async fn start_flaky(name: &str, failures: usize) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::spawn(TcpListener::bind("127.0.0.1:0").await?, name, None, failures)
+    }
+
+    fn spawn(
+        listener: TcpListener,
+        name: &str,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        failures: usize,
+    ) -> anyhow::Result<Self> {
         let addr = listener.local_addr()?;
-        let failures = Arc::new(AtomicUsize::new(failures));
-        let task = tokio::spawn(serve(listener, name.to_string(), None, failures));
-        Ok(Self { addr, name: name.into(), task })
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counters = Counters { failures: Arc::new(AtomicUsize::new(failures)), hits: Arc::clone(&hits) };
+        let task = tokio::spawn(serve(listener, name.to_string(), tls, counters));
+        Ok(Self { addr, name: name.into(), hits, task })
     }
 
     /// An echo backend that speaks HTTPS with this certificate (for TLS passthrough).
@@ -54,11 +62,8 @@ impl Backend {
         let certs = rustls_pemfile(&cert.cert_pem)?;
         let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(cert.key_pem.as_bytes())?;
         let config = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key)?;
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let task = tokio::spawn(serve_echo(listener, name.to_string(), Some(acceptor)));
-        Ok(Self { addr, name: name.into(), task })
+        Self::spawn(TcpListener::bind("127.0.0.1:0").await?, name, Some(acceptor), 0)
     }
 }
 
@@ -71,15 +76,17 @@ use rustls::pki_types::pem::PemObject as _;
 
 /// Serves the echo protocol on a listener until the task is aborted.
 pub async fn serve_echo(listener: TcpListener, name: String, tls: Option<tokio_rustls::TlsAcceptor>) {
-    serve(listener, name, tls, Arc::new(AtomicUsize::new(0))).await
+    serve(listener, name, tls, Counters::default()).await
 }
 
-async fn serve(
-    listener: TcpListener,
-    name: String,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+/// Requests still to fail, and requests seen.
+#[derive(Clone, Default)]
+struct Counters {
     failures: Arc<AtomicUsize>,
-) {
+    hits: Arc<AtomicUsize>,
+}
+
+async fn serve(listener: TcpListener, name: String, tls: Option<tokio_rustls::TlsAcceptor>, counters: Counters) {
     let name: Arc<str> = name.into();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
@@ -87,9 +94,9 @@ async fn serve(
         };
         let name = Arc::clone(&name);
         let tls = tls.clone();
-        let failures = Arc::clone(&failures);
+        let counters = counters.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| echo(Arc::clone(&name), Arc::clone(&failures), req));
+            let service = service_fn(move |req| echo(Arc::clone(&name), counters.clone(), req));
             let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
             match tls {
                 Some(acceptor) => {
@@ -107,14 +114,15 @@ async fn serve(
 
 async fn echo(
     name: Arc<str>,
-    failures: Arc<AtomicUsize>,
+    counters: Counters,
     req: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    counters.hits.fetch_add(1, Ordering::SeqCst);
     let number = |header: &str| req.headers().get(header).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if let Some(ms) = number("x-echo-delay-ms") {
         tokio::time::sleep(std::time::Duration::from_millis(ms.min(10_000))).await;
     }
-    let failing = failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+    let failing = counters.failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
     let status = if failing { 503 } else { number("x-echo-status").and_then(|s| u16::try_from(s).ok()).unwrap_or(200) };
     let headers: serde_json::Map<String, serde_json::Value> = req
         .headers()

@@ -66,7 +66,18 @@ pub async fn request(addr: SocketAddr, req: &Request) -> anyhow::Result<Response
 
 /// Sends an HTTPS request to `addr` with this SNI, trusting only `ca_pem`.
 pub async fn request_tls(addr: SocketAddr, sni: &str, ca_pem: &str, req: &Request) -> anyhow::Result<Response> {
-    send(tls_connect(addr, sni, ca_pem).await?, req).await
+    send(tls_connect(addr, sni, ca_pem, None).await?, req).await
+}
+
+/// [`request_tls`] presenting `client` as the client certificate.
+pub async fn request_mtls(
+    addr: SocketAddr,
+    sni: &str,
+    ca_pem: &str,
+    client: &crate::Issued,
+    req: &Request,
+) -> anyhow::Result<Response> {
+    send(tls_connect(addr, sni, ca_pem, Some(client)).await?, req).await
 }
 
 /// Opens TLS to `addr` as a client without a certificate (SNI `sni`, trusting only `ca_pem`),
@@ -74,7 +85,7 @@ pub async fn request_tls(addr: SocketAddr, sni: &str, ca_pem: &str, req: &Reques
 /// ends the session instead of answering.
 pub async fn h2_preface_tls(addr: SocketAddr, sni: &str, ca_pem: &str) -> anyhow::Result<Vec<u8>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tls_connect(addr, sni, ca_pem).await?;
+    let mut stream = tls_connect(addr, sni, ca_pem, None).await?;
     stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0").await?;
     stream.flush().await?;
     let mut buf = vec![0; 64];
@@ -88,6 +99,7 @@ async fn tls_connect(
     addr: SocketAddr,
     sni: &str,
     ca_pem: &str,
+    client: Option<&crate::Issued>,
 ) -> anyhow::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
     use rustls::pki_types::pem::PemObject;
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -95,7 +107,16 @@ async fn tls_connect(
     for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots.add(cert?)?;
     }
-    let config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+    let config = match client {
+        None => builder.with_no_client_auth(),
+        Some(issued) => {
+            let chain = rustls::pki_types::CertificateDer::pem_slice_iter(issued.cert_pem.as_bytes())
+                .collect::<Result<Vec<_>, _>>()?;
+            let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(issued.key_pem.as_bytes())?;
+            builder.with_client_auth_cert(chain, key)?
+        }
+    };
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr)).await??;
     let name = rustls::pki_types::ServerName::try_from(sni.to_string())?;
