@@ -292,8 +292,13 @@ async fn websockets_affinity_mirrors_and_health_checks() -> anyhow::Result<()> {
     let healthy = Backend::start("healthy").await?;
     let sick = Backend::start_flaky("sick", usize::MAX).await?;
     let (http, https) = (testkit::free_port(), testkit::free_port());
+    // Envoy must accept circuit breakers and slow start too (every test ends checking NACKs).
+    let limited = service("web", &[web.addr]).replace(
+        "metadata: {name: web, namespace: default}",
+        "metadata: {name: web, namespace: default, annotations: {projectcontour.io/max-connections: '100'}}",
+    );
     let yaml = [
-        service("web", &[web.addr]),
+        limited,
         service("shadow", &[shadow.addr]),
         service("pool", &[healthy.addr, sick.addr]),
         proxy(
@@ -307,7 +312,7 @@ async fn websockets_affinity_mirrors_and_health_checks() -> anyhow::Result<()> {
     loadBalancerPolicy: {strategy: Cookie}
     services: [{name: web, port: 80}]
   - conditions: [{prefix: /mirrored}]
-    services: [{name: web, port: 80}, {name: shadow, port: 80, mirror: true}]
+    services: [{name: web, port: 80, slowStartPolicy: {window: 1s}}, {name: shadow, port: 80, mirror: true}]
   - conditions: [{prefix: /pool}]
     healthCheckPolicy: {path: /healthz, intervalSeconds: 1, timeoutSeconds: 1, unhealthyThresholdCount: 1, healthyThresholdCount: 1}
     services: [{name: pool, port: 80}]

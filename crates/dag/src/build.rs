@@ -16,8 +16,9 @@ use crate::order::precedence_key;
 use std::hash::{Hash, Hasher};
 
 use crate::{
-    CaBundle, ClientAuth, Cluster, ClusterPolicy, Dag, DagListener, DownstreamTls, FleetDag, ListenerKind, Route,
-    RouteAction, RoutePolicy, RouteTable, TlsAction, TlsChain, TlsSecret, VirtualHost, WeightedCluster,
+    CaBundle, CircuitBreakers, ClientAuth, Cluster, ClusterPolicy, Dag, DagListener, DownstreamTls, FleetDag,
+    ListenerKind, Route, RouteAction, RoutePolicy, RouteTable, TlsAction, TlsChain, TlsSecret, VirtualHost,
+    WeightedCluster,
 };
 
 /// Resolves the IR against the snapshot. `diagnostics` are the front ends' findings; the DAG's
@@ -485,11 +486,17 @@ impl Builder<'_> {
             protocol,
             policy: policy.clone(),
             validation,
+            slow_start: options.and_then(|o| o.slow_start),
+            circuit_breakers: circuit_breakers(service),
         };
-        if cluster.protocol.is_some() || cluster.policy != ClusterPolicy::default() || cluster.validation.is_some() {
+        if cluster.protocol.is_some()
+            || cluster.policy != ClusterPolicy::default()
+            || cluster.validation.is_some()
+            || cluster.slow_start.is_some()
+        {
             // Same Service port, other settings: another cluster, named stably by its settings.
             let mut h = rustc_hash::FxHasher::default();
-            (&cluster.protocol, &cluster.policy, &cluster.validation).hash(&mut h);
+            (&cluster.protocol, &cluster.policy, &cluster.validation, &cluster.slow_start).hash(&mut h);
             cluster.name = format!("{}/{:08x}", cluster.name, h.finish() as u32);
         }
         let name = cluster.name.clone();
@@ -518,6 +525,19 @@ impl Builder<'_> {
             reason,
             message,
         });
+    }
+}
+
+/// A Service's circuit-breaker annotations; a value that is not a number counts as unset.
+fn circuit_breakers(service: &k8s_openapi::api::core::v1::Service) -> CircuitBreakers {
+    let annotations = service.metadata.annotations.as_ref();
+    let get = |key: &str| annotations.and_then(|a| a.get(key)).and_then(|v| v.trim().parse::<u32>().ok());
+    CircuitBreakers {
+        max_connections: get("projectcontour.io/max-connections"),
+        max_pending_requests: get("projectcontour.io/max-pending-requests"),
+        max_requests: get("projectcontour.io/max-requests"),
+        max_retries: get("projectcontour.io/max-retries"),
+        per_host_max_connections: get("projectcontour.io/per-host-max-connections"),
     }
 }
 

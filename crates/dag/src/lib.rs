@@ -233,6 +233,26 @@ pub struct Cluster {
     pub policy: ClusterPolicy,
     /// Upstream TLS verification: the CA (a key of [`FleetDag::validation`]) and subject names.
     pub validation: Option<(String, Vec<String>)>,
+    /// Slow start for new endpoints.
+    pub slow_start: Option<ir::SlowStart>,
+    /// Limits from the Service's `projectcontour.io/max-*` annotations.
+    pub circuit_breakers: CircuitBreakers,
+}
+
+/// Connection and request limits of a cluster (upstream's Service annotations); `None` keeps
+/// Envoy's default.
+#[derive(Debug, serde::Serialize, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct CircuitBreakers {
+    /// `projectcontour.io/max-connections`.
+    pub max_connections: Option<u32>,
+    /// `projectcontour.io/max-pending-requests`.
+    pub max_pending_requests: Option<u32>,
+    /// `projectcontour.io/max-requests`.
+    pub max_requests: Option<u32>,
+    /// `projectcontour.io/max-retries`.
+    pub max_retries: Option<u32>,
+    /// `projectcontour.io/per-host-max-connections`.
+    pub per_host_max_connections: Option<u32>,
 }
 
 /// A TLS certificate and key.

@@ -71,7 +71,14 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
             )
         })
         .collect();
-    let mut t = Translator { snapshot, options, proxies: &proxies, diagnostics: Vec::new(), reached: BTreeSet::new() };
+    let mut t = Translator {
+        snapshot,
+        options,
+        proxies: &proxies,
+        diagnostics: Vec::new(),
+        reached: BTreeSet::new(),
+        fallback_routes: Vec::new(),
+    };
 
     // fqdn -> roots claiming it; every claimant of a shared fqdn loses (upstream's rule).
     let mut claims: BTreeMap<String, Vec<&ObjectKey>> = BTreeMap::new();
@@ -120,12 +127,25 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
             );
         }
     }
-    let Translator { diagnostics, .. } = t;
+    let Translator { diagnostics, fallback_routes, .. } = t;
     let mut listeners = Vec::new();
     if !http.http_routes.is_empty() {
         listeners.push(http);
     }
     listeners.extend(secure);
+    // Clients without SNI (or with an unknown name) get the fallback certificate and the
+    // virtual hosts that enabled it.
+    if let Some(certificate) = options.fallback_certificate.clone().filter(|_| !fallback_routes.is_empty()) {
+        listeners.push(Listener {
+            name: format!("{HTTPS_LISTENER}/fallback"),
+            port: options.https_port,
+            protocol: Protocol::Https,
+            hostname: None,
+            tls: Some(ir::ListenerTls::new(TlsMode::Terminate, vec![certificate])),
+            http_routes: fallback_routes,
+            tls_routes: Vec::new(),
+        });
+    }
     let fleets = if listeners.is_empty() {
         Vec::new()
     } else {
@@ -154,6 +174,8 @@ struct Translator<'a> {
     diagnostics: Vec<Diagnostic>,
     /// Non-root proxies reached through an include.
     reached: BTreeSet<ObjectKey>,
+    /// Routes of TLS virtual hosts that serve clients without SNI with the fallback certificate.
+    fallback_routes: Vec<Arc<HttpRoute>>,
 }
 
 impl Translator<'_> {
@@ -269,6 +291,9 @@ impl Translator<'_> {
             && spec.tcpproxy.is_none()
             && !secure_routes.is_empty()
         {
+            if vhost.tls.as_ref().and_then(|t| t.enable_fallback_certificate) == Some(true) {
+                self.fallback_routes.extend(secure_routes.iter().cloned());
+            }
             secure.push(Listener {
                 name: format!("{HTTPS_LISTENER}/{fqdn}"),
                 port: self.options.https_port,

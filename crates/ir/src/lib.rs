@@ -15,7 +15,7 @@ pub use http::{
 };
 pub use policy::{
     BackendOptions, ClusterPolicy, CrossScheme, HashPolicy, HealthCheck, InternalRedirect, LoadBalancer, RetryPolicy,
-    RoutePolicy, SharedBackendOptions, UpstreamProtocol, UpstreamValidation,
+    RoutePolicy, SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation,
 };
 
 use std::net::IpAddr;

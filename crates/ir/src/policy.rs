@@ -166,6 +166,19 @@ pub struct BackendOptions {
     pub request_headers: crate::HeaderModifier,
     /// Response header changes for answers from this backend.
     pub response_headers: crate::HeaderModifier,
+    /// Slow start for new endpoints of this backend.
+    pub slow_start: Option<SlowStart>,
+}
+
+/// Traffic to a new endpoint ramps up over a window instead of arriving all at once.
+#[derive(Debug, serde::Serialize, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SlowStart {
+    /// How long the ramp lasts, in milliseconds.
+    pub window_ms: u64,
+    /// The ramp's curve, in thousandths (1000 = linear).
+    pub aggression_milli: u32,
+    /// The share of its weight a new endpoint starts with, in percent.
+    pub min_weight_percent: u32,
 }
 
 /// Shared per-backend options; `None` on a backend means the defaults.

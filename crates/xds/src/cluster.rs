@@ -4,11 +4,11 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
+use envoy_types::pb::envoy::config::cluster::v3::{CircuitBreakers, Cluster, circuit_breakers, cluster};
 use envoy_types::pb::envoy::config::core::v3::{Address, SocketAddress, address, socket_address};
 use envoy_types::pb::envoy::config::core::v3::{
-    HealthCheck, Http1ProtocolOptions, Http2ProtocolOptions, HttpProtocolOptions as HttpOptions, TransportSocket,
-    health_check, transport_socket,
+    HealthCheck, Http1ProtocolOptions, Http2ProtocolOptions, HttpProtocolOptions as HttpOptions, RuntimeDouble,
+    TransportSocket, health_check, transport_socket,
 };
 use envoy_types::pb::envoy::config::endpoint::v3::{
     ClusterLoadAssignment, LbEndpoint, LocalityLbEndpoints, lb_endpoint,
@@ -20,6 +20,7 @@ use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
 use envoy_types::pb::envoy::extensions::upstreams::http::v3::{HttpProtocolOptions, http_protocol_options};
 use envoy_types::pb::envoy::r#type::matcher::v3::{StringMatcher, string_matcher};
 use envoy_types::pb::envoy::r#type::v3::Int64Range;
+use envoy_types::pb::envoy::r#type::v3::Percent;
 use envoy_types::pb::google::protobuf::UInt32Value;
 use envoy_types::util::pack_any;
 use ir::{LoadBalancer, UpstreamProtocol};
@@ -65,12 +66,53 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
         eds_cluster_config: Some(cluster::EdsClusterConfig { eds_config: Some(ads()), service_name: c.name.clone() }),
         connect_timeout: Some(duration_ms(CONNECT_TIMEOUT_MS)),
         lb_policy: lb_policy as i32,
+        lb_config: c.slow_start.map(|s| {
+            let config = Some(cluster::SlowStartConfig {
+                slow_start_window: Some(duration_ms(s.window_ms)),
+                aggression: Some(RuntimeDouble {
+                    default_value: f64::from(s.aggression_milli) / 1000.0,
+                    runtime_key: String::new(),
+                }),
+                min_weight_percent: Some(Percent { value: f64::from(s.min_weight_percent) }),
+            });
+            match c.policy.load_balancer {
+                LoadBalancer::WeightedLeastRequest => {
+                    cluster::LbConfig::LeastRequestLbConfig(cluster::LeastRequestLbConfig {
+                        slow_start_config: config,
+                        ..Default::default()
+                    })
+                }
+                _ => cluster::LbConfig::RoundRobinLbConfig(cluster::RoundRobinLbConfig { slow_start_config: config }),
+            }
+        }),
+        circuit_breakers: circuit_breakers(&c.circuit_breakers),
         health_checks: c.policy.health_check.iter().map(health_check).collect(),
         typed_extension_protocol_options,
         transport_socket: upstream_tls(c),
         ..Default::default()
     };
     Resource::new(&c.name, message)
+}
+
+fn circuit_breakers(b: &dag::CircuitBreakers) -> Option<CircuitBreakers> {
+    if *b == dag::CircuitBreakers::default() {
+        return None;
+    }
+    let value = |v: Option<u32>| v.map(|value| UInt32Value { value });
+    Some(CircuitBreakers {
+        thresholds: vec![circuit_breakers::Thresholds {
+            max_connections: value(b.max_connections),
+            max_pending_requests: value(b.max_pending_requests),
+            max_requests: value(b.max_requests),
+            max_retries: value(b.max_retries),
+            ..Default::default()
+        }],
+        per_host_thresholds: b
+            .per_host_max_connections
+            .map(|n| circuit_breakers::Thresholds { max_connections: value(Some(n)), ..Default::default() })
+            .into_iter()
+            .collect(),
+    })
 }
 
 fn health_check(h: &ir::HealthCheck) -> HealthCheck {

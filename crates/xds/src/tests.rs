@@ -75,3 +75,59 @@ fn routes_answer_host_with_any_port_and_point_at_clusters() {
         ))
     );
 }
+
+/// An HTTPProxy fixture compiled for the default fleet.
+fn compiled_proxies(yaml: &str) -> FleetResources {
+    let s = objects::Snapshot::from_yaml(yaml).expect("fixture parses");
+    let t = frontends::httpproxy::translate(&s, &Default::default());
+    assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+    let dag = dag::build(&t.ir, &s, t.diagnostics);
+    compile(&dag, &CompileOptions::default()).remove(ir::DEFAULT_FLEET).expect("fleet compiled")
+}
+
+#[test]
+fn cluster_settings_make_distinct_clusters_with_envoys_settings() {
+    use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
+    let yaml = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: apps, annotations: {projectcontour.io/max-connections: "7", projectcontour.io/max-retries: nope}}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: p, namespace: apps}
+spec:
+  virtualhost: {fqdn: p.test}
+  routes:
+  - services: [{name: web, port: 80}]
+  - conditions: [{prefix: /slow}]
+    loadBalancerPolicy: {strategy: WeightedLeastRequest}
+    healthCheckPolicy: {path: /hc, expectedStatuses: [{start: 200, end: 300}]}
+    timeoutPolicy: {idleConnection: 10s}
+    services: [{name: web, port: 80, protocol: h2c, slowStartPolicy: {window: 3s, aggression: "1.5"}}]
+"#;
+    let fleet = compiled_proxies(yaml);
+    let clusters = fleet.of(ResourceType::Cluster);
+    assert_eq!(clusters.len(), 2, "{:?}", clusters.keys());
+    let decode = |name: &str| Cluster::decode(clusters[name].body.value.as_slice()).unwrap();
+    let plain = decode("apps/web/80");
+    assert_eq!(plain.lb_policy, cluster::LbPolicy::RoundRobin as i32);
+    let limits = &plain.circuit_breakers.as_ref().unwrap().thresholds[0];
+    assert_eq!(limits.max_connections.as_ref().map(|v| v.value), Some(7));
+    assert_eq!(limits.max_retries, None, "a value that is not a number is ignored");
+    let tuned_name = clusters.keys().find(|k| k.starts_with("apps/web/80/")).expect("a second cluster").to_string();
+    let tuned = decode(&tuned_name);
+    assert_eq!(tuned.lb_policy, cluster::LbPolicy::LeastRequest as i32);
+    let Some(cluster::LbConfig::LeastRequestLbConfig(lr)) = &tuned.lb_config else { panic!("{:?}", tuned.lb_config) };
+    let slow = lr.slow_start_config.as_ref().unwrap();
+    assert_eq!(slow.slow_start_window.as_ref().map(|d| d.seconds), Some(3));
+    assert_eq!(slow.aggression.as_ref().map(|a| a.default_value), Some(1.5));
+    let hc = &tuned.health_checks[0];
+    assert_eq!(hc.interval.as_ref().map(|d| d.seconds), Some(5));
+    assert_eq!(tuned.eds_cluster_config.as_ref().unwrap().service_name, tuned_name, "own endpoints");
+    assert!(
+        tuned.typed_extension_protocol_options.contains_key("envoy.extensions.upstreams.http.v3.HttpProtocolOptions")
+    );
+    assert!(fleet.of(ResourceType::Endpoint).is_empty(), "endpoints come from the endpoint stage");
+}

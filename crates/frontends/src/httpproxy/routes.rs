@@ -192,7 +192,7 @@ fn route(
         Ok(h) => h,
         Err(e) => return fail(t, "RouteError", "HealthCheckPolicyInvalid", e),
     };
-    let found = services::route(t, origin, field, services)?;
+    let found = services::route(t, origin, field, services, load_balancer)?;
 
     let mut filters = Vec::new();
     if request.modifier != Default::default() {

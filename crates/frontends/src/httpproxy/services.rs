@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use api::httpproxy::{HTTPProxy, Service, TCPProxy};
 use ir::{
-    Backend, BackendOptions, BackendTarget, ListenerTls, ObjectRef, Origin, Protocol, ServicePort, TlsMode, TlsRoute,
-    UpstreamProtocol, UpstreamValidation,
+    Backend, BackendOptions, BackendTarget, ListenerTls, LoadBalancer, ObjectRef, Origin, Protocol, ServicePort,
+    SlowStart, TlsMode, TlsRoute, UpstreamProtocol, UpstreamValidation,
 };
 use objects::ObjectKey;
 
@@ -52,11 +52,12 @@ pub(super) fn route(
     origin: &Origin,
     field: &str,
     services: &[Service],
+    load_balancer: LoadBalancer,
 ) -> Result<RouteServices, ()> {
     let mut out = RouteServices { backends: Vec::new(), mirror: None };
     for (i, s) in services.iter().enumerate() {
         let field = format!("{field}.services[{i}]");
-        let Some(backend) = service(t, origin, &field, s)? else { continue };
+        let Some(backend) = service(t, origin, &field, s, load_balancer)? else { continue };
         if s.mirror == Some(true) {
             if out.mirror.is_some() {
                 let message = "only one service per route may be nominated as mirror".into();
@@ -78,7 +79,13 @@ pub(super) fn route(
 }
 
 /// One service: `Ok(None)` when unresolved (recorded), `Err` when the proxy's routes must go.
-fn service(t: &mut Translator<'_>, origin: &Origin, field: &str, s: &Service) -> Result<Option<Backend>, ()> {
+fn service(
+    t: &mut Translator<'_>,
+    origin: &Origin,
+    field: &str,
+    s: &Service,
+    load_balancer: LoadBalancer,
+) -> Result<Option<Backend>, ()> {
     let namespace = origin.namespace.as_str();
     let Some(port) = u16::try_from(s.port).ok().filter(|p| *p != 0) else {
         let message = format!("service {:?}: port must be in the range 1-65535", s.name);
@@ -116,8 +123,19 @@ fn service(t: &mut Translator<'_>, origin: &Origin, field: &str, s: &Service) ->
     let response = response.map_err(|e| {
         t.error(origin, "ServiceError", field, "ResponseHeadersPolicyInvalid", format!("{e} on response headers"));
     })?;
-    let options =
-        BackendOptions { protocol, validation, request_headers: request.modifier, response_headers: response.modifier };
+    let slow_start = match &s.slow_start_policy {
+        None => None,
+        Some(p) => Some(slow_start(p, load_balancer).map_err(|e| {
+            t.error(origin, "ServiceError", field, "SlowStartInvalid", e);
+        })?),
+    };
+    let options = BackendOptions {
+        protocol,
+        validation,
+        request_headers: request.modifier,
+        response_headers: response.modifier,
+        slow_start,
+    };
     let weight = match (s.mirror, s.weight) {
         // A mirror's weight is the share of requests mirrored; unset or 0 means all.
         (Some(true), w) => w.filter(|w| (1..=100).contains(w)).unwrap_or(100) as u32,
@@ -128,6 +146,25 @@ fn service(t: &mut Translator<'_>, origin: &Origin, field: &str, s: &Service) ->
         weight,
         options: (options != BackendOptions::default()).then(|| Arc::new(options)),
     }))
+}
+
+/// A service's slow start, valid only with round robin or least request (upstream's rule).
+fn slow_start(p: &api::httpproxy::SlowStartPolicy, load_balancer: LoadBalancer) -> Result<SlowStart, String> {
+    if !matches!(load_balancer, LoadBalancer::RoundRobin | LoadBalancer::WeightedLeastRequest) {
+        return Err(
+            "slow start is only supported with RoundRobin or WeightedLeastRequest load balancer strategy".into()
+        );
+    }
+    let window_ms = policy::go_duration_ms(&p.window)
+        .ok_or_else(|| format!("error parsing window: time: invalid duration {:?} on slow start", p.window))?;
+    let aggression = p.aggression.as_deref().unwrap_or("1.0");
+    let aggression_milli = aggression
+        .parse::<f64>()
+        .ok()
+        .filter(|a| a.is_finite() && *a > 0.0)
+        .map(|a| (a * 1000.0).round() as u32)
+        .ok_or_else(|| format!("error parsing aggression: \"{aggression}\" is not a decimal number on slow start"))?;
+    Ok(SlowStart { window_ms, aggression_milli, min_weight_percent: p.min_weight_percent.unwrap_or(10).min(100) })
 }
 
 fn validation(

@@ -286,6 +286,14 @@ fn route_errors_drop_the_proxys_routes_and_name_the_reason() {
             "ServiceError/ServicePortInvalid: service \"web\": port must be in the range 1-65535",
         ),
         (
+            "  - services: [{name: web, port: 80, slowStartPolicy: {window: 5s}}]\n    loadBalancerPolicy: {strategy: Random}",
+            "ServiceError/SlowStartInvalid: slow start is only supported with RoundRobin or WeightedLeastRequest load balancer strategy",
+        ),
+        (
+            "  - services: [{name: web, port: 80, slowStartPolicy: {window: soon}}]",
+            "ServiceError/SlowStartInvalid: error parsing window: time: invalid duration \"soon\" on slow start",
+        ),
+        (
             "  - services: [{name: web, port: 80, protocol: h3}]",
             "ServiceError/UnsupportedProtocol: unsupported protocol: h3",
         ),
@@ -448,6 +456,40 @@ fn tls_errors_stop_the_virtual_host() {
         );
         assert!(t.ir.fleets.is_empty(), "{tls}");
     }
+}
+
+#[test]
+fn fallback_certificates_serve_clients_without_sni() {
+    let yaml = proxy(
+        "root",
+        "  virtualhost: {fqdn: example.com, tls: {secretName: cert, enableFallbackCertificate: true}}\n  routes: [{services: [{name: web, port: 80}]}]",
+    );
+    let fallback = |name: &str| Options {
+        fallback_certificate: Some(ir::ObjectRef { namespace: "certs".into(), name: name.into() }),
+        ..Default::default()
+    };
+    let (t, statuses) = run_with(&yaml, &fallback("shared"));
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/root invalid: At least one error present, see Errors for details",
+            "  TLSError/FallbackNotDelegated: Spec.VirtualHost.TLS Secret \"certs/shared\" is not configured for certificate delegation",
+        ]
+    );
+    assert!(t.ir.fleets.is_empty());
+    let delegation = "apiVersion: projectcontour.io/v1\nkind: TLSCertificateDelegation\nmetadata: {name: d, namespace: certs}\nspec: {delegations: [{secretName: shared, targetNamespaces: [apps]}, {secretName: gone, targetNamespaces: [apps]}]}\n---\n";
+    let (_, statuses) = run_with(&format!("{delegation}{yaml}"), &fallback("gone"));
+    assert_eq!(
+        render(&statuses)[1],
+        "  TLSError/FallbackNotValid: Spec.Virtualhost.TLS Secret \"certs/gone\" fallback certificate is invalid: Secret not found"
+    );
+    let (t, statuses) = run_with(&format!("{delegation}{yaml}"), &fallback("shared"));
+    assert_eq!(render(&statuses), ["apps/root valid: Valid HTTPProxy"]);
+    let listener = t.ir.fleets[0].listeners.iter().find(|l| l.name == "ingress_https/fallback").expect("fallback");
+    assert_eq!(
+        (listener.hostname.as_deref(), listener.http_routes[0].hostnames.as_slice()),
+        (None, &["example.com".to_string()][..])
+    );
 }
 
 #[test]

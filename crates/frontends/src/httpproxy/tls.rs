@@ -77,9 +77,19 @@ pub(super) fn virtual_host(
             let message = "Spec.Virtualhost.TLS fallback & client authorization are incompatible".into();
             return stop(t, "TLSIncompatibleFeatures", message);
         }
-        if t.options.fallback_certificate.is_none() {
+        let Some(fallback) = t.options.fallback_certificate.clone() else {
             let message = "Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in Contour configuration file".into();
             return stop(t, "FallbackNotPresent", message);
+        };
+        let name = format!("{}/{}", fallback.namespace, fallback.name);
+        if !delegation::permitted(t.snapshot, &fallback.namespace, &fallback.name, &origin.namespace) {
+            let message = format!("Spec.VirtualHost.TLS Secret {name:?} is not configured for certificate delegation");
+            return stop(t, "FallbackNotDelegated", message);
+        }
+        let secret = t.snapshot.secrets.get(&ObjectKey::new(&fallback.namespace, &fallback.name));
+        if let Err(e) = objects::secrets::tls_pair(secret.map(|s| &**s)) {
+            let message = format!("Spec.Virtualhost.TLS Secret {name:?} fallback certificate is invalid: {e}");
+            return stop(t, "FallbackNotValid", message);
         }
     }
     let client_validation = match &tls.client_validation {
