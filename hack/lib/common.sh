@@ -7,6 +7,7 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export CONTOUR_DEV_CACHE ENVOY_VERSION REPO_ROOT
 
 log() { printf '==> %s\n' "$*" >&2; }
+die() { log "$*"; exit 2; }
 
 # envoy_bin prints the path of the pinned Envoy binary (installing it when missing).
 envoy_bin() {
