@@ -493,6 +493,79 @@ fn fallback_certificates_serve_clients_without_sni() {
 }
 
 #[test]
+fn more_reasons_as_upstream_words_them() {
+    // (objects, the line expected in the rendered status)
+    let cases: Vec<(String, &str)> = vec![
+        (
+            proxy("root", "  virtualhost: {fqdn: ''}\n  routes: [{services: [{name: web, port: 80}]}]"),
+            "  VirtualHostError/FQDNNotSpecified: Spec.VirtualHost.Fqdn must be specified",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com, tls: {passthrough: true, enableFallbackCertificate: true}}\n  tcpproxy: {services: [{name: web, port: 80}]}"),
+            "  TLSError/TLSIncompatibleFeatures: Spec.VirtualHost.TLS: both Passthrough and enableFallbackCertificate were specified",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com, tls: {secretName: cert, clientValidation: {}}}\n  routes: [{services: [{name: web, port: 80}]}]"),
+            "  TLSError/ClientValidationInvalid: Spec.VirtualHost.TLS client validation is invalid: CA Secret must be specified",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com, tls: {secretName: cert, clientValidation: {skipClientCertValidation: true, crlSecret: cert}}}\n  routes: [{services: [{name: web, port: 80}]}]"),
+            "  TLSError/ClientValidationInvalid: Spec.VirtualHost.TLS client validation is invalid: invalid CRL Secret \"apps/cert\": empty \"crl.pem\" key",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com, tls: {passthrough: true}}\n  tcpproxy: {}"),
+            "  TCPProxyError/NothingDefined: either services or inclusion must be specified",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com, tls: {passthrough: true}}\n  tcpproxy: {services: [{name: nope, port: 80}]}"),
+            "  TCPProxyError/ServiceUnresolvedReference: Spec.TCPProxy unresolved service reference: service \"apps/nope\" not found",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com, tls: {passthrough: true}}\n  tcpproxy: {include: {name: nope}}"),
+            "  TCPProxyIncludeError/IncludeNotFound: include apps/nope not found",
+        ),
+        (
+            [
+                proxy("root", "  virtualhost: {fqdn: example.com, tls: {passthrough: true}}\n  tcpproxy: {include: {name: other}}"),
+                proxy("other", "  virtualhost: {fqdn: other.example.com}\n  routes: [{services: [{name: web, port: 80}]}]"),
+            ]
+            .concat(),
+            "  TCPProxyIncludeError/RootIncludesRoot: root httpproxy cannot include another root httpproxy (apps/other)",
+        ),
+        (
+            [
+                proxy("root", "  virtualhost: {fqdn: example.com, tls: {passthrough: true}}\n  tcpproxy: {include: {name: t1}}"),
+                proxy("t1", "  tcpproxy: {include: {name: t2}}"),
+                proxy("t2", "  tcpproxy: {include: {name: t1}}"),
+            ]
+            .concat(),
+            "  TCPProxyIncludeError/IncludeCreatesCycle: include creates a cycle: apps/root -> apps/t1 -> apps/t2 -> apps/t1",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com, tls: {passthrough: true}}\n  tcpproxy: {loadBalancerPolicy: {strategy: Cookie}, services: [{name: web, port: 80}]}"),
+            "  warning TCPProxyError/IgnoredField: ignoring field \"Spec.TCPProxy.LoadBalancerPolicy\"; Cookie load balancer policy is not supported for TCPProxies",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com}\n  includes: [{name: child, conditions: [{prefix: /a}, {prefix: /b}]}]"),
+            "  IncludeError/PathMatchConditionsNotValid: include: more than one prefix, exact or regex is not allowed in a condition block",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com}\n  includes: [{name: child, conditions: [{header: {name: a, present: true}}, {header: {name: a, notpresent: true}}]}]"),
+            "  RouteError/HeaderMatchConditionsNotValid: cannot specify contradictory 'present' and 'notpresent' conditions for the same route and header",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com}\n  includes: [{name: child, conditions: [{queryParameter: {name: q}}]}]"),
+            "  RouteError/QueryParameterMatchConditionsNotValid: must specify at least one query parameter condition",
+        ),
+    ];
+    for (yaml, expected) in cases {
+        let (_, statuses) = run(&yaml);
+        let rendered = render(&statuses);
+        assert!(rendered.iter().any(|l| l == expected), "missing {expected:?} in {rendered:#?}");
+    }
+}
+
+#[test]
 fn delegated_certificates_and_root_namespaces() {
     let delegation = "apiVersion: projectcontour.io/v1
 kind: TLSCertificateDelegation
