@@ -10,9 +10,24 @@ use xds_server::stream::{Incoming, Mode, StreamState};
 const SERVICES: usize = 1000;
 const HOSTNAMES: usize = 5;
 
+/// Which front end the generated objects exercise.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// HTTPRoutes on one Gateway, spread over `HOSTNAMES` hostnames.
+    HttpRoute,
+    /// Root HTTPProxies, one fqdn each, in the default fleet.
+    HttpProxy,
+}
+
 fn main() -> anyhow::Result<()> {
     let routes: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(1000);
-    let snapshot = generate(routes);
+    let kind = match std::env::args().nth(2).as_deref() {
+        None | Some("httproute") => Kind::HttpRoute,
+        Some("httpproxy") => Kind::HttpProxy,
+        Some(other) => anyhow::bail!("unknown kind {other} (httproute, httpproxy)"),
+    };
+    let fleet_id = if kind == Kind::HttpProxy { ir::DEFAULT_FLEET } else { "default/bench" };
+    let snapshot = generate(routes, kind);
     if std::env::var_os("BENCH_STAGES").is_some() {
         println!("  after generate: {:.1} MiB", rss_mib("VmRSS:"));
     }
@@ -29,9 +44,12 @@ fn main() -> anyhow::Result<()> {
         build = controller::build(&snapshot, &options);
         best = best.min(started.elapsed());
     }
-    let fleet = &build.fleets["default/bench"];
+    let fleet = &build.fleets[fleet_id];
     let (resources, bytes) = fleet.size();
-    println!("routes={routes} services={SERVICES} hostnames={HOSTNAMES}");
+    match kind {
+        Kind::HttpRoute => println!("routes={routes} services={SERVICES} hostnames={HOSTNAMES}"),
+        Kind::HttpProxy => println!("httpproxies={routes} services={SERVICES} (one fqdn each)"),
+    }
     println!("  full build:      {:>8.2} ms (best of {runs})  resources={resources} bytes={bytes}", ms(best));
 
     // One HTTPRoute changes its backend: time to rebuild, and what a Delta stream then sends.
@@ -49,7 +67,7 @@ fn main() -> anyhow::Result<()> {
     }
     // As a watch event would: the same snapshot with route 0 replaced (pointing at another Service).
     let mut changed = snapshot.clone();
-    for object in objects::parse_documents(&route(0, 1)) {
+    for object in objects::parse_documents(&object(kind, 0, 1)) {
         changed.insert(object.expect("generated route parses"));
     }
     let started = Instant::now();
@@ -65,7 +83,7 @@ fn main() -> anyhow::Result<()> {
             ms(t.endpoints)
         );
     }
-    let (sent, sent_bytes) = delta_change(&before.fleets["default/bench"], &next.fleets["default/bench"]);
+    let (sent, sent_bytes) = delta_change(&before.fleets[fleet_id], &next.fleets[fleet_id]);
     println!(
         "  one-route change: {:>7.2} ms rebuild; Delta sends {sent} resource(s), {sent_bytes} bytes",
         ms(change_time)
@@ -108,8 +126,8 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// Generates a Gateway, `SERVICES` Services with three endpoints each, and `routes` HTTPRoutes
-/// spread over `HOSTNAMES` hostnames.
-fn generate(routes: usize) -> Snapshot {
+/// spread over `HOSTNAMES` hostnames (or `routes` root HTTPProxies).
+fn generate(routes: usize, kind: Kind) -> Snapshot {
     let mut snapshot = Snapshot::default();
     // Parsed object by object, so the generator's text never dominates peak memory.
     let mut add = |yaml: &str| {
@@ -136,9 +154,20 @@ fn generate(routes: usize) -> Snapshot {
         ));
     }
     for r in 0..routes {
-        add(&route(r, r % SERVICES));
+        add(&object(kind, r, r % SERVICES));
     }
     snapshot
+}
+
+/// Object number `r` of the kind measured, sending its traffic to Service `service`.
+fn object(kind: Kind, r: usize, service: usize) -> String {
+    match kind {
+        Kind::HttpRoute => route(r, service),
+        Kind::HttpProxy => format!(
+            "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: proxy-{r}, namespace: default}}\n\
+             spec: {{virtualhost: {{fqdn: host-{r}.example.com}}, routes: [{{conditions: [{{prefix: /app}}], services: [{{name: svc-{service}, port: 80}}]}}]}}\n"
+        ),
+    }
 }
 
 /// HTTPRoute number `r`, on one of `HOSTNAMES` hostnames, sending `/r{r}` to Service `service`.

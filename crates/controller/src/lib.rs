@@ -90,6 +90,7 @@ pub fn build(snapshot: &Snapshot, options: &Options) -> Build {
 #[derive(Debug, Default)]
 pub struct Pipeline {
     translate: frontends::gateway_api::Cache,
+    proxies: frontends::httpproxy::Cache,
     dag: dag::Cache,
     compile: xds::Cache,
     endpoints: dag::EndpointCache,
@@ -102,7 +103,7 @@ impl Pipeline {
         let clock = std::time::Instant::now();
         let mut translation =
             frontends::gateway_api::translate_cached(snapshot, &options.gateway_api, &mut self.translate);
-        let proxies = frontends::httpproxy::translate(snapshot, &options.httpproxy);
+        let proxies = frontends::httpproxy::translate_cached(snapshot, &options.httpproxy, &mut self.proxies);
         translation.ir.fleets.extend(proxies.ir.fleets);
         translation.ir.fleets.sort_by(|a, b| a.id.cmp(&b.id));
         translation.diagnostics.extend(proxies.diagnostics);

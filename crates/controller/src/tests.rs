@@ -82,3 +82,60 @@ fn cached_builds_equal_fresh_builds() {
     assert_eq!(cached.fleets, fresh.fleets);
     assert_eq!(cached.dag, fresh.dag);
 }
+
+#[test]
+fn cached_httpproxy_builds_follow_every_change_in_a_tree() {
+    let proxies = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: root}
+spec:
+  virtualhost: {fqdn: www.example.com}
+  includes: [{name: child, conditions: [{prefix: /child}]}, {name: later, conditions: [{prefix: /later}]}]
+  routes: [{services: [{name: web, port: 80}]}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: child}
+spec: {routes: [{services: [{name: web, port: 80}]}]}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: other}
+spec:
+  virtualhost: {fqdn: other.example.com}
+  routes: [{services: [{name: web, port: 80}]}]
+"#;
+    let later = "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: later}\nspec: {routes: [{services: [{name: web, port: 80}]}]}\n";
+    let mut pipeline = Pipeline::default();
+    let options = Options::default();
+    let mut previous = snapshot(proxies);
+    let first = pipeline.build(&previous, &options);
+    assert!(first.dag.diagnostics.iter().any(|d| d.reason == "IncludeNotFound"));
+    // A child changes; a missing include appears; the Service changes; an unrelated root changes.
+    let steps = [
+        proxies.to_string(),
+        proxies.replace(
+            "spec: {routes: [{services: [{name: web, port: 80}]}]}",
+            "spec: {routes: [{conditions: [{prefix: /v2}], services: [{name: web, port: 80}]}]}",
+        ),
+        format!("{proxies}{later}"),
+        format!("{}{later}", proxies.replace("ports: [{port: 80}]", "ports: [{port: 80, appProtocol: h2c}]")),
+        format!("{}{later}", proxies.replace("other.example.com", "another.example.com")),
+    ];
+    for (i, yaml) in steps.iter().enumerate() {
+        let mut next = snapshot(yaml);
+        next.share_unchanged(&previous);
+        let cached = pipeline.build(&next, &options);
+        let fresh = build(&next, &options);
+        assert_eq!(cached.fleets, fresh.fleets, "step {i}");
+        assert_eq!(cached.dag, fresh.dag, "step {i}");
+        previous = next;
+    }
+    assert!(!previous.http_proxies.is_empty());
+}

@@ -30,7 +30,7 @@ pub const HTTP_LISTENER: &str = "ingress_http";
 pub const HTTPS_LISTENER: &str = "ingress_https";
 
 /// Settings of the HTTPProxy front end (upstream's flags and config keys).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Ingress classes served (`--ingress-class-name`); empty: no class or `contour`.
     pub class_names: Vec<String>,
@@ -61,6 +61,52 @@ impl Default for Options {
 
 /// Translates every HTTPProxy of our class into listeners of the default fleet.
 pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
+    translate_cached(snapshot, options, &mut Cache::default())
+}
+
+/// Root translations kept between builds, so an unchanged tree costs a few pointer comparisons.
+///
+/// A root's entry is reused while every proxy its translation looked up is the same `Arc` (or
+/// still absent) and no Service, Secret or TLSCertificateDelegation changed.
+#[derive(Debug, Default)]
+pub struct Cache {
+    options: Option<Options>,
+    inputs: Vec<usize>,
+    generation: u64,
+    roots: rustc_hash::FxHashMap<ObjectKey, CachedRoot>,
+}
+
+#[derive(Debug)]
+struct CachedRoot {
+    /// Every proxy looked up (the root first), with the identity found.
+    lookups: Vec<(ObjectKey, Option<usize>)>,
+    output: Arc<RootOutput>,
+    /// The last build that used the entry.
+    used: u64,
+}
+
+/// What one root contributes.
+#[derive(Debug, Default)]
+struct RootOutput {
+    http_routes: Vec<Arc<HttpRoute>>,
+    secure: Vec<Listener>,
+    fallback_routes: Vec<Arc<HttpRoute>>,
+    diagnostics: Vec<Diagnostic>,
+    /// Non-root proxies reached through an include.
+    reached: Vec<ObjectKey>,
+}
+
+/// [`translate`], reusing what `cache` holds from the previous build.
+pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cache) -> Translation {
+    let inputs: Vec<usize> = (snapshot.services.values().map(ptr))
+        .chain(snapshot.secrets.values().map(ptr))
+        .chain(snapshot.tls_certificate_delegations.values().map(ptr))
+        .collect();
+    if cache.options.as_ref() != Some(options) || cache.inputs != inputs {
+        *cache = Cache { options: Some(options.clone()), inputs, ..Default::default() };
+    }
+    cache.generation += 1;
+    let generation = cache.generation;
     let proxies: BTreeMap<&ObjectKey, &Arc<HTTPProxy>> = snapshot
         .http_proxies
         .iter()
@@ -71,22 +117,33 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
             )
         })
         .collect();
-    let mut t = Translator {
-        snapshot,
-        options,
-        proxies: &proxies,
-        diagnostics: Vec::new(),
-        reached: BTreeSet::new(),
-        fallback_routes: Vec::new(),
+    let mut diagnostics = Vec::new();
+    let error = |diagnostics: &mut Vec<Diagnostic>, proxy: &HTTPProxy, condition, field: &str, reason, message| {
+        diagnostics.push(Diagnostic {
+            origin: origin(proxy),
+            severity: Severity::Error,
+            condition,
+            field: field.into(),
+            reason,
+            message,
+        })
     };
 
-    // fqdn -> roots claiming it; every claimant of a shared fqdn loses (upstream's rule).
-    let mut claims: BTreeMap<String, Vec<&ObjectKey>> = BTreeMap::new();
+    // Roots by fqdn; every claimant of a shared fqdn loses (upstream's rule).
+    let mut claims: Vec<(std::borrow::Cow<'_, str>, &ObjectKey)> = Vec::new();
     for (key, proxy) in &proxies {
         if let Some(vhost) = &proxy.spec.virtualhost {
-            claims.entry(vhost.fqdn.trim().to_ascii_lowercase()).or_default().push(key);
+            let fqdn = vhost.fqdn.trim();
+            let fqdn = if fqdn.bytes().any(|b| b.is_ascii_uppercase()) {
+                std::borrow::Cow::Owned(fqdn.to_ascii_lowercase())
+            } else {
+                std::borrow::Cow::Borrowed(fqdn)
+            };
+            claims.push((fqdn, key));
         }
     }
+    // Stable: claimants of one fqdn stay in namespace/name order.
+    claims.sort_by(|a, b| a.0.cmp(&b.0));
     let mut http = Listener {
         name: HTTP_LISTENER.into(),
         port: options.http_port,
@@ -97,37 +154,57 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
         tls_routes: Vec::new(),
     };
     let mut secure = Vec::new();
-    for (fqdn, keys) in &claims {
+    let mut fallback_routes = Vec::new();
+    let mut reached: BTreeSet<&ObjectKey> = BTreeSet::new();
+    for group in claims.chunk_by(|a, b| a.0 == b.0) {
+        let fqdn = &group[0].0;
+        let keys: Vec<&ObjectKey> = group.iter().map(|(_, k)| *k).collect();
         if keys.len() > 1 && !fqdn.is_empty() {
             let names: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-            for key in keys {
-                let origin = origin(proxies[key]);
-                t.error(
-                    &origin,
-                    "VirtualHostError",
-                    "spec.virtualhost.fqdn",
-                    "DuplicateVhost",
-                    format!("fqdn {fqdn:?} is used in multiple HTTPProxies: {}", names.join(", ")),
-                );
+            for key in &keys {
+                let message = format!("fqdn {fqdn:?} is used in multiple HTTPProxies: {}", names.join(", "));
+                let field = "spec.virtualhost.fqdn";
+                error(&mut diagnostics, proxies[key], "VirtualHostError", field, "DuplicateVhost", message);
             }
             continue;
         }
         for key in keys {
-            t.root(key, proxies[key], fqdn, &mut http, &mut secure);
+            // The root itself is the first lookup; only includes need the map.
+            let fresh = cache.roots.get(key).is_none_or(|c| {
+                c.lookups[0].1 != Some(ptr(proxies[key]))
+                    || c.lookups[1..].iter().any(|(k, found)| proxies.get(k).map(|p| ptr(p)) != *found)
+            });
+            if fresh {
+                let mut t = Translator {
+                    snapshot,
+                    options,
+                    proxies: &proxies,
+                    out: RootOutput::default(),
+                    lookups: vec![(key.clone(), Some(ptr(proxies[key])))],
+                };
+                t.root(key, proxies[key], fqdn);
+                let entry = CachedRoot { lookups: t.lookups, output: Arc::new(t.out), used: generation };
+                cache.roots.insert(key.clone(), entry);
+            }
+            let entry = cache.roots.get_mut(key).expect("inserted above");
+            entry.used = generation;
+            let out = &entry.output;
+            http.http_routes.extend(out.http_routes.iter().cloned());
+            secure.extend(out.secure.iter().cloned());
+            fallback_routes.extend(out.fallback_routes.iter().cloned());
+            diagnostics.extend(out.diagnostics.iter().cloned());
         }
+    }
+    cache.roots.retain(|_, c| c.used == generation);
+    for c in cache.roots.values() {
+        reached.extend(c.output.reached.iter());
     }
     for (key, proxy) in &proxies {
-        if proxy.spec.virtualhost.is_none() && !t.reached.contains(*key) {
-            t.error(
-                &origin(proxy),
-                "Orphaned",
-                "metadata",
-                "Orphaned",
-                "this HTTPProxy is not part of a delegation chain from a root HTTPProxy".into(),
-            );
+        if proxy.spec.virtualhost.is_none() && !reached.contains(key) {
+            let message = "this HTTPProxy is not part of a delegation chain from a root HTTPProxy".into();
+            error(&mut diagnostics, proxy, "Orphaned", "metadata", "Orphaned", message);
         }
     }
-    let Translator { diagnostics, fallback_routes, .. } = t;
     let mut listeners = Vec::new();
     if !http.http_routes.is_empty() {
         listeners.push(http);
@@ -154,6 +231,11 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
     Translation { ir: ir::Ir { fleets }, diagnostics }
 }
 
+/// The identity of a shared object.
+fn ptr<T>(p: &Arc<T>) -> usize {
+    Arc::as_ptr(p) as *const () as usize
+}
+
 /// The origin of an HTTPProxy.
 pub(crate) fn origin(proxy: &HTTPProxy) -> Origin {
     crate::gateway_api::origin("HTTPProxy", &proxy.metadata)
@@ -167,20 +249,30 @@ struct Contribution {
     rules: Vec<(HttpRule, bool)>,
 }
 
+/// Translates one root and records what it read.
 struct Translator<'a> {
     snapshot: &'a Snapshot,
     options: &'a Options,
     proxies: &'a BTreeMap<&'a ObjectKey, &'a Arc<HTTPProxy>>,
-    diagnostics: Vec<Diagnostic>,
-    /// Non-root proxies reached through an include.
-    reached: BTreeSet<ObjectKey>,
-    /// Routes of TLS virtual hosts that serve clients without SNI with the fallback certificate.
-    fallback_routes: Vec<Arc<HttpRoute>>,
+    out: RootOutput,
+    lookups: Vec<(ObjectKey, Option<usize>)>,
 }
 
-impl Translator<'_> {
+impl<'a> Translator<'a> {
+    /// Another proxy by key, remembering the lookup for the cache.
+    fn lookup(&mut self, key: &ObjectKey) -> Option<&'a Arc<HTTPProxy>> {
+        let found = self.proxies.get(key).copied();
+        self.lookups.push((key.clone(), found.map(ptr)));
+        found
+    }
+
+    /// Marks a non-root proxy as reached through an include.
+    fn reach(&mut self, key: &ObjectKey) {
+        self.out.reached.push(key.clone());
+    }
+
     fn error(&mut self, origin: &Origin, condition: &'static str, field: &str, reason: &'static str, message: String) {
-        self.diagnostics.push(Diagnostic {
+        self.out.diagnostics.push(Diagnostic {
             origin: origin.clone(),
             severity: Severity::Error,
             condition,
@@ -198,7 +290,7 @@ impl Translator<'_> {
         reason: &'static str,
         message: String,
     ) {
-        self.diagnostics.push(Diagnostic {
+        self.out.diagnostics.push(Diagnostic {
             origin: origin.clone(),
             severity: Severity::Warning,
             condition,
@@ -209,14 +301,7 @@ impl Translator<'_> {
     }
 
     /// One root proxy: its checks in upstream's order, then its routes through the tree.
-    fn root(
-        &mut self,
-        key: &ObjectKey,
-        proxy: &Arc<HTTPProxy>,
-        fqdn: &str,
-        http: &mut Listener,
-        secure: &mut Vec<Listener>,
-    ) {
+    fn root(&mut self, key: &ObjectKey, proxy: &Arc<HTTPProxy>, fqdn: &str) {
         let origin = origin(proxy);
         let spec = &proxy.spec;
         let vhost = spec.virtualhost.as_ref().expect("roots have a virtual host");
@@ -257,7 +342,7 @@ impl Translator<'_> {
                 return self.error(&origin, "TCPProxyError", "spec.tcpproxy", "TLSMustBeConfigured", message);
             };
             let Some(listener) = services::tcp_proxy(self, proxy, &origin, tcp, tls, fqdn) else { return };
-            secure.push(listener);
+            self.out.secure.push(listener);
         }
 
         let mut visited = vec![key.clone()];
@@ -273,7 +358,7 @@ impl Translator<'_> {
                 .iter()
                 .map(|(rule, upgrade)| if enforce_tls && *upgrade { https_redirect(rule) } else { rule.clone() })
                 .collect();
-            http.http_routes.push(Arc::new(HttpRoute {
+            self.out.http_routes.push(Arc::new(HttpRoute {
                 origin: Arc::clone(&c.origin),
                 created: c.created,
                 hostnames: host.clone(),
@@ -292,9 +377,9 @@ impl Translator<'_> {
             && !secure_routes.is_empty()
         {
             if vhost.tls.as_ref().and_then(|t| t.enable_fallback_certificate) == Some(true) {
-                self.fallback_routes.extend(secure_routes.iter().cloned());
+                self.out.fallback_routes.extend(secure_routes.iter().cloned());
             }
-            secure.push(Listener {
+            self.out.secure.push(Listener {
                 name: format!("{HTTPS_LISTENER}/{fqdn}"),
                 port: self.options.https_port,
                 protocol: Protocol::Https,

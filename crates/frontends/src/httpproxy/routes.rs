@@ -60,7 +60,7 @@ pub(super) fn walk(
         }
         let namespace = include.namespace.clone().unwrap_or_else(|| origin.namespace.clone());
         let key = ObjectKey::new(&namespace, &include.name);
-        let target = t.proxies.get(&key).copied();
+        let target = t.lookup(&key);
         let problem = match target {
             None => Some(("IncludeNotFound", format!("include {namespace}/{} not found", include.name))),
             Some(p) if p.spec.virtualhost.is_some() => Some((
@@ -87,7 +87,7 @@ pub(super) fn walk(
             t.error(&child_origin, "IncludeError", "spec.includes", "IncludeCreatesCycle", message);
             continue;
         }
-        t.reached.insert(key.clone());
+        t.reach(&key);
         let merged: Vec<&MatchCondition> = chain.iter().copied().chain(own.iter()).collect();
         visited.push(key);
         walk(t, child, &child_origin, &merged, visited, fqdn, &mut found);

@@ -287,7 +287,7 @@ fn tcp_backends(
     };
     let namespace = include.namespace.clone().unwrap_or_else(|| origin.namespace.clone());
     let key = ObjectKey::new(&namespace, &include.name);
-    let Some(child) = t.proxies.get(&key).copied() else {
+    let Some(child) = t.lookup(&key) else {
         let message = format!("include {namespace}/{} not found", include.name);
         t.error(origin, "TCPProxyIncludeError", field, "IncludeNotFound", message);
         return None;
@@ -297,7 +297,7 @@ fn tcp_backends(
         t.error(origin, "TCPProxyIncludeError", field, "RootIncludesRoot", message);
         return None;
     }
-    t.reached.insert(key.clone());
+    t.reach(&key);
     if visited.contains(&key) {
         let chain: Vec<String> = visited.iter().chain([&key]).map(|k| k.to_string()).collect();
         let message = format!("include creates a cycle: {}", chain.join(" -> "));
