@@ -16,6 +16,8 @@ use tracing::{info, warn};
 use xds::{CompileOptions, FleetResources, ResourceType};
 use xds_server::XdsServer;
 
+pub use frontends::httpproxy::status::ProxyStatus;
+
 /// Settings of the pipeline and the loop.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -65,6 +67,8 @@ pub struct Published {
     pub dag: Arc<dag::Dag>,
     /// Routes attached per `(fleet, listener)`.
     pub attached: Arc<BTreeMap<(String, String), u32>>,
+    /// What every HTTPProxy's status should say (before Envoy's verdict).
+    pub proxies: Arc<Vec<frontends::httpproxy::status::ProxyStatus>>,
 }
 
 /// Time spent per stage of one build.
@@ -221,9 +225,15 @@ impl Controller {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "configuration rebuilt"
         );
+        // After the push: status is not on the path of Envoy's configuration.
+        let proxies = frontends::httpproxy::status::compute(&snapshot, &self.options.httpproxy, &build.dag.diagnostics);
         let dag = Arc::new(build.dag);
-        let published =
-            Published { snapshot: Arc::clone(&snapshot), dag: Arc::clone(&dag), attached: Arc::new(build.attached) };
+        let published = Published {
+            snapshot: Arc::clone(&snapshot),
+            dag: Arc::clone(&dag),
+            attached: Arc::new(build.attached),
+            proxies: Arc::new(proxies),
+        };
         self.published.send_replace(Some(Arc::new(published)));
         self.last = Some((snapshot, dag));
     }

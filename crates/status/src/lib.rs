@@ -136,7 +136,7 @@ pub async fn run(
             }
         });
         let ingresses = load_balancers(&p.snapshot, &options.ingress);
-        let mut proxies = frontends::httpproxy::status::compute(&p.snapshot, &options.httpproxy, &p.dag.diagnostics);
+        let mut proxies = (*p.proxies).clone();
         // Envoy refusing the default fleet's configuration shows on every proxy it serves.
         if let Programming::Rejected(e) = xds.programming(ir::DEFAULT_FLEET) {
             for proxy in proxies.iter_mut().filter(|s| s.current_status == "valid") {

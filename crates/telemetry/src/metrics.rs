@@ -58,6 +58,44 @@ pub fn render(t: &Telemetry) -> String {
         &[(String::new(), c.endpoint_updates.load(Ordering::Relaxed) as f64)],
     );
 
+    // Upstream's HTTPProxy gauges, from the last build.
+    let published = t.published.borrow().clone();
+    let proxies = published.as_ref().map(|p| p.proxies.as_slice()).unwrap_or_default();
+    let count = |pick: &dyn Fn(&controller::ProxyStatus) -> Option<String>| {
+        let mut counts: std::collections::BTreeMap<String, f64> = Default::default();
+        for labels in proxies.iter().filter_map(pick) {
+            *counts.entry(labels).or_default() += 1.0;
+        }
+        counts.into_iter().collect::<Vec<_>>()
+    };
+    let namespace = |p: &controller::ProxyStatus| format!("{{namespace=\"{}\"}}", p.key.namespace);
+    let vhost = |p: &controller::ProxyStatus| format!("{{namespace=\"{}\",vhost=\"{}\"}}", p.key.namespace, p.vhost);
+    metric("contour_httpproxy", "gauge", "Total number of HTTPProxies.", &count(&|p| Some(namespace(p))));
+    metric(
+        "contour_httpproxy_root",
+        "gauge",
+        "Total number of root HTTPProxies.",
+        &count(&|p| (!p.vhost.is_empty()).then(|| namespace(p))),
+    );
+    metric(
+        "contour_httpproxy_valid",
+        "gauge",
+        "Total number of valid HTTPProxies.",
+        &count(&|p| (p.current_status == "valid").then(|| vhost(p))),
+    );
+    metric(
+        "contour_httpproxy_invalid",
+        "gauge",
+        "Total number of invalid HTTPProxies.",
+        &count(&|p| (p.current_status == "invalid").then(|| vhost(p))),
+    );
+    metric(
+        "contour_httpproxy_orphaned",
+        "gauge",
+        "Total number of orphaned HTTPProxies.",
+        &count(&|p| (p.current_status == "orphaned").then(|| namespace(p))),
+    );
+
     if let Some(sc) = &t.status {
         let per_kind = |a: &[std::sync::atomic::AtomicU64; status::KINDS.len()]| {
             status::KINDS

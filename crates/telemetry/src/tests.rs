@@ -66,3 +66,36 @@ async fn metrics_use_upstream_names() {
         assert!(body.lines().any(|l| l == line), "missing {line:?} in\n{body}");
     }
 }
+
+#[tokio::test]
+async fn httpproxy_gauges_count_by_status() {
+    let (t, mut c, metrics, _) = start().await;
+    let proxies = r#"
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: root, namespace: web}
+spec: {virtualhost: {fqdn: www.example.com}, routes: [{services: [{name: nope, port: 80}]}]}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: fine, namespace: web}
+spec: {virtualhost: {fqdn: fine.example.com}, routes: [{directResponsePolicy: {statusCode: 200}}]}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: lonely, namespace: web}
+spec: {routes: [{directResponsePolicy: {statusCode: 200}}]}
+"#;
+    t.store.replace(objects::Snapshot::from_yaml(proxies).unwrap());
+    c.apply(t.store.current());
+    let body = testkit::request(metrics, &Request::get("x", "/metrics")).await.unwrap().body;
+    for line in [
+        "contour_httpproxy{namespace=\"web\"} 3",
+        "contour_httpproxy_root{namespace=\"web\"} 2",
+        "contour_httpproxy_valid{namespace=\"web\",vhost=\"fine.example.com\"} 1",
+        "contour_httpproxy_invalid{namespace=\"web\",vhost=\"www.example.com\"} 1",
+        "contour_httpproxy_orphaned{namespace=\"web\"} 1",
+    ] {
+        assert!(body.lines().any(|l| l == line), "missing {line:?} in\n{body}");
+    }
+}

@@ -1,6 +1,8 @@
 //! HTTPProxy status as upstream writes it: one `Valid` DetailedCondition with error and warning
 //! sub-conditions, `currentStatus` and `description`. Pure; the writer lives elsewhere.
 
+use std::collections::BTreeMap;
+
 use ir::{Diagnostic, Severity};
 use objects::{ObjectKey, Snapshot};
 
@@ -22,6 +24,8 @@ pub struct SubCondition {
 pub struct ProxyStatus {
     /// The proxy.
     pub key: ObjectKey,
+    /// The virtual host's fqdn for a root, empty otherwise (upstream's `vhost` metric label).
+    pub vhost: String,
     /// `metadata.generation` the status describes.
     pub generation: i64,
     /// `valid`, `invalid` or `orphaned`.
@@ -59,15 +63,17 @@ impl ProxyStatus {
 
 /// The status of every HTTPProxy of our class, from the pipeline's diagnostics.
 pub fn compute(snapshot: &Snapshot, options: &Options, diagnostics: &[Diagnostic]) -> Vec<ProxyStatus> {
+    let mut by_proxy: BTreeMap<(&str, &str), Vec<&Diagnostic>> = BTreeMap::new();
+    for d in diagnostics.iter().filter(|d| d.origin.kind == "HTTPProxy") {
+        by_proxy.entry((d.origin.namespace.as_str(), d.origin.name.as_str())).or_default().push(d);
+    }
     let mut out = Vec::new();
     for (key, proxy) in &snapshot.http_proxies {
         let class = crate::class::of(&proxy.metadata, proxy.spec.ingress_class_name.as_deref());
         if !crate::class::is_served(class, &options.class_names) {
             continue;
         }
-        let mine = diagnostics.iter().filter(|d| {
-            d.origin.kind == "HTTPProxy" && d.origin.namespace == key.namespace && d.origin.name == key.name
-        });
+        let mine = by_proxy.get(&(key.namespace.as_str(), key.name.as_str())).into_iter().flatten();
         let (mut errors, mut warnings) = (Vec::new(), Vec::new());
         for d in mine {
             let sub = SubCondition {
@@ -89,6 +95,7 @@ pub fn compute(snapshot: &Snapshot, options: &Options, diagnostics: &[Diagnostic
         };
         out.push(ProxyStatus {
             key: key.clone(),
+            vhost: proxy.spec.virtualhost.as_ref().map(|v| v.fqdn.to_ascii_lowercase()).unwrap_or_default(),
             generation: proxy.metadata.generation.unwrap_or(0),
             current_status,
             description: orphan.unwrap_or_else(|| message.clone()),
