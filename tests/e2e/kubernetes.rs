@@ -449,3 +449,39 @@ spec: {defaultBackend: {service: {name: web, port: {number: 80}}}}
     .await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn experimental_routes_are_watched_when_their_crds_exist() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    let client = api.client().await?;
+    // Without the experimental CRDs, TCPRoute and UDPRoute are skipped and the rest syncs.
+    let store = store::Store::new();
+    let source = tokio::spawn(store::KubernetesSource::new(client.clone(), Vec::new()).run(store.clone()));
+    tokio::time::timeout(Duration::from_secs(20), store.wait_synced()).await?;
+    source.abort();
+
+    api.install_gateway_api_experimental().await?;
+    let routes = r#"
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata: {name: db, namespace: default}
+spec: {parentRefs: [{name: gw}], rules: [{backendRefs: [{name: db, port: 5432}]}]}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: UDPRoute
+metadata: {name: dns, namespace: default}
+spec: {parentRefs: [{name: gw}], rules: [{backendRefs: [{name: dns, port: 53}]}]}
+"#;
+    apply_yaml(&client, routes).await?;
+    let store = store::Store::new();
+    let source = tokio::spawn(store::KubernetesSource::new(client, Vec::new()).run(store.clone()));
+    tokio::time::timeout(Duration::from_secs(20), store.wait_synced()).await?;
+    let s = store.current();
+    let names = |keys: Vec<&objects::ObjectKey>| keys.into_iter().map(|k| k.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(s.tcp_routes.keys().collect()), ["db"]);
+    assert_eq!(names(s.udp_routes.keys().collect()), ["dns"]);
+    assert!(s.tcp_routes.values().all(|r| r.metadata.managed_fields.is_none()));
+    source.abort();
+    Ok(())
+}

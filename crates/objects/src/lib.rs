@@ -16,6 +16,8 @@ pub mod types {
     pub use api::httpproxy::HTTPProxy;
     pub use api::tlscertificatedelegation::TLSCertificateDelegation;
     pub use gateway_api::backendtlspolicies::BackendTlsPolicy as BackendTLSPolicy;
+    pub use gateway_api::experimental::tcproutes::TcpRoute as TCPRoute;
+    pub use gateway_api::experimental::udproutes::UdpRoute as UDPRoute;
     pub use gateway_api::gatewayclasses::GatewayClass;
     pub use gateway_api::gateways::Gateway;
     pub use gateway_api::grpcroutes::GrpcRoute as GRPCRoute;

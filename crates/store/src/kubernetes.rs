@@ -98,6 +98,8 @@ watched!(GatewayClass, GatewayClass, "GatewayClass", false, GatewayClass);
 watched!(Gateway, Gateway, "Gateway", true, Gateway);
 watched!(HTTPRoute, HttpRoute, "HTTPRoute", true, HttpRoute);
 watched!(TLSRoute, TlsRoute, "TLSRoute", true, TlsRoute);
+watched!(TCPRoute, TcpRoute, "TCPRoute", true, TcpRoute);
+watched!(UDPRoute, UdpRoute, "UDPRoute", true, UdpRoute);
 watched!(GRPCRoute, GrpcRoute, "GRPCRoute", true, GrpcRoute);
 watched!(BackendTLSPolicy, BackendTlsPolicy, "BackendTLSPolicy", true, BackendTlsPolicy);
 watched!(Ingress, Ingress, "Ingress", true, Ingress);
@@ -248,6 +250,8 @@ impl KubernetesSource {
         self.add::<Gateway>(&mut streams, &mut scopes).await?;
         self.add::<HTTPRoute>(&mut streams, &mut scopes).await?;
         self.add::<TLSRoute>(&mut streams, &mut scopes).await?;
+        self.add::<TCPRoute>(&mut streams, &mut scopes).await?;
+        self.add::<UDPRoute>(&mut streams, &mut scopes).await?;
         self.add::<GRPCRoute>(&mut streams, &mut scopes).await?;
         self.add::<BackendTLSPolicy>(&mut streams, &mut scopes).await?;
         self.add::<Ingress>(&mut streams, &mut scopes).await?;

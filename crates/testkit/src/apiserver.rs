@@ -210,6 +210,12 @@ impl ApiServer {
     pub async fn install_gateway_api(&self) -> anyhow::Result<()> {
         self.install_crds(&tool("CONTOUR_GATEWAY_API_CRDS")?).await
     }
+
+    /// The experimental-channel TCPRoute and UDPRoute CRDs
+    /// (`CONTOUR_GATEWAY_API_EXPERIMENTAL_CRDS`).
+    pub async fn install_gateway_api_experimental(&self) -> anyhow::Result<()> {
+        self.install_crds(&tool("CONTOUR_GATEWAY_API_EXPERIMENTAL_CRDS")?).await
+    }
 }
 
 /// A CA, the serving certificate, an admin client certificate, the service-account key, and the
