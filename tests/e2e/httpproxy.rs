@@ -221,7 +221,23 @@ async fn status_through_the_api_server() -> anyhow::Result<()> {
     assert_eq!(fixed["conditions"][0]["observedGeneration"], 2);
     assert!(fixed["conditions"][0].get("errors").is_none(), "{fixed:#}");
     h.until(http, &Request::get("www.example.com", "/missing"), |r| r.status == 200).await?;
-    h.assert_no_nacks().await
+    h.assert_no_nacks().await?;
+
+    // Envoy rejects the default fleet's routes: the proxies say so with Envoy's words, and the
+    // error clears once a new build is accepted.
+    let name = format!("http-{http}");
+    h.server.inject_for_test(ir::DEFAULT_FLEET, xds::ResourceType::Route, crate::harness::rejected_route_config(&name));
+    let rejected = until("root", |s| s["currentStatus"] == "invalid").await?;
+    let error = &rejected["conditions"][0]["errors"][0];
+    assert_eq!((&error["type"], &error["reason"]), (&json!("EnvoyError"), &json!("ConfigurationRejected")));
+    assert!(error["message"].as_str().unwrap_or_default().contains("missing )"), "{error}");
+    apply_yaml(
+        &client,
+        &proxy("child", "  routes: [{services: [{name: web, port: 80}], timeoutPolicy: {response: 5s}}]"),
+    )
+    .await?;
+    until("root", |s| s["currentStatus"] == "valid").await?;
+    Ok(())
 }
 
 /// A Secret holding a CA bundle (`ca.crt`).
