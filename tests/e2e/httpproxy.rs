@@ -407,3 +407,44 @@ async fn tcp_proxies_pass_through_and_terminate() -> anyhow::Result<()> {
     }
     h.assert_no_nacks().await
 }
+
+#[tokio::test]
+async fn health_checks_go_to_the_health_port() -> anyhow::Result<()> {
+    let (alpha, beta) = (Backend::start("alpha").await?, Backend::start("beta").await?);
+    let sick = Backend::start_flaky("sick", usize::MAX).await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    // Two slices of one Service: alpha's health port is served by the sick backend, beta checks
+    // itself. Only health checks on the health port can tell them apart.
+    let slice = |name: &str, traffic: u16, health: u16| {
+        format!(
+            "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {name}, namespace: default, labels: {{kubernetes.io/service-name: pool}}}}\naddressType: IPv4\nports: [{{name: http, port: {traffic}}}, {{name: health, port: {health}}}]\nendpoints: [{{addresses: [127.0.0.1]}}]\n"
+        )
+    };
+    let yaml = [
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: pool, namespace: default}\nspec: {ports: [{name: http, port: 80}, {name: health, port: 81}]}\n".to_string(),
+        slice("pool-a", alpha.addr.port(), sick.addr.port()),
+        slice("pool-b", beta.addr.port(), beta.addr.port()),
+        proxy(
+            "checked",
+            "  virtualhost: {fqdn: hc.test}
+  routes:
+  - healthCheckPolicy: {path: /healthz, intervalSeconds: 1, timeoutSeconds: 1, unhealthyThresholdCount: 1, healthyThresholdCount: 1}
+    services: [{name: pool, port: 80, healthPort: 81}]",
+        ),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    h.until(http, &Request::get("hc.test", "/"), |r| r.status == 200).await?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut streak = 0;
+    while streak < 10 {
+        anyhow::ensure!(Instant::now() < deadline, "alpha kept getting traffic though its health port fails");
+        let r = h.get(http, &Request::get("hc.test", "/")).await?;
+        streak = if served_by(&r) == "beta" { streak + 1 } else { 0 };
+        if streak == 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    assert!(sick.hits.load(std::sync::atomic::Ordering::SeqCst) > 0, "health checks reached the health port");
+    h.assert_no_nacks().await
+}

@@ -487,16 +487,25 @@ impl Builder<'_> {
             policy: policy.clone(),
             validation,
             slow_start: options.and_then(|o| o.slow_start),
+            health_port_name: options.and_then(|o| o.health_port).filter(|hp| *hp != sp.port).map(|hp| {
+                let ports = spec.and_then(|s| s.ports.as_ref());
+                ports
+                    .and_then(|ps| ps.iter().find(|p| p.port == i32::from(hp)))
+                    .and_then(|p| p.name.clone())
+                    .unwrap_or_default()
+            }),
             circuit_breakers: circuit_breakers(service),
         };
         if cluster.protocol.is_some()
             || cluster.policy != ClusterPolicy::default()
             || cluster.validation.is_some()
             || cluster.slow_start.is_some()
+            || cluster.health_port_name.is_some()
         {
             // Same Service port, other settings: another cluster, named stably by its settings.
             let mut h = rustc_hash::FxHasher::default();
-            (&cluster.protocol, &cluster.policy, &cluster.validation, &cluster.slow_start).hash(&mut h);
+            let settings = (&cluster.protocol, &cluster.policy, &cluster.validation, &cluster.slow_start);
+            (settings, &cluster.health_port_name).hash(&mut h);
             cluster.name = format!("{}/{:08x}", cluster.name, h.finish() as u32);
         }
         let name = cluster.name.clone();

@@ -27,33 +27,34 @@ impl<'a> SliceIndex<'a> {
         Self { by_service }
     }
 
-    /// The ready endpoints of a cluster.
-    pub fn endpoints(&self, cluster: &Cluster) -> Vec<SocketAddr> {
+    /// The ready endpoints of a cluster, each with its health-check port when the cluster checks
+    /// another Service port (slices may map that port differently, so it is per endpoint).
+    pub fn endpoints(&self, cluster: &Cluster) -> Vec<Endpoint> {
         let slices = self.by_service.get(&(cluster.service.namespace.as_str(), cluster.service.name.as_str()));
         endpoints_from(cluster, slices.into_iter().flatten().copied())
     }
 }
 
-fn endpoints_from<'a>(cluster: &Cluster, slices: impl Iterator<Item = &'a EndpointSlice>) -> Vec<SocketAddr> {
+/// The endpoint port of a slice for a Service port name.
+fn port_named(slice: &EndpointSlice, name: &str) -> Option<u16> {
+    let port = slice.ports.iter().flatten().find(|p| p.name.as_deref().unwrap_or_default() == name)?;
+    port.port.and_then(|p| u16::try_from(p).ok())
+}
+
+fn endpoints_from<'a>(cluster: &Cluster, slices: impl Iterator<Item = &'a EndpointSlice>) -> Vec<Endpoint> {
     let mut out = Vec::new();
     for slice in slices {
-        let Some(port) = slice
-            .ports
-            .iter()
-            .flatten()
-            .find(|p| p.name.as_deref().unwrap_or_default() == cluster.port_name)
-            .and_then(|p| p.port)
-            .and_then(|p| u16::try_from(p).ok())
-        else {
+        let Some(port) = port_named(slice, &cluster.port_name) else {
             continue;
         };
+        let health_port = cluster.health_port_name.as_deref().and_then(|name| port_named(slice, name));
         for endpoint in slice.endpoints.iter().flatten() {
             if endpoint.conditions.as_ref().and_then(|c| c.ready) == Some(false) {
                 continue;
             }
             for address in &endpoint.addresses {
                 if let Ok(ip) = address.parse::<IpAddr>() {
-                    out.push(SocketAddr::new(ip, port));
+                    out.push(Endpoint { address: SocketAddr::new(ip, port), health_port });
                 }
             }
         }
@@ -63,14 +64,23 @@ fn endpoints_from<'a>(cluster: &Cluster, slices: impl Iterator<Item = &'a Endpoi
     out
 }
 
+/// One ready endpoint of a cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Endpoint {
+    /// Where traffic goes.
+    pub address: SocketAddr,
+    /// The port active health checks go to, when not the traffic port.
+    pub health_port: Option<u16>,
+}
+
 /// The endpoints of every cluster of a fleet, by cluster name.
-pub type FleetEndpoints = std::collections::BTreeMap<String, Arc<[SocketAddr]>>;
+pub type FleetEndpoints = std::collections::BTreeMap<String, Arc<[Endpoint]>>;
 
 /// Endpoints kept between builds: valid while no Service or EndpointSlice changed.
 #[derive(Debug, Default)]
 pub struct EndpointCache {
     inputs: (Vec<usize>, Vec<usize>),
-    by_cluster: HashMap<String, (Cluster, Arc<[SocketAddr]>)>,
+    by_cluster: HashMap<String, (Cluster, Arc<[Endpoint]>)>,
 }
 
 /// The endpoints of every cluster of a fleet, reusing what `cache` computed for clusters whose
@@ -92,16 +102,16 @@ pub fn fleet_endpoints_cached(
     let mut index = None;
     let mut out = FleetEndpoints::new();
     for c in fleet.clusters.values() {
-        let addresses = match cache.by_cluster.get(&c.name) {
-            Some((cluster, a)) if cluster == c => Arc::clone(a),
+        let endpoints = match cache.by_cluster.get(&c.name) {
+            Some((cluster, e)) if cluster == c => Arc::clone(e),
             _ => {
                 let index = index.get_or_insert_with(|| SliceIndex::new(snapshot));
-                let a: Arc<[SocketAddr]> = index.endpoints(c).into();
-                cache.by_cluster.insert(c.name.clone(), (c.clone(), Arc::clone(&a)));
-                a
+                let e: Arc<[Endpoint]> = index.endpoints(c).into();
+                cache.by_cluster.insert(c.name.clone(), (c.clone(), Arc::clone(&e)));
+                e
             }
         };
-        out.insert(c.name.clone(), addresses);
+        out.insert(c.name.clone(), endpoints);
     }
     out
 }

@@ -17,7 +17,7 @@ use std::net::IpAddr;
 
 pub use build::{Cache, build, build_cached};
 pub use dot::to_dot;
-pub use endpoints::{EndpointCache, FleetEndpoints, SliceIndex, fleet_endpoints_cached};
+pub use endpoints::{Endpoint, EndpointCache, FleetEndpoints, SliceIndex, fleet_endpoints_cached};
 pub use ir::{
     ClusterPolicy, Diagnostic, HeaderModifier, HttpMatch, Origin, Redirect, RoutePolicy, ServicePort, UpstreamProtocol,
     UrlRewrite,
@@ -235,6 +235,8 @@ pub struct Cluster {
     pub validation: Option<(String, Vec<String>)>,
     /// Slow start for new endpoints.
     pub slow_start: Option<ir::SlowStart>,
+    /// The name of the Service port health checks go to, when not the traffic port.
+    pub health_port_name: Option<String>,
     /// Limits from the Service's `projectcontour.io/max-*` annotations.
     pub circuit_breakers: CircuitBreakers,
 }

@@ -127,7 +127,10 @@ fn endpoints_are_ready_addresses_on_the_named_port() {
     let s = snapshot(FIXTURE);
     let dag = dag(FIXTURE);
     let cluster = &dag.fleets["default/gw"].clusters["default/web/80"];
-    assert_eq!(SliceIndex::new(&s).endpoints(cluster), vec!["127.0.0.1:8000".parse().unwrap()]);
+    assert_eq!(
+        SliceIndex::new(&s).endpoints(cluster),
+        vec![crate::Endpoint { address: "127.0.0.1:8000".parse().unwrap(), health_port: None }]
+    );
 }
 
 #[test]

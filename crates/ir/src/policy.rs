@@ -168,6 +168,8 @@ pub struct BackendOptions {
     pub response_headers: crate::HeaderModifier,
     /// Slow start for new endpoints of this backend.
     pub slow_start: Option<SlowStart>,
+    /// The Service port health checks go to, when not the traffic port.
+    pub health_port: Option<u16>,
 }
 
 /// Traffic to a new endpoint ramps up over a window instead of arriving all at once.

@@ -1,7 +1,6 @@
 //! Clusters (CDS) and their load assignments (EDS).
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::cluster::v3::{CircuitBreakers, Cluster, circuit_breakers, cluster};
@@ -185,18 +184,18 @@ fn upstream_tls(c: &dag::Cluster) -> Option<TransportSocket> {
 /// Encoded load assignments kept between builds, reused while a cluster's addresses are the same.
 #[derive(Debug, Default)]
 pub struct LoadAssignmentCache {
-    by_cluster: rustc_hash::FxHashMap<String, (Arc<[SocketAddr]>, Resource)>,
+    by_cluster: rustc_hash::FxHashMap<String, (Arc<[dag::Endpoint]>, Resource)>,
 }
 
 /// The load assignments of a fleet's clusters, re-encoding only clusters whose addresses changed.
 pub fn load_assignments_cached(endpoints: &dag::FleetEndpoints, cache: &mut LoadAssignmentCache) -> Resources {
     let mut out = Resources::new();
-    for (name, addresses) in endpoints {
+    for (name, endpoints) in endpoints {
         let resource = match cache.by_cluster.get(name) {
-            Some((a, r)) if Arc::ptr_eq(a, addresses) || a == addresses => r.clone(),
+            Some((e, r)) if Arc::ptr_eq(e, endpoints) || e == endpoints => r.clone(),
             _ => {
-                let r = load_assignment(name, addresses);
-                cache.by_cluster.insert(name.clone(), (Arc::clone(addresses), r.clone()));
+                let r = load_assignment(name, endpoints);
+                cache.by_cluster.insert(name.clone(), (Arc::clone(endpoints), r.clone()));
                 r
             }
         };
@@ -205,16 +204,18 @@ pub fn load_assignments_cached(endpoints: &dag::FleetEndpoints, cache: &mut Load
     out
 }
 
-pub(crate) fn load_assignment(name: &str, addresses: &[SocketAddr]) -> Resource {
-    let lb_endpoints = addresses
+pub(crate) fn load_assignment(name: &str, endpoints: &[dag::Endpoint]) -> Resource {
+    use envoy_types::pb::envoy::config::endpoint::v3::{Endpoint, endpoint::HealthCheckConfig};
+    let lb_endpoints = endpoints
         .iter()
-        .map(|a| LbEndpoint {
-            host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(
-                envoy_types::pb::envoy::config::endpoint::v3::Endpoint {
-                    address: Some(socket(a.ip().to_string(), a.port())),
-                    ..Default::default()
-                },
-            )),
+        .map(|e| LbEndpoint {
+            host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(Endpoint {
+                address: Some(socket(e.address.ip().to_string(), e.address.port())),
+                health_check_config: e
+                    .health_port
+                    .map(|port| HealthCheckConfig { port_value: u32::from(port), ..Default::default() }),
+                ..Default::default()
+            })),
             ..Default::default()
         })
         .collect();

@@ -14,24 +14,23 @@ use super::policy::{self, Variables};
 use super::{HTTPS_LISTENER, Translator};
 use crate::delegation;
 
-/// Why a Service reference cannot be resolved (upstream's words).
-fn lookup(t: &Translator<'_>, namespace: &str, s: &Service) -> Result<(), String> {
-    let Some(service) = t.snapshot.services.get(&ObjectKey::new(namespace, &s.name)) else {
-        return Err(format!("service \"{namespace}/{}\" not found", s.name));
+/// Why a port of a Service cannot be used (upstream's words).
+fn lookup(t: &Translator<'_>, namespace: &str, name: &str, port: i32) -> Result<(), String> {
+    let Some(service) = t.snapshot.services.get(&ObjectKey::new(namespace, name)) else {
+        return Err(format!("service \"{namespace}/{name}\" not found"));
     };
     let spec = service.spec.as_ref();
     if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
         return Err(format!(
-            "{namespace}/{} is an ExternalName service, these are not currently enabled. See the config.enableExternalNameService config file setting",
-            s.name
+            "{namespace}/{name} is an ExternalName service, these are not currently enabled. See the config.enableExternalNameService config file setting"
         ));
     }
-    let wanted = s.port.to_string();
-    let port = spec
+    let wanted = port.to_string();
+    let found = spec
         .and_then(|spec| spec.ports.as_ref())
-        .and_then(|ports| ports.iter().find(|p| p.port == s.port || p.name.as_deref() == Some(wanted.as_str())));
-    match port {
-        None => Err(format!("port \"{wanted}\" on service \"{namespace}/{}\" not matched", s.name)),
+        .and_then(|ports| ports.iter().find(|p| p.port == port || p.name.as_deref() == Some(wanted.as_str())));
+    match found {
+        None => Err(format!("port \"{wanted}\" on service \"{namespace}/{name}\" not matched")),
         Some(p) if !matches!(p.protocol.as_deref(), None | Some("") | Some("TCP")) => {
             Err(format!("unsupported service protocol {:?}", p.protocol.as_deref().unwrap_or_default()))
         }
@@ -92,7 +91,10 @@ fn service(
         t.error(origin, "ServiceError", field, "ServicePortInvalid", message);
         return Err(());
     };
-    if let Err(e) = lookup(t, namespace, s) {
+    let health_port = s.health_port.and_then(|p| u16::try_from(p).ok()).filter(|p| *p != 0 && *p != port);
+    let checked = lookup(t, namespace, &s.name, s.port)
+        .and_then(|()| health_port.map_or(Ok(()), |hp| lookup(t, namespace, &s.name, i32::from(hp))));
+    if let Err(e) = checked {
         let message = format!("Spec.Routes unresolved service reference: {e}");
         t.error(origin, "ServiceError", field, "ServiceUnresolvedReference", message);
         return Ok(None);
@@ -135,6 +137,7 @@ fn service(
         request_headers: request.modifier,
         response_headers: response.modifier,
         slow_start,
+        health_port,
     };
     let weight = match (s.mirror, s.weight) {
         // A mirror's weight is the share of requests mirrored; unset or 0 means all.
@@ -262,7 +265,7 @@ fn tcp_backends(
     if !services.is_empty() {
         let mut backends = Vec::new();
         for s in services {
-            if let Err(e) = lookup(t, &origin.namespace, s) {
+            if let Err(e) = lookup(t, &origin.namespace, &s.name, s.port) {
                 let message = format!("Spec.TCPProxy unresolved service reference: {e}");
                 t.error(origin, "TCPProxyError", field, "ServiceUnresolvedReference", message);
                 return None;

@@ -344,7 +344,9 @@ fn unresolved_services_answer_503_and_keep_the_rest() {
   - conditions: [{prefix: /udp}]
     services: [{name: web, port: 53}]
   - conditions: [{prefix: /named}]
-    services: [{name: web, port: 8080}]",
+    services: [{name: web, port: 8080}]
+  - conditions: [{prefix: /health}]
+    services: [{name: web, port: 80, healthPort: 99}]",
     );
     let (t, statuses) = run(&yaml);
     assert_eq!(
@@ -354,6 +356,7 @@ fn unresolved_services_answer_503_and_keep_the_rest() {
             "  ServiceError/ServiceUnresolvedReference: Spec.Routes unresolved service reference: service \"apps/nope\" not found",
             "  ServiceError/ServiceUnresolvedReference: Spec.Routes unresolved service reference: port \"81\" on service \"apps/web\" not matched",
             "  ServiceError/ServiceUnresolvedReference: Spec.Routes unresolved service reference: unsupported service protocol \"UDP\"",
+            "  ServiceError/ServiceUnresolvedReference: Spec.Routes unresolved service reference: port \"99\" on service \"apps/web\" not matched",
         ]
     );
     let rules = http_rules(&t, "example.com");
@@ -362,7 +365,7 @@ fn unresolved_services_answer_503_and_keep_the_rest() {
         .filter(|r| r.filters.iter().any(|f| matches!(f, HttpFilter::DirectResponse { status: 503, .. })))
         .map(|r| r.matches[0].path.clone())
         .collect();
-    assert_eq!(direct.len(), 3);
+    assert_eq!(direct.len(), 4);
     assert!(
         rules.iter().any(|r| r.matches[0].path == PathMatch::StringPrefix("/named".into()) && r.backends.len() == 1)
     );
