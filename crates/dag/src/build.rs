@@ -182,7 +182,9 @@ impl Builder<'_> {
     /// certificate rather than accepting any.
     fn downstream(&mut self, tls: &ir::ListenerTls, out: &mut FleetDag) -> DownstreamTls {
         let client = tls.client_validation.as_ref().map(|cv| {
-            let validation = cv.ca.as_ref().map(|ca| {
+            // Skipping verification asks for a certificate and accepts any (upstream's
+            // ACCEPT_UNTRUSTED), whatever CA is named.
+            let validation = cv.ca.as_ref().filter(|_| !cv.skip_verify).map(|ca| {
                 let mut bundle = self.ca_bundle(ca).unwrap_or_else(|| CaBundle {
                     name: format!("{}/{}/ca", ca.namespace, ca.name),
                     ca: Vec::new(),

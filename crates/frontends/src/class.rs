@@ -7,13 +7,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 /// The class upstream Contour answers to when no class name is configured.
 pub const DEFAULT_CLASS: &str = "contour";
 
-/// An object's class: the annotations first, then `spec_class` (`spec.ingressClassName`).
+/// An object's class: the annotations first, then `spec_class` (`spec.ingressClassName`); an
+/// empty value counts as none.
 pub fn of<'a>(meta: &'a ObjectMeta, spec_class: Option<&'a str>) -> Option<&'a str> {
-    let annotations = meta.annotations.as_ref();
-    annotations
-        .and_then(|a| a.get("projectcontour.io/ingress.class").or_else(|| a.get("kubernetes.io/ingress.class")))
-        .map(String::as_str)
+    let annotation = |key: &str| meta.annotations.as_ref()?.get(key).map(String::as_str).filter(|v| !v.is_empty());
+    annotation("projectcontour.io/ingress.class")
+        .or_else(|| annotation("kubernetes.io/ingress.class"))
         .or(spec_class)
+        .filter(|c| !c.is_empty())
 }
 
 /// Whether this controller serves an object of `class`: with no class names configured, objects

@@ -159,7 +159,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     for group in claims.chunk_by(|a, b| a.0 == b.0) {
         let fqdn = &group[0].0;
         let keys: Vec<&ObjectKey> = group.iter().map(|(_, k)| *k).collect();
-        if keys.len() > 1 && !fqdn.is_empty() {
+        if keys.len() > 1 {
             let names: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
             for key in &keys {
                 let message = format!("fqdn {fqdn:?} is used in multiple HTTPProxies: {}", names.join(", "));
@@ -341,8 +341,8 @@ impl<'a> Translator<'a> {
                     "Spec.TCPProxy requires that either Spec.TLS.Passthrough or Spec.TLS.SecretName be set".into();
                 return self.error(&origin, "TCPProxyError", "spec.tcpproxy", "TLSMustBeConfigured", message);
             };
-            let Some(listener) = services::tcp_proxy(self, proxy, &origin, tcp, tls, fqdn) else { return };
-            self.out.secure.push(listener);
+            let Ok(listener) = services::tcp_proxy(self, proxy, &origin, tcp, tls, fqdn) else { return };
+            self.out.secure.extend(listener);
         }
 
         let mut visited = vec![key.clone()];

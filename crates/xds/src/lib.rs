@@ -214,7 +214,10 @@ pub(crate) fn ads() -> ConfigSource {
     }
 }
 
-/// A protobuf duration from milliseconds.
+/// A protobuf duration from milliseconds, capped at the largest duration Envoy accepts
+/// (10,000 years) so that no value can make it refuse the configuration.
 pub(crate) fn duration_ms(ms: u64) -> envoy_types::pb::google::protobuf::Duration {
+    const MAX_MS: u64 = 315_576_000_000 * 1000;
+    let ms = ms.min(MAX_MS);
     envoy_types::pb::google::protobuf::Duration { seconds: (ms / 1000) as i64, nanos: ((ms % 1000) * 1_000_000) as i32 }
 }

@@ -193,3 +193,13 @@ status: {loadBalancer: {ingress: [{hostname: lb.example.net}, {ip: 192.0.2.10}]}
         "the Service's load-balancer addresses win"
     );
 }
+
+#[test]
+fn regexes_are_checked_against_what_re2_accepts() {
+    for ok in [r"(?i)abc", r"(?P<n>a)", r"(?<n>a)", r"\d+\.\w*", r"(?s:.)", r"[\]\-]", r"\x{41}\pL"] {
+        assert!(check_regex(ok.into()).is_ok(), "{ok}");
+    }
+    for bad in [r"(?x)a b", r"\u0041", r"a\<", r"end\Z", r"(?u)x", r"(a", "a{2,1}", r"\Qa\E"] {
+        assert!(check_regex(bad.into()).is_err(), "{bad}");
+    }
+}

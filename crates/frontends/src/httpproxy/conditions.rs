@@ -6,18 +6,23 @@ use ir::{HeaderMatch, HttpMatch, PathMatch, QueryMatch, StringMatch};
 
 use crate::gateway_api::check_regex;
 
+/// A string field that is set and not empty (upstream ignores empty strings).
+pub(super) fn set(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
+}
+
 /// Checks the path conditions of one block (upstream's `pathMatchConditionsValid`).
 pub(super) fn check_paths(block: &[MatchCondition]) -> Result<(), String> {
     let mut paths = 0;
     for c in block {
         for (kind, value) in [("prefix", &c.prefix), ("exact", &c.exact), ("regex", &c.regex)] {
-            let Some(value) = value else { continue };
+            let Some(value) = set(value) else { continue };
             paths += 1;
             if !value.starts_with('/') {
                 return Err(format!("{kind} conditions must start with /, {value} was supplied"));
             }
             if kind == "regex"
-                && let Err(e) = check_regex(value.clone())
+                && let Err(e) = check_regex(value.to_string())
             {
                 let detail = e.rsplit(": ").next().unwrap_or_default();
                 return Err(format!("supplied regex: {value} invalid. error: {detail}"));
@@ -32,37 +37,38 @@ pub(super) fn check_paths(block: &[MatchCondition]) -> Result<(), String> {
 
 /// Checks header conditions (the merged chain for routes, the own list for includes).
 pub(super) fn check_headers<'a>(conditions: impl IntoIterator<Item = &'a MatchCondition>) -> Result<(), String> {
+    const PRESENT: &str =
+        "cannot specify contradictory 'present' and 'notpresent' conditions for the same route and header";
+    const EXACT: &str = "cannot specify contradictory 'exact' and 'notexact' conditions for the same route and header";
+    const CONTAINS: &str =
+        "cannot specify contradictory 'contains' and 'notcontains' conditions for the same route and header";
     let headers: Vec<&HeaderMatchCondition> = conditions.into_iter().filter_map(|c| c.header.as_ref()).collect();
     let same = |a: &HeaderMatchCondition, b: &HeaderMatchCondition| a.name.eq_ignore_ascii_case(&b.name);
     for (i, h) in headers.iter().enumerate() {
-        let earlier = &headers[..i];
-        if let Some(regex) = &h.regex
-            && check_regex(regex.clone()).is_err()
+        // Envoy refuses empty names and anything that is not a header token.
+        if h.name.is_empty() || !h.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~:".contains(&b)) {
+            return Err(format!("invalid header name {:?}", h.name));
+        }
+        if let Some(regex) = set(&h.regex)
+            && check_regex(regex.to_string()).is_err()
         {
             return Err("invalid regular expression specified for 'regex' condition".into());
         }
-        for e in earlier.iter().filter(|e| same(e, h)) {
-            let present = |x: &HeaderMatchCondition| x.present == Some(true);
-            let not_present = |x: &HeaderMatchCondition| x.not_present == Some(true);
+        let present = |x: &HeaderMatchCondition| x.present == Some(true);
+        let not_present = |x: &HeaderMatchCondition| x.not_present == Some(true);
+        let contradicts = |a: &Option<String>, b: &Option<String>| set(a).is_some() && set(a) == set(b);
+        for e in headers[..i].iter().filter(|e| same(e, h)) {
             if (present(h) && not_present(e)) || (not_present(h) && present(e)) {
-                return Err(
-                    "cannot specify contradictory 'present' and 'notpresent' conditions for the same route and header"
-                        .into(),
-                );
+                return Err(PRESENT.into());
             }
-            if h.exact.is_some() && e.exact.is_some() {
+            if set(&h.exact).is_some() && set(&e.exact).is_some() {
                 return Err("cannot specify duplicate header 'exact match' conditions in the same route".into());
             }
-            if (h.exact.is_some() && h.exact == e.not_exact) || (h.not_exact.is_some() && h.not_exact == e.exact) {
-                return Err(
-                    "cannot specify contradictory 'exact' and 'notexact' conditions for the same route and header"
-                        .into(),
-                );
+            if contradicts(&h.exact, &e.not_exact) || contradicts(&h.not_exact, &e.exact) {
+                return Err(EXACT.into());
             }
-            if (h.contains.is_some() && h.contains == e.not_contains)
-                || (h.not_contains.is_some() && h.not_contains == e.contains)
-            {
-                return Err("cannot specify contradictory 'contains' and 'notcontains' conditions for the same route and header".into());
+            if contradicts(&h.contains, &e.not_contains) || contradicts(&h.not_contains, &e.contains) {
+                return Err(CONTAINS.into());
             }
         }
     }
@@ -73,17 +79,18 @@ pub(super) fn check_headers<'a>(conditions: impl IntoIterator<Item = &'a MatchCo
 pub(super) fn check_query<'a>(conditions: impl IntoIterator<Item = &'a MatchCondition>) -> Result<(), String> {
     let mut exact: Vec<&str> = Vec::new();
     for q in conditions.into_iter().filter_map(|c| c.query_parameter.as_ref()) {
-        let set = [q.exact.is_some(), q.prefix.is_some(), q.suffix.is_some(), q.regex.is_some(), q.contains.is_some()]
-            .into_iter()
-            .filter(|b| *b)
-            .count()
-            + usize::from(q.present == Some(true));
-        match set {
+        if q.name.is_empty() {
+            return Err("query parameter conditions need a name".into());
+        }
+        let matchers =
+            [&q.exact, &q.prefix, &q.suffix, &q.regex, &q.contains].into_iter().filter(|v| set(v).is_some()).count()
+                + usize::from(q.present == Some(true));
+        match matchers {
             0 => return Err("must specify at least one query parameter condition".into()),
             1 => {}
             _ => return Err("cannot specify more than one condition in the same match condition branch".into()),
         }
-        if q.exact.is_some() {
+        if set(&q.exact).is_some() {
             if exact.contains(&q.name.as_str()) {
                 return Err(
                     "cannot specify duplicate query parameter 'exact match' conditions in the same route".into()
@@ -91,8 +98,8 @@ pub(super) fn check_query<'a>(conditions: impl IntoIterator<Item = &'a MatchCond
             }
             exact.push(&q.name);
         }
-        if let Some(regex) = &q.regex
-            && check_regex(regex.clone()).is_err()
+        if let Some(regex) = set(&q.regex)
+            && check_regex(regex.to_string()).is_err()
         {
             return Err("invalid regular expression specified for 'regex' condition".into());
         }
@@ -107,12 +114,12 @@ pub(super) fn merged_path<'a>(conditions: impl IntoIterator<Item = &'a MatchCond
     let (mut regex, mut exact) = (false, false);
     for c in conditions {
         exact = false;
-        if let Some(p) = &c.prefix {
+        if let Some(p) = set(&c.prefix) {
             path.push_str(p);
-        } else if let Some(p) = &c.exact {
+        } else if let Some(p) = set(&c.exact) {
             path.push_str(p);
             exact = true;
-        } else if let Some(p) = &c.regex {
+        } else if let Some(p) = set(&c.regex) {
             path.push_str(p);
             regex = true;
         }
@@ -135,46 +142,47 @@ pub(super) fn merged_path<'a>(conditions: impl IntoIterator<Item = &'a MatchCond
 pub(super) fn merged_match(conditions: &[&MatchCondition]) -> HttpMatch {
     HttpMatch {
         path: merged_path(conditions.iter().copied()),
-        headers: conditions.iter().filter_map(|c| c.header.as_ref()).map(header).collect(),
+        headers: conditions.iter().filter_map(|c| c.header.as_ref()).filter_map(header).collect(),
         query: conditions.iter().filter_map(|c| c.query_parameter.as_ref()).filter_map(query).collect(),
         method: None,
     }
 }
 
-fn header(h: &HeaderMatchCondition) -> HeaderMatch {
+/// A header condition; `None` when it asks for nothing (every matcher unset, empty or false).
+fn header(h: &HeaderMatchCondition) -> Option<HeaderMatch> {
     let ignore_case = h.ignore_case.unwrap_or(false);
     let missing_as_empty = h.treat_missing_as_empty.unwrap_or(false);
     let (value, invert) = if h.present == Some(true) {
         (StringMatch::Present, false)
     } else if h.not_present == Some(true) {
         (StringMatch::Present, true)
-    } else if let Some(v) = &h.contains {
-        (StringMatch::Contains(v.clone()), false)
-    } else if let Some(v) = &h.not_contains {
-        (StringMatch::Contains(v.clone()), true)
-    } else if let Some(v) = &h.exact {
-        (StringMatch::Exact(v.clone()), false)
-    } else if let Some(v) = &h.not_exact {
-        (StringMatch::Exact(v.clone()), true)
-    } else if let Some(v) = &h.regex {
-        (StringMatch::Regex(v.clone()), false)
+    } else if let Some(v) = set(&h.contains) {
+        (StringMatch::Contains(v.into()), false)
+    } else if let Some(v) = set(&h.not_contains) {
+        (StringMatch::Contains(v.into()), true)
+    } else if let Some(v) = set(&h.exact) {
+        (StringMatch::Exact(v.into()), false)
+    } else if let Some(v) = set(&h.not_exact) {
+        (StringMatch::Exact(v.into()), true)
+    } else if let Some(v) = set(&h.regex) {
+        (StringMatch::Regex(v.into()), false)
     } else {
-        (StringMatch::Present, false)
+        return None;
     };
-    HeaderMatch { name: h.name.to_ascii_lowercase(), value, ignore_case, invert, missing_as_empty }
+    Some(HeaderMatch { name: h.name.to_ascii_lowercase(), value, ignore_case, invert, missing_as_empty })
 }
 
 fn query(q: &QueryParameterMatchCondition) -> Option<QueryMatch> {
-    let value = if let Some(v) = &q.exact {
-        StringMatch::Exact(v.clone())
-    } else if let Some(v) = &q.prefix {
-        StringMatch::Prefix(v.clone())
-    } else if let Some(v) = &q.suffix {
-        StringMatch::Suffix(v.clone())
-    } else if let Some(v) = &q.regex {
-        StringMatch::Regex(v.clone())
-    } else if let Some(v) = &q.contains {
-        StringMatch::Contains(v.clone())
+    let value = if let Some(v) = set(&q.exact) {
+        StringMatch::Exact(v.into())
+    } else if let Some(v) = set(&q.prefix) {
+        StringMatch::Prefix(v.into())
+    } else if let Some(v) = set(&q.suffix) {
+        StringMatch::Suffix(v.into())
+    } else if let Some(v) = set(&q.regex) {
+        StringMatch::Regex(v.into())
+    } else if let Some(v) = set(&q.contains) {
+        StringMatch::Contains(v.into())
     } else if q.present == Some(true) {
         StringMatch::Present
     } else {

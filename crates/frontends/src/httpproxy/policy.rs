@@ -110,6 +110,11 @@ fn valid_header_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
+/// No line breaks or other control characters (Envoy refuses them; they would split headers).
+pub(super) fn valid_header_value(value: &str) -> bool {
+    !value.bytes().any(|b| b.is_ascii_control() && b != b'\t')
+}
+
 const HEADER_NAME_RULE: &str = "[a valid HTTP header must consist of alphanumeric characters or '-' (e.g. 'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')]";
 
 /// A checked header policy: the modifier, and the Host rewrite a request policy may carry
@@ -143,6 +148,9 @@ pub(super) fn headers(policy: Option<&HeadersPolicy>, request: bool, vars: &Vari
         }
         if !valid_header_name(&h.name) {
             return Err(format!("invalid set header {key:?}: {HEADER_NAME_RULE}"));
+        }
+        if !valid_header_value(&h.value) {
+            return Err(format!("invalid set header {key:?}: [a header value must not contain control characters]"));
         }
         out.modifier.set.push((key, header_value(&h.value, vars)));
     }
@@ -194,7 +202,8 @@ pub(super) fn go_duration_ms(text: &str) -> Option<u64> {
         nanos += value * scale;
         rest = &rest[len..];
     }
-    Some((nanos / 1e6).ceil() as u64)
+    // Go refuses durations beyond i64 nanoseconds (about 2562047h); so does Envoy, a bit later.
+    (nanos.is_finite() && nanos <= i64::MAX as f64).then(|| (nanos / 1e6).ceil() as u64)
 }
 
 /// Response, idle and idle-connection timeouts.
@@ -357,6 +366,8 @@ mod tests {
         assert_eq!(go_duration_ms("5m"), Some(300_000));
         assert_eq!(go_duration_ms("s"), None);
         assert_eq!(go_duration_ms("10x"), None);
+        assert_eq!(go_duration_ms("2562047h"), Some(9_223_369_200_000));
+        assert_eq!(go_duration_ms("100000000h"), None, "beyond Go's range");
         assert_eq!(timeout(Some("infinity")), Ok(Some(0)));
         assert_eq!(timeout(Some("0")), Ok(None));
         assert!(timeout(Some("forever")).unwrap_err().contains("unable to parse timeout string \"forever\""));

@@ -11,6 +11,9 @@ use super::conditions::{self, check_headers, check_paths, check_query};
 use super::policy::{self, Variables};
 use super::{Contribution, Translator, services};
 
+/// The longest direct-response body Envoy serves by default.
+const MAX_DIRECT_BODY: usize = 4096;
+
 /// Adds the routes of `proxy` (reached with `chain` conditions) and of everything it includes to
 /// `out`. A route error drops all of this proxy's routes, as upstream; include errors skip the
 /// include.
@@ -31,9 +34,9 @@ pub(super) fn walk(
     for (i, include) in proxy.spec.includes.iter().flatten().enumerate() {
         let field = format!("spec.includes[{i}]");
         let own = include.conditions.as_deref().unwrap_or_default();
-        let path_error = if own.iter().any(|c| c.exact.is_some()) {
+        let path_error = if own.iter().any(|c| conditions::set(&c.exact).is_some()) {
             Some("include: exact conditions are not allowed in includes block".to_string())
-        } else if own.iter().any(|c| c.regex.is_some()) {
+        } else if own.iter().any(|c| conditions::set(&c.regex).is_some()) {
             Some("include: regex conditions are not allowed in includes block".to_string())
         } else {
             check_paths(own).err().map(|e| format!("include: {e}"))
@@ -174,13 +177,28 @@ fn route(
     for w in warnings {
         t.warning(origin, "SpecError", &format!("{field}.loadBalancerPolicy"), "IgnoredField", w);
     }
-    if let Some(p) = &r.request_redirect_policy
-        && p.path.is_some()
-        && p.prefix.is_some()
-    {
-        let message =
-            "route.requestRedirectPolicy is invalid: cannot specify both redirect path and redirect prefix".into();
-        return fail(t, "RouteError", "RequestRedirectPolicy", message);
+    if let Some(p) = &r.request_redirect_policy {
+        let invalid = |detail: &str| format!("route.requestRedirectPolicy is invalid: {detail}");
+        if p.path.is_some() && p.prefix.is_some() {
+            let message = invalid("cannot specify both redirect path and redirect prefix");
+            return fail(t, "RouteError", "RequestRedirectPolicy", message);
+        }
+        let texts = [&p.hostname, &p.path, &p.prefix];
+        if texts.iter().any(|v| v.as_deref().is_some_and(|v| !policy::valid_header_value(v))) {
+            return fail(t, "RouteError", "RequestRedirectPolicy", invalid("control characters are not allowed"));
+        }
+    }
+    if let Some(p) = &r.direct_response_policy {
+        // The schema enforces these on a cluster; files in standalone mode are not checked by it.
+        if !(200..=599).contains(&p.status_code) {
+            let message =
+                format!("route.directResponsePolicy is invalid: status code {} is not in 200-599", p.status_code);
+            return fail(t, "RouteError", "DirectResponsePolicyInvalid", message);
+        }
+        if p.body.as_ref().is_some_and(|b| b.len() > MAX_DIRECT_BODY) {
+            let message = format!("route.directResponsePolicy is invalid: body longer than {MAX_DIRECT_BODY} bytes");
+            return fail(t, "RouteError", "DirectResponsePolicyInvalid", message);
+        }
     }
     let upgrade = r.permit_insecure != Some(true) || t.options.disable_permit_insecure;
     let mut matcher = conditions::merged_match(&merged);
@@ -192,7 +210,8 @@ fn route(
         Ok(h) => h,
         Err(e) => return fail(t, "RouteError", "HealthCheckPolicyInvalid", e),
     };
-    let found = services::route(t, origin, field, services, load_balancer)?;
+    let settings = services::RouteSettings { load_balancer, health_checked: health_check.is_some() };
+    let found = services::route(t, origin, field, services, settings)?;
 
     let mut filters = Vec::new();
     if request.modifier != Default::default() {

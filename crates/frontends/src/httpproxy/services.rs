@@ -38,6 +38,15 @@ fn lookup(t: &Translator<'_>, namespace: &str, name: &str, port: i32) -> Result<
     }
 }
 
+/// Route settings that change how its services are read.
+#[derive(Clone, Copy)]
+pub(super) struct RouteSettings {
+    /// The route's load-balancing strategy (slow start needs round robin or least request).
+    pub load_balancer: LoadBalancer,
+    /// Whether the route has an active health check (only then does `healthPort` count).
+    pub health_checked: bool,
+}
+
 /// The outcome of a route's services.
 pub(super) struct RouteServices {
     pub backends: Vec<Backend>,
@@ -51,12 +60,12 @@ pub(super) fn route(
     origin: &Origin,
     field: &str,
     services: &[Service],
-    load_balancer: LoadBalancer,
+    settings: RouteSettings,
 ) -> Result<RouteServices, ()> {
     let mut out = RouteServices { backends: Vec::new(), mirror: None };
     for (i, s) in services.iter().enumerate() {
         let field = format!("{field}.services[{i}]");
-        let Some(backend) = service(t, origin, &field, s, load_balancer)? else { continue };
+        let Some(backend) = service(t, origin, &field, s, settings)? else { continue };
         if s.mirror == Some(true) {
             if out.mirror.is_some() {
                 let message = "only one service per route may be nominated as mirror".into();
@@ -83,7 +92,7 @@ fn service(
     origin: &Origin,
     field: &str,
     s: &Service,
-    load_balancer: LoadBalancer,
+    settings: RouteSettings,
 ) -> Result<Option<Backend>, ()> {
     let namespace = origin.namespace.as_str();
     let Some(port) = u16::try_from(s.port).ok().filter(|p| *p != 0) else {
@@ -91,7 +100,11 @@ fn service(
         t.error(origin, "ServiceError", field, "ServicePortInvalid", message);
         return Err(());
     };
-    let health_port = s.health_port.and_then(|p| u16::try_from(p).ok()).filter(|p| *p != 0 && *p != port);
+    let health_port = s
+        .health_port
+        .filter(|_| settings.health_checked)
+        .and_then(|p| u16::try_from(p).ok())
+        .filter(|p| *p != 0 && *p != port);
     let checked = lookup(t, namespace, &s.name, s.port)
         .and_then(|()| health_port.map_or(Ok(()), |hp| lookup(t, namespace, &s.name, i32::from(hp))));
     if let Err(e) = checked {
@@ -127,7 +140,7 @@ fn service(
     })?;
     let slow_start = match &s.slow_start_policy {
         None => None,
-        Some(p) => Some(slow_start(p, load_balancer).map_err(|e| {
+        Some(p) => Some(slow_start(p, settings.load_balancer).map_err(|e| {
             t.error(origin, "ServiceError", field, "SlowStartInvalid", e);
         })?),
     };
@@ -216,7 +229,8 @@ fn validation(
 }
 
 /// A root's tcpproxy as a listener of the HTTPS port: passthrough by SNI, or TLS terminated and
-/// the stream forwarded. `None` when an error stops the root (recorded).
+/// the stream forwarded. `Err` when an error stops the root (recorded); `Ok(None)` when the chain
+/// ends in a proxy without a tcpproxy (nothing to forward, as upstream).
 pub(super) fn tcp_proxy(
     t: &mut Translator<'_>,
     root: &HTTPProxy,
@@ -224,11 +238,20 @@ pub(super) fn tcp_proxy(
     tcp: &TCPProxy,
     tls: &ListenerTls,
     fqdn: &str,
-) -> Option<ir::Listener> {
+) -> Result<Option<ir::Listener>, ()> {
     let mut visited = vec![ObjectKey::of(&root.metadata)];
-    let backends = tcp_backends(t, origin, tcp, &mut visited)?;
+    let mut backends = tcp_backends(t, origin, tcp, &mut visited).ok_or(())?;
+    if backends.is_empty() {
+        return Ok(None);
+    }
+    // All weights zero (or none given): equal shares, as upstream.
+    if backends.iter().all(|b| b.weight == 0) {
+        for b in &mut backends {
+            b.weight = 1;
+        }
+    }
     let route = TlsRoute { origin: origin.clone(), hostnames: vec![fqdn.to_string()], backends };
-    Some(ir::Listener {
+    Ok(Some(ir::Listener {
         name: format!("{HTTPS_LISTENER}/{fqdn}"),
         port: t.options.https_port,
         protocol: if tls.mode == TlsMode::Passthrough { Protocol::Tls } else { Protocol::Https },
@@ -236,7 +259,7 @@ pub(super) fn tcp_proxy(
         tls: Some(tls.clone()),
         http_routes: Vec::new(),
         tls_routes: vec![Arc::new(route)],
-    })
+    }))
 }
 
 /// The backends of a tcpproxy, following its include chain.
@@ -277,7 +300,7 @@ fn tcp_backends(
                     name: s.name.clone(),
                     port,
                 }),
-                weight: s.weight.map_or(1, |w| w.clamp(0, i64::from(u32::MAX)) as u32),
+                weight: s.weight.unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
                 options: None,
             });
         }

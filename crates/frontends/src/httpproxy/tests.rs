@@ -346,6 +346,9 @@ fn unresolved_services_answer_503_and_keep_the_rest() {
   - conditions: [{prefix: /named}]
     services: [{name: web, port: 8080}]
   - conditions: [{prefix: /health}]
+    healthCheckPolicy: {path: /hc}
+    services: [{name: web, port: 80, healthPort: 99}]
+  - conditions: [{prefix: /unchecked}]
     services: [{name: web, port: 80, healthPort: 99}]",
     );
     let (t, statuses) = run(&yaml);
@@ -561,7 +564,42 @@ fn more_reasons_as_upstream_words_them() {
             "  RouteError/QueryParameterMatchConditionsNotValid: must specify at least one query parameter condition",
         ),
     ];
-    for (yaml, expected) in cases {
+    let more: Vec<(String, &str)> = vec![
+        (
+            [
+                proxy("blank1", "  virtualhost: {fqdn: ''}\n  routes: [{services: [{name: web, port: 80}]}]"),
+                proxy("blank2", "  virtualhost: {fqdn: ' '}\n  routes: [{services: [{name: web, port: 80}]}]"),
+            ]
+            .concat(),
+            "  VirtualHostError/DuplicateVhost: fqdn \"\" is used in multiple HTTPProxies: apps/blank1, apps/blank2",
+        ),
+        (
+            proxy(
+                "root",
+                "  virtualhost: {fqdn: example.com}\n  routes: [{conditions: [{header: {name: 'a b', present: true}}], services: [{name: web, port: 80}]}]",
+            ),
+            "  RouteError/HeaderMatchConditionsNotValid: invalid header name \"a b\"",
+        ),
+        (
+            proxy("root", "  virtualhost: {fqdn: example.com}\n  routes: [{directResponsePolicy: {statusCode: 700}}]"),
+            "  RouteError/DirectResponsePolicyInvalid: route.directResponsePolicy is invalid: status code 700 is not in 200-599",
+        ),
+        (
+            proxy(
+                "root",
+                "  virtualhost: {fqdn: example.com}\n  routes: [{services: [{name: web, port: 80}], requestHeadersPolicy: {set: [{name: x-a, value: \"a\\r\\nb: c\"}]}}]",
+            ),
+            "  RouteError/RequestHeadersPolicyInvalid: invalid set header \"X-A\": [a header value must not contain control characters] on request headers",
+        ),
+        (
+            proxy(
+                "root",
+                "  virtualhost: {fqdn: example.com}\n  routes: [{services: [{name: web, port: 80}], timeoutPolicy: {idle: 100000000h}}]",
+            ),
+            "  RouteError/TimeoutPolicyNotValid: route.timeoutPolicy failed to parse: error parsing idle timeout: unable to parse timeout string \"100000000h\": time: invalid duration \"100000000h\"",
+        ),
+    ];
+    for (yaml, expected) in cases.into_iter().chain(more) {
         let (_, statuses) = run(&yaml);
         let rendered = render(&statuses);
         assert!(rendered.iter().any(|l| l == expected), "missing {expected:?} in {rendered:#?}");
@@ -683,6 +721,38 @@ fn policies_reach_the_ir() {
     let options = slash.backends[0].options.as_ref().unwrap();
     assert_eq!(options.protocol, Some(ir::UpstreamProtocol::H2c));
     assert_eq!(options.request_headers.set, [("X-Svc".to_string(), "web:80".to_string())]);
+}
+
+#[test]
+fn empty_strings_count_as_unset() {
+    let yaml = [
+        proxy(
+            "root",
+            "  virtualhost: {fqdn: example.com}\n  routes: [{conditions: [{prefix: ''}, {header: {name: x, exact: '', present: false}}], services: [{name: web, port: 80}]}]",
+        ),
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: blank-class, namespace: apps, annotations: {kubernetes.io/ingress.class: ''}}\nspec: {virtualhost: {fqdn: b.example.com}, routes: [{services: [{name: web, port: 80}]}]}\n---\n".into(),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    assert_eq!(render(&statuses), ["apps/blank-class valid: Valid HTTPProxy", "apps/root valid: Valid HTTPProxy"]);
+    let rules = http_rules(&t, "example.com");
+    assert_eq!(rules[0].matches[0].path, PathMatch::StringPrefix("/".into()));
+    assert!(rules[0].matches[0].headers.is_empty(), "a condition asking for nothing adds nothing");
+}
+
+#[test]
+fn a_tcpproxy_chain_ending_without_a_tcpproxy_forwards_nothing() {
+    let yaml = [
+        proxy(
+            "root",
+            "  virtualhost: {fqdn: example.com, tls: {passthrough: true}}\n  tcpproxy: {include: {name: plain}}",
+        ),
+        proxy("plain", "  routes: [{services: [{name: web, port: 80}]}]"),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    assert_eq!(render(&statuses), ["apps/plain valid: Valid HTTPProxy", "apps/root valid: Valid HTTPProxy"]);
+    assert!(t.ir.fleets.is_empty(), "no listener with an empty backend list (Envoy would refuse it)");
 }
 
 #[test]
