@@ -147,6 +147,28 @@ fn route(
             "must set exactly one of route.services or route.requestRedirectPolicy or route.directResponsePolicy";
         return fail(t, "RouteError", "RouteActionCountNotValid", message.into());
     }
+    // Access controls this controller does not implement yet fail closed: the route is not
+    // served (with upstream's rule that one route error drops the proxy's routes).
+    let closed = [
+        ("IPFilterError", "ipAllowPolicy", r.filters.ip_allow_policy.is_some()),
+        ("IPFilterError", "ipDenyPolicy", r.filters.ip_deny_policy.is_some()),
+        ("IPFilterError", "geoAllowPolicy", r.filters.geo_allow_policy.is_some()),
+        ("IPFilterError", "geoDenyPolicy", r.filters.geo_deny_policy.is_some()),
+        ("AuthError", "authPolicy", r.auth_policy.is_some()),
+        ("JWTVerificationError", "jwtVerificationPolicy", r.jwt_verification_policy.is_some()),
+    ];
+    if let Some((condition, name, _)) = closed.into_iter().find(|c| c.2) {
+        let message = format!("{field}.{name} is not supported by this controller yet; the route is not served");
+        return fail(t, condition, "NotSupported", message);
+    }
+    let cookies = r.headers.cookie_rewrite_policies.is_some()
+        || r.services.iter().flatten().any(|s| s.headers.cookie_rewrite_policies.is_some());
+    for (name, set) in [("rateLimitPolicy", r.rate_limit_policy.is_some()), ("cookieRewritePolicies", cookies)] {
+        if set {
+            let message = format!("{field}.{name} is not supported by this controller yet and is ignored");
+            t.warning(origin, "SpecError", &format!("{field}.{name}"), "IgnoredField", message);
+        }
+    }
     let own = r.conditions.as_deref().unwrap_or_default();
     if let Err(e) = check_paths(own) {
         return fail(t, "RouteError", "PathMatchConditionsNotValid", format!("route: {e}"));

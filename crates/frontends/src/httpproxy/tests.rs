@@ -724,6 +724,39 @@ fn policies_reach_the_ir() {
 }
 
 #[test]
+fn access_controls_not_yet_supported_fail_closed_and_the_rest_warns() {
+    let yaml = [
+        proxy(
+            "authz",
+            "  virtualhost: {fqdn: a.example.com, authorization: {extensionRef: {name: authz}}}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+        proxy(
+            "ipfilter",
+            "  virtualhost: {fqdn: b.example.com}\n  routes: [{ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}], services: [{name: web, port: 80}]}]",
+        ),
+        proxy(
+            "cors",
+            "  virtualhost: {fqdn: c.example.com, corsPolicy: {allowOrigin: ['*'], allowMethods: [GET]}}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/authz invalid: At least one error present, see Errors for details",
+            "  AuthError/NotSupported: spec.virtualhost.authorization is not supported by this controller yet; the virtual host is not served",
+            "apps/cors valid: Valid HTTPProxy",
+            "  warning SpecError/IgnoredField: spec.virtualhost.corsPolicy is not supported by this controller yet and is ignored",
+            "apps/ipfilter invalid: At least one error present, see Errors for details",
+            "  IPFilterError/NotSupported: spec.routes[0].ipAllowPolicy is not supported by this controller yet; the route is not served",
+        ]
+    );
+    let hosts: Vec<_> = t.ir.fleets[0].listeners[0].http_routes.iter().flat_map(|r| r.hostnames.clone()).collect();
+    assert_eq!(hosts, ["c.example.com"], "only the virtual host without access controls is served");
+}
+
+#[test]
 fn empty_strings_count_as_unset() {
     let yaml = [
         proxy(
