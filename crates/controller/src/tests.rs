@@ -125,7 +125,10 @@ spec:
             "spec: {routes: [{conditions: [{prefix: /v2}], services: [{name: web, port: 80}]}]}",
         ),
         format!("{proxies}{later}"),
-        format!("{}{later}", proxies.replace("ports: [{port: 80}]", "ports: [{port: 80, appProtocol: h2c}]")),
+        format!(
+            "{}{later}",
+            proxies.replace("ports: [{port: 80}]", "ports: [{port: 80, appProtocol: kubernetes.io/h2c}]")
+        ),
         format!("{}{later}", proxies.replace("other.example.com", "another.example.com")),
     ];
     for (i, yaml) in steps.iter().enumerate() {

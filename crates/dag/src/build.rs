@@ -463,7 +463,13 @@ impl Builder<'_> {
             );
             return None;
         };
-        let protocol = options.and_then(|o| o.protocol).or_else(|| service_protocol(service, port));
+        let protocol = options.and_then(|o| o.protocol).or_else(|| {
+            objects::services::app_protocol(service, port).map(|p| match p {
+                objects::services::AppProtocol::H2 => UpstreamProtocol::H2,
+                objects::services::AppProtocol::H2c => UpstreamProtocol::H2c,
+                objects::services::AppProtocol::Tls => UpstreamProtocol::Tls,
+            })
+        });
         let validation = match options.and_then(|o| o.validation.as_ref()) {
             None => None,
             Some(v) => {
@@ -549,33 +555,6 @@ fn circuit_breakers(service: &k8s_openapi::api::core::v1::Service) -> CircuitBre
         max_requests: get("projectcontour.io/max-requests"),
         max_retries: get("projectcontour.io/max-retries"),
         per_host_max_connections: get("projectcontour.io/per-host-max-connections"),
-    }
-}
-
-/// The protocol a Service asks for on a port: upstream's `projectcontour.io/upstream-protocol.*`
-/// annotations (port numbers or names, comma-separated), else the port's appProtocol.
-fn service_protocol(
-    service: &k8s_openapi::api::core::v1::Service,
-    port: &k8s_openapi::api::core::v1::ServicePort,
-) -> Option<UpstreamProtocol> {
-    let names = [port.port.to_string(), port.name.clone().unwrap_or_default()];
-    let annotations = service.metadata.annotations.iter().flatten();
-    for (key, value) in annotations {
-        let protocol = match key.strip_prefix("projectcontour.io/upstream-protocol.") {
-            Some("h2") => UpstreamProtocol::H2,
-            Some("h2c") => UpstreamProtocol::H2c,
-            Some("tls") => UpstreamProtocol::Tls,
-            _ => continue,
-        };
-        if value.split(',').map(str::trim).any(|v| !v.is_empty() && names.iter().any(|n| n == v)) {
-            return Some(protocol);
-        }
-    }
-    match port.app_protocol.as_deref() {
-        Some("h2c" | "kubernetes.io/h2c") => Some(UpstreamProtocol::H2c),
-        Some("h2" | "kubernetes.io/h2") => Some(UpstreamProtocol::H2),
-        Some("tls" | "https" | "kubernetes.io/tls") => Some(UpstreamProtocol::Tls),
-        _ => None,
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod parse;
 pub mod secrets;
+pub mod services;
 mod snapshot;
 
 pub use parse::{ParseError, parse_documents};

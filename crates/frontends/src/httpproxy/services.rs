@@ -14,22 +14,32 @@ use super::policy::{self, Variables};
 use super::{HTTPS_LISTENER, Translator};
 use crate::delegation;
 
+/// A Service and its port matching `port` by number, or by a name that is the number written out.
+fn service_port<'a>(
+    t: &Translator<'a>,
+    namespace: &str,
+    name: &str,
+    port: i32,
+) -> Option<(&'a objects::types::Service, &'a k8s_openapi::api::core::v1::ServicePort)> {
+    let service = t.snapshot.services.get(&ObjectKey::new(namespace, name))?;
+    let wanted = port.to_string();
+    let ports = service.spec.as_ref()?.ports.as_ref()?;
+    let found = ports.iter().find(|p| p.port == port || p.name.as_deref() == Some(wanted.as_str()))?;
+    Some((service, found))
+}
+
 /// Why a port of a Service cannot be used (upstream's words).
 fn lookup(t: &Translator<'_>, namespace: &str, name: &str, port: i32) -> Result<(), String> {
     let Some(service) = t.snapshot.services.get(&ObjectKey::new(namespace, name)) else {
         return Err(format!("service \"{namespace}/{name}\" not found"));
     };
-    let spec = service.spec.as_ref();
-    if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
+    if service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
         return Err(format!(
             "{namespace}/{name} is an ExternalName service, these are not currently enabled. See the config.enableExternalNameService config file setting"
         ));
     }
     let wanted = port.to_string();
-    let found = spec
-        .and_then(|spec| spec.ports.as_ref())
-        .and_then(|ports| ports.iter().find(|p| p.port == port || p.name.as_deref() == Some(wanted.as_str())));
-    match found {
+    match service_port(t, namespace, name, port).map(|(_, p)| p) {
         None => Err(format!("port \"{wanted}\" on service \"{namespace}/{name}\" not matched")),
         Some(p) if !matches!(p.protocol.as_deref(), None | Some("") | Some("TCP")) => {
             Err(format!("unsupported service protocol {:?}", p.protocol.as_deref().unwrap_or_default()))
@@ -122,10 +132,18 @@ fn service(
             return Err(());
         }
     };
-    let validation = match (&s.validation, protocol) {
-        (Some(v), Some(UpstreamProtocol::Tls | UpstreamProtocol::H2)) => {
-            Some(validation(t, origin, field, s, port, v)?)
-        }
+    // Validation applies when the backend speaks TLS, whether the route or the Service says so.
+    let tls = match protocol {
+        Some(p) => matches!(p, UpstreamProtocol::Tls | UpstreamProtocol::H2),
+        None => service_port(t, namespace, &s.name, s.port).is_some_and(|(service, port)| {
+            matches!(
+                objects::services::app_protocol(service, port),
+                Some(objects::services::AppProtocol::Tls | objects::services::AppProtocol::H2)
+            )
+        }),
+    };
+    let validation = match &s.validation {
+        Some(v) if tls => Some(validation(t, origin, field, s, port, v)?),
         _ => None,
     };
     let vars = Variables { namespace, service: Some((&s.name, port)) };

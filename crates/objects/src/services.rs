@@ -1,0 +1,74 @@
+//! What a Service says about the protocol its backends speak, as upstream Contour reads it.
+//! Shared by the front ends (which check settings that depend on it) and the DAG.
+
+use crate::types::Service;
+use k8s_openapi::api::core::v1::ServicePort;
+
+/// A protocol other than plain HTTP/1.1 that a Service port asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppProtocol {
+    /// HTTP/2 over TLS.
+    H2,
+    /// HTTP/2 in clear text.
+    H2c,
+    /// TLS.
+    Tls,
+}
+
+/// The protocol of a Service port: its `appProtocol` when set (`kubernetes.io/h2c`, `https`,
+/// `kubernetes.io/wss`; anything else is HTTP/1.1), otherwise the
+/// `projectcontour.io/upstream-protocol.{h2,h2c,tls}` annotations (comma-separated port names
+/// or numbers; a port listed under several takes the last of h2, h2c, tls).
+pub fn app_protocol(service: &Service, port: &ServicePort) -> Option<AppProtocol> {
+    if let Some(app) = port.app_protocol.as_deref() {
+        return match app {
+            "kubernetes.io/h2c" => Some(AppProtocol::H2c),
+            "https" | "kubernetes.io/wss" => Some(AppProtocol::Tls),
+            _ => None,
+        };
+    }
+    let annotations = service.metadata.annotations.as_ref()?;
+    let names = [port.name.clone().unwrap_or_default(), port.port.to_string()];
+    let mut found = None;
+    for (key, protocol) in [
+        ("projectcontour.io/upstream-protocol.h2", AppProtocol::H2),
+        ("projectcontour.io/upstream-protocol.h2c", AppProtocol::H2c),
+        ("projectcontour.io/upstream-protocol.tls", AppProtocol::Tls),
+    ] {
+        let listed = annotations
+            .get(key)
+            .is_some_and(|v| v.split(',').map(str::trim).any(|p| !p.is_empty() && names.iter().any(|n| n == p)));
+        if listed {
+            found = Some(protocol);
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(annotations: &[(&str, &str)]) -> Service {
+        let mut s = Service::default();
+        s.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+        s
+    }
+
+    fn port(name: &str, number: i32, app: Option<&str>) -> ServicePort {
+        ServicePort { name: Some(name.into()), port: number, app_protocol: app.map(Into::into), ..Default::default() }
+    }
+
+    #[test]
+    fn app_protocol_first_then_the_last_matching_annotation() {
+        let s = service(&[
+            ("projectcontour.io/upstream-protocol.h2", "https, 8443"),
+            ("projectcontour.io/upstream-protocol.tls", "8443"),
+        ]);
+        assert_eq!(app_protocol(&s, &port("https", 443, None)), Some(AppProtocol::H2), "by name");
+        assert_eq!(app_protocol(&s, &port("x", 8443, None)), Some(AppProtocol::Tls), "tls is read after h2");
+        assert_eq!(app_protocol(&s, &port("https", 443, Some("kubernetes.io/h2c"))), Some(AppProtocol::H2c));
+        assert_eq!(app_protocol(&s, &port("https", 443, Some("http"))), None, "appProtocol alone decides");
+        assert_eq!(app_protocol(&s, &port("web", 80, None)), None);
+    }
+}
