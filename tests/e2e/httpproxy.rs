@@ -272,7 +272,14 @@ async fn client_certificates_and_upstream_tls_are_verified() -> anyhow::Result<(
   routes:
   - services: [{name: secure, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: backend.internal}}]
   - conditions: [{prefix: /wrong-name}]
-    services: [{name: secure, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: other.internal}}]",
+    services: [{name: secure, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: other.internal}}]
+  - conditions: [{prefix: /host}]
+    services:
+    - name: secure
+      port: 80
+      protocol: tls
+      validation: {caSecret: ca, subjectName: backend.internal}
+      requestHeadersPolicy: {set: [{name: Host, value: backend.internal}]}",
         ),
     ]
     .concat();
@@ -282,6 +289,8 @@ async fn client_certificates_and_upstream_tls_are_verified() -> anyhow::Result<(
     let r = h.until(http, &Request::get("up.test", "/"), |r| r.status == 200).await?;
     assert_eq!(served_by(&r), "secure");
     assert_eq!(h.get(http, &Request::get("up.test", "/wrong-name")).await?.status, 503, "name mismatch refused");
+    let r = h.get(http, &Request::get("up.test", "/host")).await?;
+    assert_eq!((r.status, r.echo()["host"].as_str()), (200, Some("backend.internal")), "the service's Host");
 
     let addr = SocketAddr::from(([127, 0, 0, 1], https));
     let client = ca.issue(&["client.example"])?;

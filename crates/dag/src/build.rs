@@ -16,8 +16,8 @@ use crate::order::precedence_key;
 use std::hash::{Hash, Hasher};
 
 use crate::{
-    CaBundle, CircuitBreakers, ClientAuth, Cluster, ClusterPolicy, Dag, DagListener, DownstreamTls, FleetDag,
-    ListenerKind, Route, RouteAction, RoutePolicy, RouteTable, TlsAction, TlsChain, TlsSecret, VirtualHost,
+    BackendFilters, CaBundle, CircuitBreakers, ClientAuth, Cluster, ClusterPolicy, Dag, DagListener, DownstreamTls,
+    FleetDag, ListenerKind, Route, RouteAction, RoutePolicy, RouteTable, TlsAction, TlsChain, TlsSecret, VirtualHost,
     WeightedCluster,
 };
 
@@ -412,14 +412,17 @@ impl Builder<'_> {
                     self.cluster(origin, sp, backend.options.as_deref(), policy, field, out)
                 }
             };
-            let headers = backend
+            let filters = backend
                 .options
                 .as_ref()
-                .filter(|o| {
-                    o.request_headers != HeaderModifier::default() || o.response_headers != HeaderModifier::default()
+                .map(|o| BackendFilters {
+                    request: o.request_headers.clone(),
+                    response: o.response_headers.clone(),
+                    host_rewrite: o.host_rewrite.clone(),
                 })
-                .map(|o| Arc::new((o.request_headers.clone(), o.response_headers.clone())));
-            result.push(WeightedCluster { cluster, weight: backend.weight, headers });
+                .filter(|f| *f != BackendFilters::default())
+                .map(Arc::new);
+            result.push(WeightedCluster { cluster, weight: backend.weight, filters });
         }
         result
     }
@@ -503,17 +506,19 @@ impl Builder<'_> {
                     .unwrap_or_default()
             }),
             circuit_breakers: circuit_breakers(service),
+            sni: options.and_then(|o| o.sni.clone()),
         };
         if cluster.protocol.is_some()
             || cluster.policy != ClusterPolicy::default()
             || cluster.validation.is_some()
             || cluster.slow_start.is_some()
             || cluster.health_port_name.is_some()
+            || cluster.sni.is_some()
         {
             // Same Service port, other settings: another cluster, named stably by its settings.
             let mut h = rustc_hash::FxHasher::default();
             let settings = (&cluster.protocol, &cluster.policy, &cluster.validation, &cluster.slow_start);
-            (settings, &cluster.health_port_name).hash(&mut h);
+            (settings, &cluster.health_port_name, &cluster.sni).hash(&mut h);
             cluster.name = format!("{}/{:08x}", cluster.name, h.finish() as u32);
         }
         let name = cluster.name.clone();

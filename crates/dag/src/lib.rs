@@ -213,8 +213,19 @@ pub struct WeightedCluster {
     pub cluster: Option<String>,
     /// The relative weight.
     pub weight: u32,
-    /// Per-backend header changes (the other backend options live on the cluster).
-    pub headers: Option<std::sync::Arc<(HeaderModifier, HeaderModifier)>>,
+    /// Per-backend request changes (the other backend options live on the cluster).
+    pub filters: Option<std::sync::Arc<BackendFilters>>,
+}
+
+/// What changes about requests to one backend of a route, and its answers.
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq)]
+pub struct BackendFilters {
+    /// Request header changes.
+    pub request: HeaderModifier,
+    /// Response header changes.
+    pub response: HeaderModifier,
+    /// The Host header sent to this backend.
+    pub host_rewrite: Option<String>,
 }
 
 /// An upstream cluster: one port of one Service, with one set of settings.
@@ -237,6 +248,8 @@ pub struct Cluster {
     pub slow_start: Option<ir::SlowStart>,
     /// The name of the Service port health checks go to, when not the traffic port.
     pub health_port_name: Option<String>,
+    /// The server name sent when speaking TLS to the backend.
+    pub sni: Option<String>,
     /// Limits from the Service's `projectcontour.io/max-*` annotations.
     pub circuit_breakers: CircuitBreakers,
 }

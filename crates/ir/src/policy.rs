@@ -170,6 +170,10 @@ pub struct BackendOptions {
     pub slow_start: Option<SlowStart>,
     /// The Service port health checks go to, when not the traffic port.
     pub health_port: Option<u16>,
+    /// The Host header requests to this backend carry.
+    pub host_rewrite: Option<String>,
+    /// The server name sent when speaking TLS to the backend.
+    pub sni: Option<String>,
 }
 
 /// Traffic to a new endpoint ramps up over a window instead of arriving all at once.

@@ -172,7 +172,7 @@ fn upstream_tls(c: &dag::Cluster) -> Option<TransportSocket> {
             validation_context_type,
             ..Default::default()
         }),
-        sni: c.validation.as_ref().and_then(|(_, names)| names.first().cloned()).unwrap_or_default(),
+        sni: c.sni.clone().unwrap_or_default(),
         ..Default::default()
     };
     Some(TransportSocket {

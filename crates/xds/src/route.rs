@@ -204,19 +204,22 @@ fn forward(
     let name = |b: &dag::WeightedCluster| b.cluster.clone().unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into());
     let cluster_specifier = match backends {
         // Per-backend header changes live on weighted cluster entries, even for one backend.
-        [one] if one.headers.is_none() => r::route_action::ClusterSpecifier::Cluster(name(one)),
+        [one] if one.filters.is_none() => r::route_action::ClusterSpecifier::Cluster(name(one)),
         many => r::route_action::ClusterSpecifier::WeightedClusters(r::WeightedCluster {
             clusters: many
                 .iter()
                 .map(|b| {
-                    let (request, response) = b.headers.as_deref().cloned().unwrap_or_default();
+                    let f = b.filters.as_deref().cloned().unwrap_or_default();
                     r::weighted_cluster::ClusterWeight {
                         name: name(b),
                         weight: Some(UInt32Value { value: b.weight }),
-                        request_headers_to_add: header_options(&request),
-                        request_headers_to_remove: request.remove,
-                        response_headers_to_add: header_options(&response),
-                        response_headers_to_remove: response.remove,
+                        request_headers_to_add: header_options(&f.request),
+                        request_headers_to_remove: f.request.remove,
+                        response_headers_to_add: header_options(&f.response),
+                        response_headers_to_remove: f.response.remove,
+                        host_rewrite_specifier: f
+                            .host_rewrite
+                            .map(r::weighted_cluster::cluster_weight::HostRewriteSpecifier::HostRewriteLiteral),
                         ..Default::default()
                     }
                 })

@@ -232,7 +232,11 @@ fn route(
         Ok(h) => h,
         Err(e) => return fail(t, "RouteError", "HealthCheckPolicyInvalid", e),
     };
-    let settings = services::RouteSettings { load_balancer, health_checked: health_check.is_some() };
+    let host = match &request.host {
+        Some(Ok(host)) => Some(host.as_str()),
+        _ => None,
+    };
+    let settings = services::RouteSettings { load_balancer, health_checked: health_check.is_some(), host };
     let found = services::route(t, origin, field, services, settings)?;
 
     let mut filters = Vec::new();

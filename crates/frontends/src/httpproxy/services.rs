@@ -50,11 +50,13 @@ fn lookup(t: &Translator<'_>, namespace: &str, name: &str, port: i32) -> Result<
 
 /// Route settings that change how its services are read.
 #[derive(Clone, Copy)]
-pub(super) struct RouteSettings {
+pub(super) struct RouteSettings<'a> {
     /// The route's load-balancing strategy (slow start needs round robin or least request).
     pub load_balancer: LoadBalancer,
     /// Whether the route has an active health check (only then does `healthPort` count).
     pub health_checked: bool,
+    /// The route's literal Host rewrite, the server name for TLS backends.
+    pub host: Option<&'a str>,
 }
 
 /// The outcome of a route's services.
@@ -70,7 +72,7 @@ pub(super) fn route(
     origin: &Origin,
     field: &str,
     services: &[Service],
-    settings: RouteSettings,
+    settings: RouteSettings<'_>,
 ) -> Result<RouteServices, ()> {
     let mut out = RouteServices { backends: Vec::new(), mirror: None };
     for (i, s) in services.iter().enumerate() {
@@ -102,7 +104,7 @@ fn service(
     origin: &Origin,
     field: &str,
     s: &Service,
-    settings: RouteSettings,
+    settings: RouteSettings<'_>,
 ) -> Result<Option<Backend>, ()> {
     let namespace = origin.namespace.as_str();
     let Some(port) = u16::try_from(s.port).ok().filter(|p| *p != 0) else {
@@ -148,8 +150,13 @@ fn service(
     };
     let vars = Variables { namespace, service: Some((&s.name, port)) };
     let headers = &s.headers;
-    let request = policy::headers(headers.request_headers_policy.as_ref(), false, &vars);
-    let request = request.map_err(|e| {
+    let request = policy::headers(headers.request_headers_policy.as_ref(), true, &vars).and_then(|h| match h.host {
+        // A service sets a literal Host; copying one from a request header is a route's policy.
+        Some(Err(header)) => Err(format!("rewriting \"Host\" from %REQ({header})% is only supported on routes")),
+        Some(Ok(host)) => Ok((h.modifier, Some(host))),
+        None => Ok((h.modifier, None)),
+    });
+    let (request, host_rewrite) = request.map_err(|e| {
         t.error(origin, "ServiceError", field, "RequestHeadersPolicyInvalid", format!("{e} on request headers"));
     })?;
     let response = policy::headers(headers.response_headers_policy.as_ref(), false, &vars);
@@ -162,13 +169,17 @@ fn service(
             t.error(origin, "ServiceError", field, "SlowStartInvalid", e);
         })?),
     };
+    // TLS to the backend names the host it is sent to (the service's Host, else the route's).
+    let sni = host_rewrite.clone().or_else(|| settings.host.map(str::to_string)).filter(|_| tls);
     let options = BackendOptions {
         protocol,
         validation,
-        request_headers: request.modifier,
+        request_headers: request,
         response_headers: response.modifier,
         slow_start,
         health_port,
+        host_rewrite,
+        sni,
     };
     let weight = match (s.mirror, s.weight) {
         // A mirror's weight is the share of requests mirrored; unset or 0 means all.
