@@ -101,16 +101,17 @@ pub(super) fn walk(
     }
     let mut rules = Vec::new();
     for (j, r) in proxy.spec.routes.iter().flatten().enumerate() {
-        let Ok(mut translated) = route(t, origin, &format!("spec.routes[{j}]"), chain, r, fqdn) else {
+        let Ok(translated) = route(t, origin, &format!("spec.routes[{j}]"), chain, r, fqdn) else {
             // Upstream drops every route of this proxy, its includes' included.
             return;
         };
-        rules.append(&mut translated);
+        rules.push(translated);
     }
-    out.append(&mut found);
     if !rules.is_empty() {
-        out.push(Contribution { origin: origin_arc, created, rules });
+        found.push(Contribution { origin: origin_arc, created, rules });
     }
+    expand_prefix_rewrites(&mut found);
+    out.append(&mut found);
 }
 
 /// A rule that answers directly.
@@ -124,8 +125,8 @@ fn direct(matcher: HttpMatch, status: u16) -> HttpRule {
     }
 }
 
-/// One route: its rules (two when a prefix rewrite needs the trailing-slash split), each with
-/// whether plain HTTP must redirect it to HTTPS. `Err` after recording an error.
+/// One route as a rule, with whether plain HTTP must redirect it to HTTPS. `Err` after recording
+/// an error.
 fn route(
     t: &mut Translator<'_>,
     origin: &Origin,
@@ -133,7 +134,7 @@ fn route(
     chain: &[&MatchCondition],
     r: &Route,
     fqdn: &str,
-) -> Result<Vec<(HttpRule, bool)>, ()> {
+) -> Result<(HttpRule, bool), ()> {
     let fail = |t: &mut Translator<'_>, condition, reason, message: String| {
         t.error(origin, condition, field, reason, message);
         Err(())
@@ -284,37 +285,58 @@ fn route(
         request_timeout_ms: timeouts.response,
         policy,
     };
-    let url_rewrite = |replacement: Option<String>| {
-        let path = replacement.map(PathModifier::Prefix);
-        (path.is_some() || hostname.is_some() || hostname_from_header.is_some()).then(|| {
-            HttpFilter::UrlRewrite(ir::UrlRewrite {
-                hostname: hostname.clone(),
-                hostname_from_header: hostname_from_header.clone(),
-                path,
-            })
-        })
+    let path = rewrite.map(PathModifier::Prefix);
+    let mut rule = rule;
+    if path.is_some() || hostname.is_some() || hostname_from_header.is_some() {
+        rule.filters.push(HttpFilter::UrlRewrite(ir::UrlRewrite { hostname, hostname_from_header, path }));
+    }
+    Ok((rule, upgrade))
+}
+
+/// Upstream's `expandPrefixMatches`: Envoy replaces a matched prefix as a string, so `/api` →
+/// `/v2/` would turn `/api/x` into `/v2//x`. A prefix route with a rewrite that is the only
+/// route for its prefix (trailing slash aside) is split into `/api` and `/api/`.
+fn expand_prefix_rewrites(contributions: &mut [Contribution]) {
+    let trimmed = |rule: &HttpRule| match &rule.matches[0].path {
+        PathMatch::StringPrefix(p) if p != "/" => Some(p.trim_end_matches('/').to_string()),
+        _ => None,
     };
-    let with = |mut rule: HttpRule, prefix: Option<String>, replacement: Option<String>| {
-        if let Some(prefix) = prefix {
-            rule.matches[0].path = PathMatch::StringPrefix(prefix);
+    let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (rule, _) in contributions.iter().flat_map(|c| &c.rules) {
+        if let Some(p) = trimmed(rule) {
+            *counts.entry(p).or_default() += 1;
         }
-        rule.filters.extend(url_rewrite(replacement));
-        (rule, upgrade)
-    };
-    Ok(match (&rule.matches[0].path, rewrite) {
-        // Envoy replaces the matched prefix as a string: `/api` → `/v2/` would turn `/api` into
-        // `/v2/` but `/api/x` into `/v2//x`. Upstream splits the route into `/api` and `/api/`.
-        (PathMatch::StringPrefix(prefix), Some(replacement)) if prefix != "/" => {
-            let trimmed = prefix.trim_end_matches('/').to_string();
+    }
+    for c in contributions {
+        let mut expanded = Vec::with_capacity(c.rules.len());
+        for (rule, upgrade) in std::mem::take(&mut c.rules) {
+            let replacement = rule.filters.iter().find_map(|f| match f {
+                HttpFilter::UrlRewrite(ir::UrlRewrite { path: Some(PathModifier::Prefix(r)), .. }) => Some(r.clone()),
+                _ => None,
+            });
+            let (Some(prefix), Some(replacement)) = (trimmed(&rule), replacement) else {
+                expanded.push((rule, upgrade));
+                continue;
+            };
+            if counts.get(&prefix) != Some(&1) {
+                expanded.push((rule, upgrade));
+                continue;
+            }
             let base = replacement.trim_end_matches('/').to_string();
             let bare = if base.is_empty() { "/".to_string() } else { base.clone() };
-            vec![
-                with(rule.clone(), Some(trimmed.clone()), Some(bare)),
-                with(rule, Some(format!("{trimmed}/")), Some(format!("{base}/"))),
-            ]
+            for (path, replacement) in [(prefix.clone(), bare), (format!("{prefix}/"), format!("{base}/"))] {
+                let mut split = rule.clone();
+                split.matches[0].path = PathMatch::StringPrefix(path);
+                for f in &mut split.filters {
+                    if let HttpFilter::UrlRewrite(u) = f {
+                        u.path = Some(PathModifier::Prefix(replacement.clone()));
+                    }
+                }
+                expanded.push((split, upgrade));
+            }
         }
-        (_, rewrite) => vec![with(rule, None, rewrite)],
-    })
+        c.rules = expanded;
+    }
 }
 
 /// The prefix replacement that applies to a route (`pathRewritePolicy.replacePrefix`): the one

@@ -789,6 +789,31 @@ fn a_tcpproxy_chain_ending_without_a_tcpproxy_forwards_nothing() {
 }
 
 #[test]
+fn prefix_rewrites_split_only_when_alone_on_their_prefix() {
+    let yaml = proxy(
+        "root",
+        "  virtualhost: {fqdn: example.com}
+  routes:
+  - conditions: [{prefix: /api}]
+    pathRewritePolicy: {replacePrefix: [{replacement: /v2}]}
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /api/}]
+    services: [{name: api, port: 80}]
+  - conditions: [{prefix: /solo}]
+    pathRewritePolicy: {replacePrefix: [{replacement: /}]}
+    services: [{name: web, port: 80}]",
+    );
+    let (t, _) = run(&yaml);
+    let paths: Vec<PathMatch> = http_rules(&t, "example.com").iter().map(|r| r.matches[0].path.clone()).collect();
+    let prefix = |p: &str| PathMatch::StringPrefix(p.into());
+    assert_eq!(
+        paths,
+        [prefix("/api"), prefix("/api/"), prefix("/solo"), prefix("/solo/")],
+        "the user's /api/ stays theirs"
+    );
+}
+
+#[test]
 fn tcp_proxies_pass_through_or_terminate() {
     let yaml = [
         proxy(
