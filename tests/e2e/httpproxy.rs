@@ -392,7 +392,13 @@ async fn tcp_proxies_pass_through_and_terminate() -> anyhow::Result<()> {
     let yaml = [
         service("inner", &[inner.addr]),
         service("plain", &[plain.addr]),
-        tls_secret("cert", &ca.issue(&["term.test"])?),
+        tls_secret("cert", &ca.issue(&["term.test", "again.test"])?),
+        ca_secret("ca", &ca.pem()),
+        // Terminated, then encrypted again towards a backend whose certificate is checked.
+        proxy(
+            "again",
+            "  virtualhost: {fqdn: again.test, tls: {secretName: cert}}\n  tcpproxy: {services: [{name: inner, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: pass.test}}]}",
+        ),
         proxy(
             "pass",
             "  virtualhost: {fqdn: pass.test, tls: {passthrough: true}}\n  tcpproxy: {services: [{name: inner, port: 80}]}",
@@ -406,7 +412,7 @@ async fn tcp_proxies_pass_through_and_terminate() -> anyhow::Result<()> {
     .concat();
     let h = Harness::start_default_fleet(&yaml, http, https).await?;
     let addr = SocketAddr::from(([127, 0, 0, 1], https));
-    for (host, backend) in [("pass.test", "inner"), ("term.test", "plain")] {
+    for (host, backend) in [("pass.test", "inner"), ("term.test", "plain"), ("again.test", "inner")] {
         let answer = testkit::eventually(Duration::from_secs(15), || async {
             testkit::request_tls(addr, host, &ca.pem(), &Request::get(host, "/")).await.ok()
         })

@@ -323,6 +323,23 @@ fn tcp_backends(
                 return None;
             }
             let port = u16::try_from(s.port).ok()?;
+            // Only `tls` (re-encryption, with the backend's certificate checked) changes a stream.
+            let tls = match s.protocol.as_deref() {
+                None | Some("" | "h2" | "h2c") => false,
+                Some("tls") => true,
+                Some(other) => {
+                    let message = format!("unsupported protocol: {other}");
+                    t.error(origin, "ServiceError", field, "UnsupportedProtocol", message);
+                    return None;
+                }
+            };
+            let validation = match &s.validation {
+                Some(v) if tls => Some(validation(t, origin, field, s, port, v).ok()?),
+                _ => None,
+            };
+            let options = tls.then(|| {
+                Arc::new(BackendOptions { protocol: Some(UpstreamProtocol::Tls), validation, ..Default::default() })
+            });
             backends.push(Backend {
                 target: BackendTarget::Service(ServicePort {
                     namespace: origin.namespace.clone(),
@@ -330,7 +347,7 @@ fn tcp_backends(
                     port,
                 }),
                 weight: s.weight.unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
-                options: None,
+                options,
             });
         }
         return Some(backends);
