@@ -111,6 +111,7 @@ pub(super) fn walk(
         found.push(Contribution { origin: origin_arc, created, rules });
     }
     expand_prefix_rewrites(&mut found);
+    keep_last_of_each_match(&mut found);
     out.append(&mut found);
 }
 
@@ -291,6 +292,22 @@ fn route(
         rule.filters.push(HttpFilter::UrlRewrite(ir::UrlRewrite { hostname, hostname_from_header, path }));
     }
     Ok((rule, upgrade))
+}
+
+/// Routes with the same conditions: the later one wins, as upstream keys a virtual host's routes
+/// by their conditions (a proxy's own routes come after its includes' and replace them).
+fn keep_last_of_each_match(contributions: &mut Vec<Contribution>) {
+    let mut seen = std::collections::HashSet::new();
+    for c in contributions.iter_mut().rev() {
+        let mut kept: Vec<_> = std::mem::take(&mut c.rules)
+            .into_iter()
+            .rev()
+            .filter(|(rule, _)| seen.insert(rule.matches[0].clone()))
+            .collect();
+        kept.reverse();
+        c.rules = kept;
+    }
+    contributions.retain(|c| !c.rules.is_empty());
 }
 
 /// Upstream's `expandPrefixMatches`: Envoy replaces a matched prefix as a string, so `/api` →

@@ -629,6 +629,10 @@ spec: {delegations: [{secretName: shared, targetNamespaces: ['*']}]}
         ir::ObjectRef { namespace: "certs".into(), name: "shared".into() }
     );
 
+    // `*` grants every namespace only on its own.
+    let (_, statuses) = run(&yaml.replace("targetNamespaces: ['*']", "targetNamespaces: [other, '*']"));
+    assert_eq!(statuses[0].errors[0].reason, "DelegationNotPermitted");
+
     let options = Options { root_namespaces: vec!["roots".into()], ..Default::default() };
     let (t, statuses) = run_with(&yaml, &options);
     assert_eq!(
@@ -811,6 +815,30 @@ fn prefix_rewrites_split_only_when_alone_on_their_prefix() {
         [prefix("/api"), prefix("/api/"), prefix("/solo"), prefix("/solo/")],
         "the user's /api/ stays theirs"
     );
+}
+
+#[test]
+fn a_proxys_own_route_replaces_an_included_one_with_the_same_conditions() {
+    let yaml = [
+        proxy(
+            "root",
+            "  virtualhost: {fqdn: example.com}
+  includes: [{name: child, conditions: [{prefix: /app}]}, {name: gone, conditions: [{prefix: /old}]}]
+  routes:
+  - conditions: [{prefix: /app}]
+    services: [{name: api, port: 80}]
+  - conditions: [{prefix: /old}]
+    services: [{name: api, port: 80}]",
+        ),
+        proxy("child", "  routes: [{services: [{name: web, port: 80}]}]"),
+    ]
+    .concat();
+    let (t, _) = run(&yaml);
+    let rules = http_rules(&t, "example.com");
+    assert_eq!(rules.len(), 2, "{rules:#?}");
+    for r in rules {
+        assert!(matches!(&r.backends[0].target, BackendTarget::Service(s) if s.name == "api"), "{r:#?}");
+    }
 }
 
 #[test]
