@@ -51,6 +51,7 @@ impl Default for Launch<'_> {
 pub fn default_fleet_options(http_port: u16, https_port: u16) -> controller::Options {
     controller::Options {
         httpproxy: frontends::httpproxy::Options { http_port, https_port, ..Default::default() },
+        ingress: frontends::ingress::Options { http_port, https_port, ..Default::default() },
         compile: xds::CompileOptions { default_address: std::net::Ipv4Addr::LOCALHOST.into() },
         ..Default::default()
     }
@@ -293,6 +294,27 @@ impl Harness {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Waits until an HTTPS request to 127.0.0.1 `port` with SNI `sni`, trusting only `ca_pem`
+    /// (and presenting `client` when given), gets any answer; fails after 15 s with Envoy's log.
+    pub async fn until_tls(
+        &self,
+        port: u16,
+        sni: &str,
+        ca_pem: &str,
+        client: Option<&testkit::Issued>,
+        req: &Request,
+    ) -> anyhow::Result<Response> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let answer = testkit::eventually(Duration::from_secs(15), || async {
+            match client {
+                Some(c) => testkit::request_mtls(addr, sni, ca_pem, c, req).await.ok(),
+                None => testkit::request_tls(addr, sni, ca_pem, req).await.ok(),
+            }
+        })
+        .await;
+        answer.ok_or_else(|| anyhow::anyhow!("no TLS answer for {sni}; envoy log:\n{}", self.envoy.log()))
     }
 
     /// Sends one request to the Gateway listener on `port`.

@@ -102,12 +102,7 @@ async fn tls_virtual_host_redirects_plain_http() -> anyhow::Result<()> {
     assert_eq!(r.header("location"), Some("https://secure.test/app?x=1"));
     assert_eq!(h.get(http, &Request::get("secure.test", "/.well-known/acme")).await?.status, 200, "permitInsecure");
 
-    let addr = SocketAddr::from(([127, 0, 0, 1], https));
-    let answer = testkit::eventually(Duration::from_secs(15), || async {
-        testkit::request_tls(addr, "secure.test", &ca.pem(), &Request::get("secure.test", "/app")).await.ok()
-    })
-    .await
-    .ok_or_else(|| anyhow::anyhow!("no HTTPS answer; envoy log:\n{}", h.envoy.log()))?;
+    let answer = h.until_tls(https, "secure.test", &ca.pem(), None, &Request::get("secure.test", "/app")).await?;
     assert_eq!((answer.status, served_by(&answer)), (200, "web"));
     h.assert_no_nacks().await
 }
@@ -295,11 +290,7 @@ async fn client_certificates_and_upstream_tls_are_verified() -> anyhow::Result<(
     let addr = SocketAddr::from(([127, 0, 0, 1], https));
     let client = ca.issue(&["client.example"])?;
     let req = Request::get("mtls.test", "/");
-    let answer = testkit::eventually(Duration::from_secs(15), || async {
-        testkit::request_mtls(addr, "mtls.test", &ca.pem(), &client, &req).await.ok()
-    })
-    .await
-    .ok_or_else(|| anyhow::anyhow!("no mTLS answer; envoy log:\n{}", h.envoy.log()))?;
+    let answer = h.until_tls(https, "mtls.test", &ca.pem(), Some(&client), &req).await?;
     assert_eq!(answer.status, 200);
     let xfcc = answer.echo()["headers"]["x-forwarded-client-cert"].as_str().unwrap_or_default().to_string();
     assert!(xfcc.contains("Subject=\"CN=client.example\""), "{xfcc}");
@@ -411,13 +402,8 @@ async fn tcp_proxies_pass_through_and_terminate() -> anyhow::Result<()> {
     ]
     .concat();
     let h = Harness::start_default_fleet(&yaml, http, https).await?;
-    let addr = SocketAddr::from(([127, 0, 0, 1], https));
     for (host, backend) in [("pass.test", "inner"), ("term.test", "plain"), ("again.test", "inner")] {
-        let answer = testkit::eventually(Duration::from_secs(15), || async {
-            testkit::request_tls(addr, host, &ca.pem(), &Request::get(host, "/")).await.ok()
-        })
-        .await
-        .ok_or_else(|| anyhow::anyhow!("no answer for {host}; envoy log:\n{}", h.envoy.log()))?;
+        let answer = h.until_tls(https, host, &ca.pem(), None, &Request::get(host, "/")).await?;
         assert_eq!((answer.status, served_by(&answer)), (200, backend), "{host}");
     }
     h.assert_no_nacks().await

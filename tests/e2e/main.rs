@@ -2,6 +2,7 @@
 
 mod harness;
 mod httpproxy;
+mod ingress;
 mod kubernetes;
 mod leader;
 mod lifecycle;

@@ -1,7 +1,5 @@
 //! TLS through Envoy: HTTPS termination with SNI-chosen certificates, and TLS passthrough.
 
-use std::net::SocketAddr;
-
 use testkit::{Backend, Ca, Issued, Request};
 
 use crate::harness::{Harness, gateway, http_route, service};
@@ -32,14 +30,9 @@ async fn https_termination_picks_the_certificate_by_sni() -> anyhow::Result<()> 
     ]
     .concat();
     let h = Harness::start(&yaml, false).await?;
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
     for host in ["a.secure.test", "b.secure.test"] {
         // The client trusts only the test CA and checks the name: the wrong certificate fails.
-        let answer = testkit::eventually(std::time::Duration::from_secs(15), || async {
-            testkit::request_tls(addr, host, &ca.pem(), &Request::get(host, "/")).await.ok()
-        })
-        .await;
-        let r = answer.ok_or_else(|| anyhow::anyhow!("no TLS answer for {host}; envoy log:\n{}", h.envoy.log()))?;
+        let r = h.until_tls(port, host, &ca.pem(), None, &Request::get(host, "/")).await?;
         assert_eq!((r.status, r.echo()["host"].as_str()), (200, Some(host)));
     }
     h.assert_no_nacks().await
@@ -66,14 +59,8 @@ async fn tls_passthrough_routes_by_sni() -> anyhow::Result<()> {
     ]
     .concat();
     let h = Harness::start(&yaml, false).await?;
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
     for (host, backend) in [("one.pass.test", "one"), ("two.pass.test", "two")] {
-        let answer = testkit::eventually(std::time::Duration::from_secs(15), || async {
-            testkit::request_tls(addr, host, &ca.pem(), &Request::get(host, "/")).await.ok()
-        })
-        .await;
-        let r =
-            answer.ok_or_else(|| anyhow::anyhow!("no passthrough answer for {host}; envoy log:\n{}", h.envoy.log()))?;
+        let r = h.until_tls(port, host, &ca.pem(), None, &Request::get(host, "/")).await?;
         assert_eq!(r.header("x-backend"), Some(backend), "the backend's own TLS answered");
     }
     h.assert_no_nacks().await

@@ -196,6 +196,11 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             disable_permit_insecure: args.disable_permit_insecure,
             fallback_certificate: args.fallback_certificate.clone(),
         },
+        ingress: frontends::ingress::Options {
+            class_names: args.ingress_class_name.clone(),
+            http_port: args.envoy_service_http_port,
+            https_port: args.envoy_service_https_port,
+        },
         compile: xds::CompileOptions { default_address: args.envoy_service_http_address },
         holdoff: args.rebuild_holdoff,
         holdoff_max: args.rebuild_holdoff_max,

@@ -25,6 +25,8 @@ pub struct Options {
     pub gateway_api: frontends::gateway_api::Options,
     /// The HTTPProxy front end's settings.
     pub httpproxy: frontends::httpproxy::Options,
+    /// The Ingress front end's settings.
+    pub ingress: frontends::ingress::Options,
     /// The compiler's settings.
     pub compile: CompileOptions,
     /// Quiet time after a change before rebuilding.
@@ -38,6 +40,7 @@ impl Default for Options {
         Self {
             gateway_api: Default::default(),
             httpproxy: Default::default(),
+            ingress: Default::default(),
             compile: Default::default(),
             holdoff: Duration::from_millis(100),
             holdoff_max: Duration::from_millis(500),
@@ -107,10 +110,8 @@ impl Pipeline {
         let clock = std::time::Instant::now();
         let mut translation =
             frontends::gateway_api::translate_cached(snapshot, &options.gateway_api, &mut self.translate);
-        let proxies = frontends::httpproxy::translate_cached(snapshot, &options.httpproxy, &mut self.proxies);
-        translation.ir.fleets.extend(proxies.ir.fleets);
-        translation.ir.fleets.sort_by(|a, b| a.id.cmp(&b.id));
-        translation.diagnostics.extend(proxies.diagnostics);
+        translation.merge(frontends::httpproxy::translate_cached(snapshot, &options.httpproxy, &mut self.proxies));
+        translation.merge(frontends::ingress::translate(snapshot, &options.ingress));
         let translate = clock.elapsed();
         let attached = frontends::gateway_api::status::attached_routes(&translation.ir);
         let dag = dag::build_cached(&translation.ir, snapshot, translation.diagnostics, &mut self.dag);

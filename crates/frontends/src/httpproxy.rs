@@ -12,13 +12,15 @@ mod services;
 pub mod status;
 mod tls;
 
+pub(crate) use policy::timeout;
+
 #[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use ir::{Diagnostic, HttpFilter, HttpRoute, HttpRule, Listener, Origin, Protocol, Severity, TlsMode};
+use ir::{Diagnostic, HttpRoute, HttpRule, Listener, Origin, Protocol, Severity, TlsMode};
 use objects::types::HTTPProxy;
 use objects::{ObjectKey, Snapshot};
 
@@ -359,7 +361,7 @@ impl<'a> Translator<'a> {
             let plain: Vec<HttpRule> = c
                 .rules
                 .iter()
-                .map(|(rule, upgrade)| if enforce_tls && *upgrade { https_redirect(rule) } else { rule.clone() })
+                .map(|(rule, upgrade)| if enforce_tls && *upgrade { crate::https_redirect(rule) } else { rule.clone() })
                 .collect();
             self.out.http_routes.push(Arc::new(HttpRoute {
                 origin: Arc::clone(&c.origin),
@@ -433,21 +435,6 @@ impl Translator<'_> {
             self.warning(origin, "SpecError", field, "IgnoredField", message);
         }
         serve
-    }
-}
-
-/// The same rule answering with a 301 to HTTPS, for plain HTTP on a TLS virtual host.
-fn https_redirect(rule: &HttpRule) -> HttpRule {
-    HttpRule {
-        matches: rule.matches.clone(),
-        filters: vec![HttpFilter::Redirect(ir::Redirect {
-            scheme: Some("https".into()),
-            status: 301,
-            ..Default::default()
-        })],
-        backends: Vec::new(),
-        request_timeout_ms: None,
-        policy: Default::default(),
     }
 }
 

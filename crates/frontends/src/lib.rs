@@ -17,3 +17,70 @@ pub struct Translation {
     /// Problems, each naming its object and field.
     pub diagnostics: Vec<ir::Diagnostic>,
 }
+
+impl Translation {
+    /// Adds another front end's translation. Fleets with the same id (the default fleet, from
+    /// HTTPProxy and Ingress) become one; their listeners of the same name become one, so routes
+    /// for the same host merge into one virtual host, as upstream merges them.
+    pub fn merge(&mut self, other: Translation) {
+        for fleet in other.ir.fleets {
+            match self.ir.fleets.iter_mut().find(|f| f.id == fleet.id) {
+                None => self.ir.fleets.push(fleet),
+                Some(into) => {
+                    for listener in fleet.listeners {
+                        match into.listeners.iter_mut().find(|l| l.name == listener.name) {
+                            None => into.listeners.push(listener),
+                            Some(l) => {
+                                l.http_routes.extend(listener.http_routes);
+                                l.tls_routes.extend(listener.tls_routes);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.ir.fleets.sort_by(|a, b| a.id.cmp(&b.id));
+        self.diagnostics.extend(other.diagnostics);
+    }
+}
+
+/// The header condition upstream adds to every route of a wildcard host (HTTPProxy and Ingress),
+/// so that `*.example.com` matches exactly one DNS label (Envoy's own wildcard domains match any
+/// number of labels). `None` for a host without a wildcard.
+pub fn wildcard_authority(host: &str) -> Option<ir::HeaderMatch> {
+    // `*.example.com` only: `*` alone is the catch-all virtual host.
+    let suffix = host.strip_prefix('*').filter(|s| s.starts_with('.'))?;
+    let escaped: String = suffix.chars().flat_map(|c| (c == '.').then_some('\\').into_iter().chain([c])).collect();
+    let pattern = format!("^[a-z0-9]([-a-z0-9]*[a-z0-9])?{escaped}(:[0-9]+)?");
+    Some(ir::HeaderMatch::new(":authority", ir::StringMatch::Regex(pattern)))
+}
+
+/// The same rule answering with a 301 to HTTPS: plain HTTP on a TLS virtual host (HTTPProxy) or
+/// with `force-ssl-redirect` (Ingress).
+pub(crate) fn https_redirect(rule: &ir::HttpRule) -> ir::HttpRule {
+    let redirect = ir::Redirect { scheme: Some("https".into()), status: 301, ..Default::default() };
+    ir::HttpRule {
+        matches: rule.matches.clone(),
+        filters: vec![ir::HttpFilter::Redirect(redirect)],
+        backends: Vec::new(),
+        request_timeout_ms: None,
+        policy: Default::default(),
+    }
+}
+
+/// Shared test fixtures: a certificate and key that pass the Secret checks (PEM-shaped only).
+#[cfg(test)]
+pub(crate) mod fixtures {
+    /// `tls.crt`, base64.
+    pub const CERT: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=";
+    /// `tls.key`, base64.
+    pub const KEY: &str = "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IYwotLS0tLUVORCBFQyBQUklWQVRFIEtFWS0tLS0tCg==";
+
+    /// A `kubernetes.io/tls` Secret (with `extra` data entries, `key: value, ...`).
+    pub fn tls_secret(namespace: &str, name: &str, extra: &str) -> String {
+        let extra = if extra.is_empty() { String::new() } else { format!(", {extra}") };
+        format!(
+            "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: {namespace}}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: {CERT}, tls.key: {KEY}{extra}}}\n"
+        )
+    }
+}

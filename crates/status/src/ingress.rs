@@ -21,7 +21,7 @@ pub fn load_balancers(snapshot: &Snapshot, o: &IngressStatusOptions) -> Vec<(Obj
     snapshot
         .ingresses
         .iter()
-        .filter(|(_, i)| frontends::ingress::is_ours(i, &o.class_names))
+        .filter(|(_, i)| frontends::ingress::is_ours(snapshot, i, &o.class_names))
         .map(|(k, _)| (k.clone(), value.clone()))
         .collect()
 }

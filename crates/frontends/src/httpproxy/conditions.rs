@@ -191,17 +191,6 @@ fn query(q: &QueryParameterMatchCondition) -> Option<QueryMatch> {
     Some(QueryMatch { name: q.name.clone(), value, ignore_case: q.ignore_case.unwrap_or(false) })
 }
 
-/// The header condition a wildcard virtual host adds to every route, so that `*.example.com`
-/// matches exactly one DNS label (Envoy's own wildcard domains match any number).
-pub(super) fn wildcard_authority(fqdn: &str) -> Option<HeaderMatch> {
-    let suffix = fqdn.strip_prefix('*')?;
-    let escaped: String = suffix.chars().flat_map(|c| (c == '.').then_some('\\').into_iter().chain([c])).collect();
-    Some(HeaderMatch::new(
-        ":authority",
-        StringMatch::Regex(format!("^[a-z0-9]([-a-z0-9]*[a-z0-9])?{escaped}(:[0-9]+)?")),
-    ))
-}
-
 /// The identity of an include's own conditions for duplicate detection; `None` for the
 /// catch-all (prefix `/` and nothing else), which is never a duplicate.
 pub(super) fn include_key(block: &[MatchCondition]) -> Option<(PathMatch, Vec<HeaderMatch>, Vec<QueryMatch>)> {

@@ -171,7 +171,7 @@ pub(super) fn headers(policy: Option<&HeadersPolicy>, request: bool, vars: &Vari
 
 /// A Go duration (`1h2m`, `1.5s`, `250ms`, `10us`), `infinity`/`infinite` (disabled: `Some(0)`),
 /// or empty/`0` for the default (`None`).
-pub(super) fn timeout(text: Option<&str>) -> Result<Option<u64>, String> {
+pub(crate) fn timeout(text: Option<&str>) -> Result<Option<u64>, String> {
     let Some(text) = text.map(str::trim).filter(|t| !t.is_empty() && *t != "0") else { return Ok(None) };
     if matches!(text, "infinity" | "infinite") {
         return Ok(Some(0));

@@ -226,7 +226,7 @@ fn route(
     }
     let upgrade = r.permit_insecure != Some(true) || t.options.disable_permit_insecure;
     let mut matcher = conditions::merged_match(&merged);
-    if let Some(authority) = conditions::wildcard_authority(fqdn) {
+    if let Some(authority) = crate::wildcard_authority(fqdn) {
         matcher.headers.push(authority);
     }
     let rewrite = prefix_replacement(t, origin, field, r, &matcher.path)?;

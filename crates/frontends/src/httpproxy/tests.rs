@@ -3,37 +3,24 @@
 use super::*;
 use ir::{BackendTarget, HttpFilter, PathMatch, StringMatch};
 
-const CERT: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=";
-const KEY: &str = "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IYwotLS0tLUVORCBFQyBQUklWQVRFIEtFWS0tLS0tCg==";
+use crate::fixtures::{CERT, tls_secret};
 
 /// Services `web` (80, 8080 named `http`) and `api` (80) in `apps`, a TLS Secret `apps/cert`
-/// and one in `certs/shared`.
+/// and one in `certs/shared` (with a CA).
 fn base() -> String {
-    format!(
-        r#"
+    let services = r#"
 apiVersion: v1
 kind: Service
-metadata: {{name: web, namespace: apps}}
-spec: {{ports: [{{port: 80}}, {{name: http, port: 8080}}, {{name: dns, port: 53, protocol: UDP}}]}}
+metadata: {name: web, namespace: apps}
+spec: {ports: [{port: 80}, {name: http, port: 8080}, {name: dns, port: 53, protocol: UDP}]}
 ---
 apiVersion: v1
 kind: Service
-metadata: {{name: api, namespace: apps}}
-spec: {{ports: [{{port: 80}}]}}
----
-apiVersion: v1
-kind: Secret
-metadata: {{name: cert, namespace: apps}}
-type: kubernetes.io/tls
-data: {{tls.crt: {CERT}, tls.key: {KEY}}}
----
-apiVersion: v1
-kind: Secret
-metadata: {{name: shared, namespace: certs}}
-type: kubernetes.io/tls
-data: {{tls.crt: {CERT}, tls.key: {KEY}, ca.crt: {CERT}}}
-"#
-    )
+metadata: {name: api, namespace: apps}
+spec: {ports: [{port: 80}]}
+"#;
+    [services.to_string(), tls_secret("apps", "cert", ""), tls_secret("certs", "shared", &format!("ca.crt: {CERT}"))]
+        .concat()
 }
 
 fn run(extra: &str) -> (Translation, Vec<status::ProxyStatus>) {
