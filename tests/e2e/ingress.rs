@@ -149,3 +149,50 @@ async fn ingress_annotations_and_tls() -> anyhow::Result<()> {
     assert_eq!(h.get(http, &upgrade("/")).await?.status, 403, "not a websocket route");
     h.assert_no_nacks().await
 }
+
+#[tokio::test]
+async fn ingresses_through_the_api_server_get_traffic_status_and_events() -> anyhow::Result<()> {
+    use k8s_openapi::api::events::v1::Event;
+    use testkit::{ApiServer, NetnsBackend, apply_yaml};
+
+    let api = ApiServer::start().await?;
+    let client = api.client().await?;
+    let (blue, green) = (NetnsBackend::start("blue").await?, NetnsBackend::start("green").await?);
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let site = |svc: &str, annotations: &str| {
+        ingress(
+            "site",
+            annotations,
+            &format!("  rules: [{{host: site.test, http: {{paths: [{}]}}}}]", path("/", "Prefix", svc)),
+        )
+    };
+    apply_yaml(&client, &[service("blue", &[blue.addr]), service("green", &[green.addr]), site("blue", "")].concat())
+        .await?;
+    crate::harness::envoy_service_with_address(&client, "192.0.2.9").await?;
+    let h = Harness::start_kubernetes_default_fleet(client.clone(), http, https).await?;
+    h.until(http, &Request::get("site.test", "/"), |r| served_by(r) == "blue").await?;
+    crate::kubernetes::status_of_until(&client, "networking.k8s.io/v1", "Ingress", "site", |s| {
+        s["loadBalancer"]["ingress"][0]["ip"] == "192.0.2.9"
+    })
+    .await?;
+
+    // An update moves the traffic; an invalid annotation is ignored and reported as an Event.
+    apply_yaml(&client, &site("green", "projectcontour.io/num-retries: lots")).await?;
+    h.until(http, &Request::get("site.test", "/"), |r| served_by(r) == "green").await?;
+    let events: kube::Api<Event> = kube::Api::namespaced(client.clone(), "default");
+    let found = testkit::eventually(Duration::from_secs(15), || {
+        let events = events.clone();
+        async move {
+            let list = events.list(&Default::default()).await.ok()?;
+            list.items.into_iter().find(|e| {
+                e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("site")
+                    && e.reason.as_deref() == Some("InvalidAnnotation")
+            })
+        }
+    })
+    .await
+    .ok_or_else(|| anyhow::anyhow!("no Event on the Ingress"))?;
+    let note = found.note.unwrap_or_default();
+    assert!(note.contains("projectcontour.io/num-retries") && note.contains("\"lots\""), "{note}");
+    h.assert_no_nacks().await
+}

@@ -4,6 +4,7 @@
 //! Writes carry a resourceVersion precondition and retry a bounded number of times on conflict;
 //! route `status.parents` entries of other controllers are kept as they are.
 
+mod events;
 mod ingress;
 mod json;
 mod writer;
@@ -16,6 +17,7 @@ use frontends::gateway_api::status::{FleetState, compute};
 use tokio::sync::watch;
 use xds_server::{Programming, XdsServer};
 
+pub use events::IngressEvents;
 pub use ingress::{IngressStatusOptions, load_balancer, load_balancers};
 
 /// What the writer needs to know about the front ends and where addresses come from.
@@ -97,15 +99,18 @@ pub fn spawn(
     options: Options,
     leadership: election::Leadership,
 ) -> (tokio::task::JoinHandle<()>, Arc<Counters>) {
-    let writer = StatusWriter::new(client, options.gateway_api.controller_name.clone());
+    let writer = StatusWriter::new(client.clone(), options.gateway_api.controller_name.clone());
     let counters = writer.counters();
-    (tokio::spawn(run(writer, published, xds, options, leadership)), counters)
+    let instance = std::env::var("POD_NAME").ok();
+    let events = IngressEvents::new(client, "contour", instance);
+    (tokio::spawn(run(writer, events, published, xds, options, leadership)), counters)
 }
 
 /// Follows the controller's builds and Envoy's ACKs/NACKs, writing status while this replica
 /// leads, until the controller goes away.
 pub async fn run(
     mut writer: StatusWriter,
+    mut events: IngressEvents,
     mut published: watch::Receiver<Option<Arc<controller::Published>>>,
     xds: XdsServer,
     options: Options,
@@ -145,5 +150,6 @@ pub async fn run(
         }
         let address = load_balancer(&p.snapshot, &options.ingress);
         writer.write(&set, &ingresses, &proxies, address.as_ref(), &leadership).await;
+        events.publish(&p.snapshot, &p.dag.diagnostics).await;
     }
 }
