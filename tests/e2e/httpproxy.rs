@@ -390,9 +390,15 @@ async fn tcp_proxies_pass_through_and_terminate() -> anyhow::Result<()> {
             "again",
             "  virtualhost: {fqdn: again.test, tls: {secretName: cert}}\n  tcpproxy: {services: [{name: inner, port: 80, protocol: tls, validation: {caSecret: ca, subjectName: pass.test}}]}",
         ),
+        // One of the pool's two endpoints refuses connections: the TCP health check takes it out.
+        service("pool", &[inner.addr, SocketAddr::from(([127, 0, 0, 2], inner.addr.port()))]),
         proxy(
             "pass",
-            "  virtualhost: {fqdn: pass.test, tls: {passthrough: true}}\n  tcpproxy: {services: [{name: inner, port: 80}]}",
+            "  virtualhost: {fqdn: pass.test, tls: {passthrough: true}}
+  tcpproxy:
+    loadBalancerPolicy: {strategy: Random}
+    healthCheckPolicy: {intervalSeconds: 1, timeoutSeconds: 1, unhealthyThresholdCount: 1, healthyThresholdCount: 1}
+    services: [{name: pool, port: 80}]",
         ),
         proxy(
             "term",
@@ -405,6 +411,19 @@ async fn tcp_proxies_pass_through_and_terminate() -> anyhow::Result<()> {
     for (host, backend) in [("pass.test", "inner"), ("term.test", "plain"), ("again.test", "inner")] {
         let answer = h.until_tls(https, host, &ca.pem(), None, &Request::get(host, "/")).await?;
         assert_eq!((answer.status, served_by(&answer)), (200, backend), "{host}");
+    }
+    // Once the dead endpoint failed its check, every connection reaches the live one.
+    let addr = SocketAddr::from(([127, 0, 0, 1], https));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut streak = 0;
+    // 20 in a row: by chance (one in two endpoints dead) about one in a million.
+    while streak < 20 {
+        anyhow::ensure!(Instant::now() < deadline, "connections kept reaching the dead endpoint");
+        let ok = testkit::request_tls(addr, "pass.test", &ca.pem(), &Request::get("pass.test", "/")).await.is_ok();
+        streak = if ok { streak + 1 } else { 0 };
+        if !ok {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
     h.assert_no_nacks().await
 }

@@ -135,7 +135,7 @@ impl Builder<'_> {
                     let settings = self.downstream(tls, out);
                     let server_names = if sni.is_empty() { Vec::new() } else { vec![sni] };
                     let action = if let Some(route) = listener.tls_routes.first() {
-                        let backends = self.backends(&route.origin, 0, &route.backends, &Default::default(), out);
+                        let backends = self.backends(&route.origin, 0, &route.backends, &route.policy, out);
                         TlsAction::TerminateTcp { secrets, settings, backends }
                     } else {
                         let name = format!("https-{port}-{}", listener.name);
@@ -150,7 +150,7 @@ impl Builder<'_> {
                         (&a.origin.namespace, &a.origin.name).cmp(&(&b.origin.namespace, &b.origin.name))
                     });
                     for route in routes {
-                        let backends = self.backends(&route.origin, 0, &route.backends, &Default::default(), out);
+                        let backends = self.backends(&route.origin, 0, &route.backends, &route.policy, out);
                         for sni in ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames) {
                             let key = if sni == "*" { String::new() } else { sni };
                             if !used.insert(key.clone()) {

@@ -335,7 +335,7 @@ impl<'a> Translator<'a> {
             let message = "HTTPProxy.Spec must have at least one Route, Include, or a TCPProxy".into();
             return self.error(&origin, "SpecError", "spec", "NothingDefined", message);
         }
-        if !self.unsupported_vhost_policies(&origin, vhost, spec) {
+        if !self.unsupported_vhost_policies(&origin, vhost) {
             return;
         }
         let Ok(tls) = tls::virtual_host(self, &origin, vhost) else { return };
@@ -401,12 +401,7 @@ impl Translator<'_> {
     /// Policies this controller does not implement yet (they have their own issue). Access
     /// controls fail closed: the virtual host is not served rather than served unprotected.
     /// The others are served without the policy, with a warning. `false` stops the root.
-    fn unsupported_vhost_policies(
-        &mut self,
-        origin: &Origin,
-        vhost: &api::httpproxy::VirtualHost,
-        spec: &api::httpproxy::HTTPProxySpec,
-    ) -> bool {
+    fn unsupported_vhost_policies(&mut self, origin: &Origin, vhost: &api::httpproxy::VirtualHost) -> bool {
         let f = &vhost.filters;
         let closed = [
             ("AuthError", "spec.virtualhost.authorization", vhost.authorization.is_some()),
@@ -425,10 +420,6 @@ impl Translator<'_> {
         let ignored = [
             ("spec.virtualhost.corsPolicy", vhost.cors_policy.is_some()),
             ("spec.virtualhost.rateLimitPolicy", vhost.rate_limit_policy.is_some()),
-            (
-                "spec.tcpproxy.healthCheckPolicy",
-                spec.tcpproxy.as_ref().is_some_and(|t| t.health_check_policy.is_some()),
-            ),
         ];
         for (field, _) in ignored.into_iter().filter(|c| c.1) {
             let message = format!("{field} is not supported by this controller yet and is ignored");

@@ -160,6 +160,8 @@ pub struct TlsRoute {
     pub hostnames: Vec<String>,
     /// Where the traffic goes.
     pub backends: Vec<Backend>,
+    /// Load balancing and health checks of the backends' clusters.
+    pub policy: ClusterPolicy,
 }
 
 /// A weighted backend of a route.

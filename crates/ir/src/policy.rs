@@ -91,9 +91,11 @@ pub enum HashPolicy {
     },
 }
 
-/// Active HTTP health checking of a cluster's endpoints.
+/// Active health checking of a cluster's endpoints: HTTP, or a TCP connect for `tcp`.
 #[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HealthCheck {
+    /// A TCP connect check instead of an HTTP request (path, host and statuses unused).
+    pub tcp: bool,
     /// The request path.
     pub path: String,
     /// The Host header of the check.

@@ -120,16 +120,21 @@ fn health_check(h: &ir::HealthCheck) -> HealthCheck {
         interval: Some(duration_ms(u64::from(h.interval_s) * 1000)),
         unhealthy_threshold: Some(UInt32Value { value: h.unhealthy_threshold }),
         healthy_threshold: Some(UInt32Value { value: h.healthy_threshold }),
-        health_checker: Some(health_check::HealthChecker::HttpHealthCheck(health_check::HttpHealthCheck {
-            host: h.host.clone(),
-            path: h.path.clone(),
-            expected_statuses: h
-                .expected_statuses
-                .iter()
-                .map(|&(start, end)| Int64Range { start: i64::from(start), end: i64::from(end) })
-                .collect(),
-            ..Default::default()
-        })),
+        health_checker: Some(if h.tcp {
+            // A connect is the check: no payload sent, none expected.
+            health_check::HealthChecker::TcpHealthCheck(health_check::TcpHealthCheck::default())
+        } else {
+            health_check::HealthChecker::HttpHealthCheck(health_check::HttpHealthCheck {
+                host: h.host.clone(),
+                path: h.path.clone(),
+                expected_statuses: h
+                    .expected_statuses
+                    .iter()
+                    .map(|&(start, end)| Int64Range { start: i64::from(start), end: i64::from(end) })
+                    .collect(),
+                ..Default::default()
+            })
+        }),
         ..Default::default()
     }
 }

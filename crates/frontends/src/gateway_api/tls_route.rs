@@ -34,5 +34,6 @@ pub(super) fn translate(snapshot: &Snapshot, route: &TLSRoute, diagnostics: &mut
         origin,
         hostnames: route.spec.hostnames.iter().map(|h| h.to_ascii_lowercase()).collect(),
         backends: backends_out,
+        policy: Default::default(),
     }
 }

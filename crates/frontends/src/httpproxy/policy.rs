@@ -328,6 +328,7 @@ pub(super) fn health_check(policy: Option<&HTTPHealthCheckPolicy>) -> Result<Opt
         expected_statuses.push((r.start as u32, r.end as u32));
     }
     Ok(Some(HealthCheck {
+        tcp: false,
         path: p.path.clone(),
         host: p.host.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| HEALTH_CHECK_HOST.into()),
         interval_s: positive(p.interval_seconds, 5),
@@ -336,6 +337,24 @@ pub(super) fn health_check(policy: Option<&HTTPHealthCheckPolicy>) -> Result<Opt
         healthy_threshold: positive(p.healthy_threshold_count, 2),
         expected_statuses,
     }))
+}
+
+/// A tcpproxy's active health check: a TCP connect, with upstream's defaults.
+pub(super) fn tcp_health_check(policy: Option<&api::httpproxy::TCPHealthCheckPolicy>) -> Option<HealthCheck> {
+    let p = policy?;
+    let positive =
+        |v: Option<i64>, default: u32| v.filter(|v| *v > 0).map_or(default, |v| v.min(i64::from(u32::MAX)) as u32);
+    let count = |v: Option<u32>, default: u32| v.filter(|v| *v > 0).unwrap_or(default);
+    Some(HealthCheck {
+        tcp: true,
+        path: String::new(),
+        host: String::new(),
+        interval_s: positive(p.interval_seconds, 5),
+        timeout_s: positive(p.timeout_seconds, 2),
+        unhealthy_threshold: count(p.unhealthy_threshold_count, 3),
+        healthy_threshold: count(p.healthy_threshold_count, 2),
+        expected_statuses: Vec::new(),
+    })
 }
 
 /// Internal redirects Envoy follows for the client.

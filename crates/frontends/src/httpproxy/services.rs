@@ -279,7 +279,13 @@ pub(super) fn tcp_proxy(
             b.weight = 1;
         }
     }
-    let route = TlsRoute { origin: origin.clone(), hostnames: vec![fqdn.to_string()], backends };
+    // Load balancing (Cookie and RequestHash make no sense for a stream) and health checks.
+    let (load_balancer, _, _) = policy::load_balancer(tcp.load_balancer_policy.as_ref());
+    let load_balancer =
+        if load_balancer == LoadBalancer::RequestHash { LoadBalancer::RoundRobin } else { load_balancer };
+    let health_check = policy::tcp_health_check(tcp.health_check_policy.as_ref());
+    let policy = ir::ClusterPolicy { load_balancer, health_check, idle_connection_timeout_ms: None };
+    let route = TlsRoute { origin: origin.clone(), hostnames: vec![fqdn.to_string()], backends, policy };
     Ok(Some(ir::Listener {
         name: format!("{HTTPS_LISTENER}/{fqdn}"),
         port: t.options.https_port,

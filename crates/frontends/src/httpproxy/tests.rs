@@ -281,6 +281,14 @@ fn route_errors_drop_the_proxys_routes_and_name_the_reason() {
             "ServiceError/SlowStartInvalid: error parsing window: time: invalid duration \"soon\" on slow start",
         ),
         (
+            "  - services: [{name: web, port: 80, requestHeadersPolicy: {set: [{name: Host, value: '%REQ(x-host)%'}]}}]",
+            "ServiceError/RequestHeadersPolicyInvalid: rewriting \"Host\" from %REQ(x-host)% is only supported on routes on request headers",
+        ),
+        (
+            "  - services: [{name: web, port: 80, responseHeadersPolicy: {remove: [x-a, X-A]}}]",
+            "ServiceError/ResponseHeadersPolicyInvalid: duplicate header removal: \"X-A\" on response headers",
+        ),
+        (
             "  - services: [{name: web, port: 80, protocol: h3}]",
             "ServiceError/UnsupportedProtocol: unsupported protocol: h3",
         ),
