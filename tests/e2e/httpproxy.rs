@@ -111,10 +111,14 @@ async fn tls_virtual_host_redirects_plain_http() -> anyhow::Result<()> {
 async fn route_policies_show_in_the_answers() -> anyhow::Result<()> {
     let web = Backend::start("web").await?;
     let flaky = Backend::start_flaky("flaky", 1).await?;
+    // Two endpoints of one Service share a port: one on 127.0.0.3, one on 127.0.0.1.
+    let right = Backend::start_on(SocketAddr::from(([127, 0, 0, 3], 0)), "right").await?;
+    let left = Backend::start_on(SocketAddr::from(([127, 0, 0, 1], right.addr.port())), "left").await?;
     let (http, https) = (testkit::free_port(), testkit::free_port());
     let yaml = [
         service("web", &[web.addr]),
         service("flaky", &[flaky.addr]),
+        service("pair", &[left.addr, right.addr]),
         proxy(
             "policies",
             r#"  virtualhost: {fqdn: policy.test}
@@ -131,7 +135,13 @@ async fn route_policies_show_in_the_answers() -> anyhow::Result<()> {
     services: [{name: web, port: 80}]
   - conditions: [{prefix: /retry}]
     retryPolicy: {count: 2, retryOn: [5xx]}
-    services: [{name: flaky, port: 80}]"#,
+    services: [{name: flaky, port: 80}]
+  - conditions: [{prefix: /follow}]
+    internalRedirectPolicy: {maxInternalRedirects: 1, redirectResponseCodes: [302]}
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /hashed}]
+    loadBalancerPolicy: {strategy: RequestHash, requestHashPolicies: [{headerHashOptions: {headerName: x-user}}]}
+    services: [{name: pair, port: 80}]"#,
         ),
     ]
     .concat();
@@ -152,6 +162,22 @@ async fn route_policies_show_in_the_answers() -> anyhow::Result<()> {
     // The flaky backend fails its first request; the retry gets the answer.
     let r = h.get(http, &Request::get("policy.test", "/retry")).await?;
     assert_eq!((r.status, served_by(&r)), (200, "flaky"));
+    // The backend redirects /follow to /follow/there (absolute, as Envoy needs); Envoy follows it.
+    let r = h
+        .get(
+            http,
+            &Request::get("policy.test", "/follow")
+                .header("x-echo-redirect", "/follow=http://policy.test/follow/there"),
+        )
+        .await?;
+    assert_eq!((r.status, r.echo()["path"].as_str()), (200, Some("/follow/there")), "{r:?}");
+    // One user always reaches the same endpoint of the pair (round robin would alternate).
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..10 {
+        let r = h.get(http, &Request::get("policy.test", "/hashed").header("x-user", "alice")).await?;
+        seen.insert(served_by(&r).to_string());
+    }
+    assert_eq!(seen.len(), 1, "{seen:?}");
     h.assert_no_nacks().await
 }
 

@@ -1,7 +1,8 @@
 //! Echo backends: answer every request with what they saw, as JSON, and their own name.
 //!
-//! A request can ask for a slow answer (`x-echo-delay-ms`, at most 10 s) or another status
-//! (`x-echo-status`); a flaky backend fails its first requests with 503 on its own.
+//! A request can ask for a slow answer (`x-echo-delay-ms`, at most 10 s), another status
+//! (`x-echo-status`), or a redirect (`x-echo-redirect: /from=/to` answers a request for `/from`
+//! with 302 to `/to`); a flaky backend fails its first requests with 503 on its own.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -36,6 +37,11 @@ impl Backend {
     /// A plain-HTTP echo backend on a free loopback port.
     pub async fn start(name: &str) -> anyhow::Result<Self> {
         Self::spawn(TcpListener::bind("127.0.0.1:0").await?, name, None, 0)
+    }
+
+    /// A plain-HTTP echo backend on a chosen address.
+    pub async fn start_on(addr: std::net::SocketAddr, name: &str) -> anyhow::Result<Self> {
+        Self::spawn(TcpListener::bind(addr).await?, name, None, 0)
     }
 
     /// An echo backend that answers its first `failures` requests with 503, then echoes.
@@ -136,11 +142,17 @@ async fn echo(
         "host": req.headers().get("host").and_then(|h| h.to_str().ok()).unwrap_or_default(),
         "headers": headers,
     });
-    let response = hyper::Response::builder()
+    let redirect = req.headers().get("x-echo-redirect").and_then(|v| v.to_str().ok()).and_then(|v| v.split_once('='));
+    let location = redirect.filter(|(from, _)| req.uri().path() == *from).map(|(_, to)| to.to_string());
+    let status = if location.is_some() { 302 } else { status };
+    let mut response = hyper::Response::builder()
         .status(status)
         .header("x-backend", &*name)
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(body.to_string())))
         .expect("valid response");
+    if let Some(location) = location.and_then(|l| hyper::header::HeaderValue::from_str(&l).ok()) {
+        response.headers_mut().insert(hyper::header::LOCATION, location);
+    }
     Ok(response)
 }

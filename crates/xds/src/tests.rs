@@ -131,3 +131,67 @@ spec:
     );
     assert!(fleet.of(ResourceType::Endpoint).is_empty(), "endpoints come from the endpoint stage");
 }
+
+#[test]
+fn tls_versions_and_client_certificates_reach_the_listener() {
+    use envoy_types::pb::envoy::config::listener::v3::{Listener, filter};
+    use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
+        HttpConnectionManager, http_connection_manager::ForwardClientCertDetails,
+    };
+    use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
+        DownstreamTlsContext, common_tls_context::ValidationContextType, tls_parameters::TlsProtocol,
+    };
+    let pem = |label: &str| format!("-----BEGIN {label}-----\\nx\\n-----END {label}-----\\n");
+    let yaml = format!(
+        r#"
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: apps}}
+spec: {{ports: [{{port: 80}}]}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: cert, namespace: apps}}
+type: kubernetes.io/tls
+stringData: {{tls.crt: "{}", tls.key: "{}", ca.crt: "{}"}}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {{name: p, namespace: apps}}
+spec:
+  virtualhost:
+    fqdn: p.test
+    tls:
+      secretName: cert
+      minimumProtocolVersion: "1.3"
+      clientValidation: {{caSecret: cert, optionalClientCertificate: true, forwardClientCertificate: {{subject: true}}}}
+  routes: [{{services: [{{name: web, port: 80}}]}}]
+"#,
+        pem("CERTIFICATE").replace('\n', "\\n"),
+        pem("PRIVATE KEY").replace('\n', "\\n"),
+        pem("CERTIFICATE").replace('\n', "\\n"),
+    );
+    let fleet = compiled_proxies(&yaml);
+    let https = fleet.of(ResourceType::Listener).values().find(|l| l.name.starts_with("https-")).expect("https");
+    let listener = Listener::decode(https.body.value.as_slice()).unwrap();
+    let chain = &listener.filter_chains[0];
+    assert_eq!(chain.filter_chain_match.as_ref().unwrap().server_names, ["p.test"]);
+    let socket = chain.transport_socket.as_ref().unwrap();
+    let Some(envoy_types::pb::envoy::config::core::v3::transport_socket::ConfigType::TypedConfig(any)) =
+        &socket.config_type
+    else {
+        panic!()
+    };
+    let tls = DownstreamTlsContext::decode(any.value.as_slice()).unwrap();
+    let common = tls.common_tls_context.unwrap();
+    assert_eq!(common.tls_params.unwrap().tls_minimum_protocol_version, TlsProtocol::TlSv13 as i32);
+    assert!(
+        matches!(common.validation_context_type, Some(ValidationContextType::ValidationContextSdsSecretConfig(s)) if s.name == "apps/cert/ca")
+    );
+    assert_eq!(tls.require_client_certificate.map(|b| b.value), Some(false), "optional client certificates");
+    assert!(fleet.of(ResourceType::Secret).contains_key("apps/cert/ca"), "the CA is served over SDS");
+    let Some(filter::ConfigType::TypedConfig(hcm)) = &chain.filters[0].config_type else { panic!() };
+    let hcm = HttpConnectionManager::decode(hcm.value.as_slice()).unwrap();
+    assert_eq!(hcm.forward_client_cert_details, ForwardClientCertDetails::SanitizeSet as i32);
+    assert_eq!(hcm.set_current_client_cert_details.unwrap().subject.map(|b| b.value), Some(true));
+}
