@@ -98,6 +98,7 @@ pub fn build(snapshot: &Snapshot, options: &Options) -> Build {
 pub struct Pipeline {
     translate: frontends::gateway_api::Cache,
     proxies: frontends::httpproxy::Cache,
+    ingresses: frontends::ingress::Cache,
     dag: dag::Cache,
     compile: xds::Cache,
     endpoints: dag::EndpointCache,
@@ -111,7 +112,7 @@ impl Pipeline {
         let mut translation =
             frontends::gateway_api::translate_cached(snapshot, &options.gateway_api, &mut self.translate);
         translation.merge(frontends::httpproxy::translate_cached(snapshot, &options.httpproxy, &mut self.proxies));
-        translation.merge(frontends::ingress::translate(snapshot, &options.ingress));
+        translation.merge(frontends::ingress::translate_cached(snapshot, &options.ingress, &mut self.ingresses));
         let translate = clock.elapsed();
         let attached = frontends::gateway_api::status::attached_routes(&translation.ir);
         let dag = dag::build_cached(&translation.ir, snapshot, translation.diagnostics, &mut self.dag);

@@ -142,3 +142,45 @@ spec:
     }
     assert!(!previous.http_proxies.is_empty());
 }
+
+#[test]
+fn cached_ingress_builds_follow_every_change() {
+    let base = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {ports: [{name: http, port: 80}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: a}
+spec: {rules: [{host: a.test, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {name: http}}}}]}}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: b, annotations: {kubernetes.io/ingress.class: mine}}
+spec: {rules: [{host: b.test, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}]}
+"#;
+    let class = "---\napiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: mine}\nspec: {controller: projectcontour.io/ingress-controller}\n";
+    let mut pipeline = Pipeline::default();
+    let options = Options::default();
+    let mut previous = snapshot(base);
+    let _ = pipeline.build(&previous, &options);
+    let steps = [
+        base.replace("host: a.test", "host: a2.test"),
+        format!("{}{class}", base.replace("host: a.test", "host: a2.test")),
+        format!(
+            "{}{class}",
+            base.replace("name: http, port: 80", "name: http, port: 8080").replace("host: a.test", "host: a2.test")
+        ),
+    ];
+    for (i, yaml) in steps.iter().enumerate() {
+        let mut next = snapshot(yaml);
+        next.share_unchanged(&previous);
+        let cached = pipeline.build(&next, &options);
+        let fresh = build(&next, &options);
+        assert_eq!(cached.fleets, fresh.fleets, "step {i}");
+        assert_eq!(cached.dag, fresh.dag, "step {i}");
+        previous = next;
+    }
+}

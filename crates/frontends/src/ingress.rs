@@ -69,16 +69,48 @@ pub fn is_ours(snapshot: &Snapshot, ingress: &Ingress, class_names: &[String]) -
 /// Translates every Ingress of our class into listeners of the default fleet (named as the
 /// HTTPProxy front end names them, so the two merge into the same virtual hosts).
 pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
+    translate_cached(snapshot, options, &mut Cache::default())
+}
+
+/// Ingress translations kept between builds: an entry is reused while its Ingress is the same
+/// `Arc` and no Service, Secret, TLSCertificateDelegation or IngressClass changed.
+#[derive(Debug, Default)]
+pub struct Cache {
+    options: Option<Options>,
+    inputs: Vec<usize>,
+    ingresses: rustc_hash::FxHashMap<ObjectKey, (Arc<Ingress>, Arc<(Translated, Vec<Diagnostic>)>)>,
+}
+
+/// [`translate`], reusing what `cache` holds from the previous build.
+pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cache) -> Translation {
+    fn ptr<T>(p: &Arc<T>) -> usize {
+        Arc::as_ptr(p) as *const () as usize
+    }
+    let inputs: Vec<usize> = (snapshot.services.values().map(ptr))
+        .chain(snapshot.secrets.values().map(ptr))
+        .chain(snapshot.tls_certificate_delegations.values().map(ptr))
+        .chain(snapshot.ingress_classes.values().map(ptr))
+        .collect();
+    if cache.options.as_ref() != Some(options) || cache.inputs != inputs {
+        *cache = Cache { options: Some(options.clone()), inputs, ..Default::default() };
+    }
+    cache.ingresses.retain(|k, (i, _)| snapshot.ingresses.get(k).is_some_and(|now| Arc::ptr_eq(now, i)));
     let mut diagnostics = Vec::new();
     let mut http_routes = Vec::new();
     let mut secure: Vec<Listener> = Vec::new();
-    for ingress in snapshot.ingresses.values() {
+    for (key, ingress) in &snapshot.ingresses {
         if !is_ours(snapshot, ingress, &options.class_names) {
             continue;
         }
-        let t = translate_one(snapshot, ingress, &mut diagnostics);
-        http_routes.extend(t.http);
-        for (host, tls, route) in t.secure {
+        let (_, entry) = cache.ingresses.entry(key.clone()).or_insert_with(|| {
+            let mut found = Vec::new();
+            let t = translate_one(snapshot, ingress, &mut found);
+            (Arc::clone(ingress), Arc::new((t, found)))
+        });
+        let (t, found) = &**entry;
+        diagnostics.extend(found.iter().cloned());
+        http_routes.extend(t.http.iter().cloned());
+        for (host, tls, route) in t.secure.iter().cloned() {
             match secure.iter_mut().find(|l| l.hostname.as_deref() == Some(host.as_str())) {
                 Some(l) => l.http_routes.push(route),
                 None => secure.push(Listener {
@@ -115,6 +147,7 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
 }
 
 /// What one Ingress contributes: plain-HTTP routes, and per TLS host its TLS and routes.
+#[derive(Debug)]
 struct Translated {
     http: Vec<Arc<HttpRoute>>,
     secure: Vec<(String, ListenerTls, Arc<HttpRoute>)>,
