@@ -83,6 +83,19 @@ fn cached_builds_equal_fresh_builds() {
     assert_eq!(cached.dag, fresh.dag);
 }
 
+/// Builds `yaml` with the cached pipeline (sharing unchanged objects with `previous`, as the
+/// sources do) and from scratch; both must agree. Returns the new snapshot.
+fn cached_equals_fresh(pipeline: &mut Pipeline, previous: &Snapshot, yaml: &str, step: usize) -> Snapshot {
+    let options = Options::default();
+    let mut next = snapshot(yaml);
+    next.share_unchanged(previous);
+    let cached = pipeline.build(&next, &options);
+    let fresh = build(&next, &options);
+    assert_eq!(cached.fleets, fresh.fleets, "step {step}");
+    assert_eq!(cached.dag, fresh.dag, "step {step}");
+    next
+}
+
 #[test]
 fn cached_httpproxy_builds_follow_every_change_in_a_tree() {
     let proxies = r#"
@@ -132,13 +145,7 @@ spec:
         format!("{}{later}", proxies.replace("other.example.com", "another.example.com")),
     ];
     for (i, yaml) in steps.iter().enumerate() {
-        let mut next = snapshot(yaml);
-        next.share_unchanged(&previous);
-        let cached = pipeline.build(&next, &options);
-        let fresh = build(&next, &options);
-        assert_eq!(cached.fleets, fresh.fleets, "step {i}");
-        assert_eq!(cached.dag, fresh.dag, "step {i}");
-        previous = next;
+        previous = cached_equals_fresh(&mut pipeline, &previous, yaml, i);
     }
     assert!(!previous.http_proxies.is_empty());
 }
@@ -175,12 +182,6 @@ spec: {rules: [{host: b.test, http: {paths: [{path: /, pathType: Prefix, backend
         ),
     ];
     for (i, yaml) in steps.iter().enumerate() {
-        let mut next = snapshot(yaml);
-        next.share_unchanged(&previous);
-        let cached = pipeline.build(&next, &options);
-        let fresh = build(&next, &options);
-        assert_eq!(cached.fleets, fresh.fleets, "step {i}");
-        assert_eq!(cached.dag, fresh.dag, "step {i}");
-        previous = next;
+        previous = cached_equals_fresh(&mut pipeline, &previous, yaml, i);
     }
 }

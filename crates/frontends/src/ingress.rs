@@ -78,8 +78,11 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
 pub struct Cache {
     options: Option<Options>,
     inputs: Vec<usize>,
-    ingresses: rustc_hash::FxHashMap<ObjectKey, (Arc<Ingress>, Arc<(Translated, Vec<Diagnostic>)>)>,
+    ingresses: rustc_hash::FxHashMap<ObjectKey, CachedIngress>,
 }
+
+/// An Ingress (kept alive for identity) and what it became.
+type CachedIngress = (Arc<Ingress>, Arc<(Translated, Vec<Diagnostic>)>);
 
 /// [`translate`], reusing what `cache` holds from the previous build.
 pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cache) -> Translation {
