@@ -1,5 +1,6 @@
 //! End-to-end: the real Envoy against the real xDS server, real requests.
 
+mod certgen;
 mod harness;
 mod httpproxy;
 mod ingress;

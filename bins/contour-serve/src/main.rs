@@ -181,7 +181,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
     // In Kubernetes mode the client comes first: a ContourConfiguration may move the ports.
     let client = match &args.from_dir {
         Some(_) => None,
-        None => Some(kube_client(&args).await?),
+        None => Some(kubeclient::connect(args.kubeconfig.as_deref(), args.incluster).await?),
     };
     if let Some(client) = &client {
         settings::apply_resource(&mut args, &explicit, client).await?;
@@ -335,19 +335,6 @@ fn leadership(
         let _ = stop.wait_for(|s| *s).await;
     });
     (leadership, Some(task))
-}
-
-async fn kube_client(args: &Args) -> anyhow::Result<kube::Client> {
-    let config = match (&args.kubeconfig, args.incluster) {
-        (_, true) => kube::Config::incluster().context("in-cluster configuration")?,
-        (Some(path), false) => {
-            let kubeconfig =
-                kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.context("kubeconfig")?
-        }
-        (None, false) => kube::Config::infer().await.context("finding a Kubernetes configuration")?,
-    };
-    Ok(kube::Client::try_from(config)?)
 }
 
 async fn shutdown_signal() {

@@ -84,8 +84,18 @@ pub async fn request_mtls(
 /// sends the HTTP/2 client preface and returns the server's first bytes; an error if the server
 /// ends the session instead of answering.
 pub async fn h2_preface_tls(addr: SocketAddr, sni: &str, ca_pem: &str) -> anyhow::Result<Vec<u8>> {
+    h2_preface_mtls(addr, sni, ca_pem, None).await
+}
+
+/// [`h2_preface_tls`] presenting `client` as the client certificate, when given.
+pub async fn h2_preface_mtls(
+    addr: SocketAddr,
+    sni: &str,
+    ca_pem: &str,
+    client: Option<&crate::Issued>,
+) -> anyhow::Result<Vec<u8>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tls_connect(addr, sni, ca_pem, None).await?;
+    let mut stream = tls_connect(addr, sni, ca_pem, client).await?;
     stream.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0").await?;
     stream.flush().await?;
     let mut buf = vec![0; 64];

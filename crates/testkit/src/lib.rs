@@ -12,7 +12,7 @@ mod process;
 pub use apiserver::{ApiServer, apply_yaml, delete_yaml, set_status, status_of};
 pub use backend::{Backend, serve_echo};
 pub use certs::{Ca, Issued};
-pub use client::{Request, Response, h2_preface_tls, request, request_mtls, request_tls};
+pub use client::{Request, Response, h2_preface_mtls, h2_preface_tls, request, request_mtls, request_tls};
 pub use envoy::Envoy;
 pub use netns::NetnsBackend;
 pub use process::{signal, workspace_binary};

@@ -1,0 +1,144 @@
+//! `contour-certgen`: the CA and certificates for the Envoy ⇄ controller xDS channel, as PEM
+//! files, Secret YAML, or Secrets created in the cluster (upstream's `contour certgen`).
+//!
+//! Without `--overwrite`, certificates that already exist are left alone (and it says so): the
+//! whole set, so that a half-present set never mixes two CAs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+
+#[derive(Parser, Debug)]
+#[command(name = "contour-certgen", about = "Generate the TLS certificates for gRPC (xDS) between Envoy and Contour")]
+struct Args {
+    /// Create the Secrets in the cluster.
+    #[arg(long)]
+    kube: bool,
+    /// Write the Secrets as YAML files into the output directory.
+    #[arg(long)]
+    yaml: bool,
+    /// Write the certificates as PEM files into the output directory.
+    #[arg(long)]
+    pem: bool,
+    /// Use the in-cluster service account.
+    #[arg(long)]
+    incluster: bool,
+    /// Kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, env = "KUBECONFIG", value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+    /// Namespace of the Secrets (and of the names in the certificates).
+    #[arg(long, env = "CONTOUR_NAMESPACE", default_value = "projectcontour")]
+    namespace: String,
+    /// Replace existing files or Secrets.
+    #[arg(long)]
+    overwrite: bool,
+    /// Certificate lifetime in days.
+    #[arg(long, default_value_t = 365)]
+    certificate_lifetime: u32,
+    /// Appended to the Secrets' names (`contourcert<suffix>`, ...).
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    secrets_name_suffix: String,
+    /// `legacy` (contourcert, envoycert and cacert) or `compact` (ca.crt inside each).
+    #[arg(long, default_value = "legacy", value_parser = ["legacy", "compact"])]
+    secrets_format: String,
+    /// Where PEM and YAML files go.
+    #[arg(default_value = "certs")]
+    outputdir: PathBuf,
+}
+
+/// The PEM files, in upstream's names.
+const PEM_FILES: [&str; 5] = ["cacert.pem", "contourcert.pem", "contourkey.pem", "envoycert.pem", "envoykey.pem"];
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let args = Args::parse();
+    if !(args.kube || args.yaml || args.pem) {
+        bail!("nothing to do: choose at least one of --pem, --yaml, --kube");
+    }
+    let certs = certs::generate(&args.namespace, args.certificate_lifetime)?;
+    let format =
+        if args.secrets_format == "compact" { certs::SecretsFormat::Compact } else { certs::SecretsFormat::Legacy };
+    let secrets = certs::secrets(&certs, format, &args.namespace, &args.secrets_name_suffix);
+    if args.pem {
+        let texts = [&certs.ca, &certs.contour_cert, &certs.contour_key, &certs.envoy_cert, &certs.envoy_key];
+        let files: Vec<(String, &str)> =
+            PEM_FILES.iter().zip(texts).map(|(name, text)| (name.to_string(), text.as_str())).collect();
+        write_files(&args.outputdir, &files, args.overwrite)?;
+    }
+    if args.yaml {
+        let documents: Vec<(String, String)> = secrets
+            .iter()
+            .map(|s| {
+                Ok((format!("{}.yaml", s["metadata"]["name"].as_str().unwrap_or("secret")), serde_yaml::to_string(s)?))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let files: Vec<(String, &str)> = documents.iter().map(|(n, t)| (n.clone(), t.as_str())).collect();
+        write_files(&args.outputdir, &files, args.overwrite)?;
+    }
+    if args.kube {
+        write_secrets(&args, &secrets).await?;
+    }
+    Ok(())
+}
+
+/// Writes every file, or none when any exists and `overwrite` is off.
+fn write_files(dir: &Path, files: &[(String, &str)], overwrite: bool) -> anyhow::Result<()> {
+    let existing: Vec<&str> = files.iter().filter(|(n, _)| dir.join(n).exists()).map(|(n, _)| n.as_str()).collect();
+    if !existing.is_empty() && !overwrite {
+        println!("{} already exist in {}; left alone (--overwrite replaces them)", existing.join(", "), dir.display());
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, text) in files {
+        let path = dir.join(name);
+        // Keys are private: created readable by the owner only.
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        use std::io::Write;
+        options
+            .open(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("{} written", path.display());
+    }
+    Ok(())
+}
+
+/// Creates the Secrets, or leaves them all alone when any exists and `--overwrite` is off.
+async fn write_secrets(args: &Args, secrets: &[serde_json::Value]) -> anyhow::Result<()> {
+    let client = kubeclient::connect(args.kubeconfig.as_deref(), args.incluster).await?;
+    let api: Api<Secret> = Api::namespaced(client, &args.namespace);
+    let mut existing = Vec::new();
+    for s in secrets {
+        let name = s["metadata"]["name"].as_str().unwrap_or_default();
+        if api.get_opt(name).await.with_context(|| format!("reading secret/{name}"))?.is_some() {
+            existing.push(name.to_string());
+        }
+    }
+    if !existing.is_empty() && !args.overwrite {
+        let names: Vec<String> = existing.iter().map(|n| format!("secret/{n}")).collect();
+        println!("{} already exist in {}; left alone (--overwrite replaces them)", names.join(", "), args.namespace);
+        return Ok(());
+    }
+    for s in secrets {
+        let secret: Secret = serde_json::from_value(s.clone())?;
+        let name = secret.metadata.name.clone().unwrap_or_default();
+        if existing.contains(&name) {
+            let params = PatchParams::apply("contour-certgen").force();
+            api.patch(&name, &params, &Patch::Apply(&secret))
+                .await
+                .with_context(|| format!("replacing secret/{name}"))?;
+            println!("secret/{name} replaced");
+        } else {
+            api.create(&PostParams::default(), &secret).await.with_context(|| format!("creating secret/{name}"))?;
+            println!("secret/{name} created");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! Certificates for the Envoy ⇄ controller xDS channel, as upstream's certgen makes them: a CA,
+//! the controller's serving certificate (`contour`) and Envoy's client certificate (`envoy`),
+//! and the Secrets that carry them (upstream's `legacy` and `compact` layouts).
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+use serde_json::{Value, json};
+
+/// The names the controller's certificate carries; `contour-bootstrap` sends `contour` as SNI.
+const CONTOUR: &str = "contour";
+/// The names Envoy's certificate carries.
+const ENVOY: &str = "envoy";
+
+/// Why certificates could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Key generation or signing failed.
+    #[error("generating certificates: {0}")]
+    Generate(#[from] rcgen::Error),
+}
+
+/// A CA and the two certificates it signed, in PEM.
+#[derive(Debug, Clone)]
+pub struct Certificates {
+    /// The CA certificate.
+    pub ca: String,
+    /// The controller's serving certificate.
+    pub contour_cert: String,
+    /// Its key.
+    pub contour_key: String,
+    /// Envoy's client certificate.
+    pub envoy_cert: String,
+    /// Its key.
+    pub envoy_key: String,
+}
+
+/// Makes a fresh CA and the controller's and Envoy's certificates, valid for `lifetime_days`.
+/// Each leaf names its service in `namespace` (`contour`, `contour.<ns>`, `contour.<ns>.svc`,
+/// `contour.<ns>.svc.cluster.local`, and the same for `envoy`).
+pub fn generate(namespace: &str, lifetime_days: u32) -> Result<Certificates, Error> {
+    let now = std::time::SystemTime::now();
+    let until = now + std::time::Duration::from_secs(u64::from(lifetime_days) * 86_400);
+    let validity = |params: &mut CertificateParams| {
+        params.not_before = now.into();
+        params.not_after = until.into();
+    };
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages =
+        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.distinguished_name = name("Project Contour CA");
+    validity(&mut ca_params);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+
+    let leaf = |service: &str, usage: ExtendedKeyUsagePurpose| -> Result<(String, String), Error> {
+        let names = vec![
+            service.to_string(),
+            format!("{service}.{namespace}"),
+            format!("{service}.{namespace}.svc"),
+            format!("{service}.{namespace}.svc.cluster.local"),
+        ];
+        let mut params = CertificateParams::new(names)?;
+        params.distinguished_name = name(service);
+        params.extended_key_usages = vec![usage];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        validity(&mut params);
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &ca)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    };
+    let (contour_cert, contour_key) = leaf(CONTOUR, ExtendedKeyUsagePurpose::ServerAuth)?;
+    let (envoy_cert, envoy_key) = leaf(ENVOY, ExtendedKeyUsagePurpose::ClientAuth)?;
+    Ok(Certificates { ca: ca.pem(), contour_cert, contour_key, envoy_cert, envoy_key })
+}
+
+fn name(common_name: &str) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, "Project Contour");
+    dn.push(DnType::CommonName, common_name);
+    dn
+}
+
+/// How the Secrets are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretsFormat {
+    /// `contourcert` and `envoycert` (kubernetes.io/tls) plus `cacert` (Opaque, `cacert.pem`).
+    Legacy,
+    /// `contourcert` and `envoycert`, each with `ca.crt` (cert-manager's layout).
+    Compact,
+}
+
+/// The Secrets for `certs` in `namespace`, names ending in `suffix`, as JSON objects.
+pub fn secrets(certs: &Certificates, format: SecretsFormat, namespace: &str, suffix: &str) -> Vec<Value> {
+    use std::collections::BTreeMap;
+    let b64 = |text: &str| base64(text.as_bytes());
+    let secret = |name: &str, type_: &str, data: BTreeMap<&str, String>| {
+        json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": type_,
+            "metadata": {"name": format!("{name}{suffix}"), "namespace": namespace, "labels": {"app": "contour"}},
+            "data": data,
+        })
+    };
+    let tls = |cert: &str, key: &str| {
+        let mut data = BTreeMap::from([("tls.crt", b64(cert)), ("tls.key", b64(key))]);
+        if format == SecretsFormat::Compact {
+            data.insert("ca.crt", b64(&certs.ca));
+        }
+        data
+    };
+    let mut out = vec![
+        secret("contourcert", "kubernetes.io/tls", tls(&certs.contour_cert, &certs.contour_key)),
+        secret("envoycert", "kubernetes.io/tls", tls(&certs.envoy_cert, &certs.envoy_key)),
+    ];
+    if format == SecretsFormat::Legacy {
+        out.push(secret("cacert", "Opaque", BTreeMap::from([("cacert.pem", b64(&certs.ca))])));
+    }
+    out
+}
+
+/// Standard base64 with padding (Secret `data`).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificates_and_both_secret_layouts() {
+        let certs = generate("projectcontour", 30).unwrap();
+        assert!(certs.ca.contains("BEGIN CERTIFICATE") && certs.contour_key.contains("PRIVATE KEY"));
+        let legacy = secrets(&certs, SecretsFormat::Legacy, "projectcontour", "");
+        let names: Vec<_> = legacy.iter().map(|s| s["metadata"]["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["contourcert", "envoycert", "cacert"]);
+        assert_eq!(legacy[2]["type"], "Opaque");
+        assert!(legacy[0]["data"].get("ca.crt").is_none());
+        let compact = secrets(&certs, SecretsFormat::Compact, "x", "-gw");
+        let names: Vec<_> = compact.iter().map(|s| s["metadata"]["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["contourcert-gw", "envoycert-gw"]);
+        assert_eq!(compact[0]["data"]["ca.crt"], base64(certs.ca.as_bytes()));
+        assert_eq!(compact[0]["metadata"]["namespace"], "x");
+    }
+
+    #[test]
+    fn base64_pads_like_the_standard() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+}
