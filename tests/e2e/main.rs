@@ -9,4 +9,5 @@ mod leader;
 mod lifecycle;
 mod rbac;
 mod routing;
+mod shutdown;
 mod tls;

@@ -183,27 +183,7 @@ pub(crate) fn timeout(text: Option<&str>) -> Result<Option<u64>, String> {
 
 /// Milliseconds of a Go duration, rounded up so that a small non-zero value stays non-zero.
 pub(super) fn go_duration_ms(text: &str) -> Option<u64> {
-    let mut rest = text;
-    let mut nanos = 0f64;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        if number_len == 0 {
-            return None;
-        }
-        let value: f64 = rest[..number_len].parse().ok()?;
-        rest = &rest[number_len..];
-        let (scale, len) = [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("h", 3600e9)]
-            .into_iter()
-            .find(|(unit, _)| rest.starts_with(unit) && !(*unit == "m" && rest.starts_with("ms")))
-            .map(|(unit, scale)| (scale, unit.len()))?;
-        nanos += value * scale;
-        rest = &rest[len..];
-    }
-    // Go refuses durations beyond i64 nanoseconds (about 2562047h); so does Envoy, a bit later.
-    (nanos.is_finite() && nanos <= i64::MAX as f64).then(|| (nanos / 1e6).ceil() as u64)
+    duration::parse(text).map(|d| d.as_nanos().div_ceil(1_000_000) as u64)
 }
 
 /// Response, idle and idle-connection timeouts.
