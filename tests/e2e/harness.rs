@@ -52,7 +52,7 @@ pub fn default_fleet_options(http_port: u16, https_port: u16) -> controller::Opt
     controller::Options {
         httpproxy: frontends::httpproxy::Options { http_port, https_port, ..Default::default() },
         ingress: frontends::ingress::Options { http_port, https_port, ..Default::default() },
-        compile: xds::CompileOptions { default_address: std::net::Ipv4Addr::LOCALHOST.into() },
+        compile: xds::CompileOptions { default_address: std::net::Ipv4Addr::LOCALHOST.into(), ..Default::default() },
         ..Default::default()
     }
 }
@@ -157,13 +157,17 @@ impl Harness {
     /// Starts the controller on `yaml` and an Envoy of the default fleet (`contour`), which
     /// serves HTTPProxy and Ingress on 127.0.0.1 `http_port` and `https_port`.
     pub async fn start_default_fleet(yaml: &str, http_port: u16, https_port: u16) -> anyhow::Result<Self> {
+        Self::start_with(yaml, ir::DEFAULT_FLEET, default_fleet_options(http_port, https_port)).await
+    }
+
+    /// Starts the controller on `yaml` with `options` and an Envoy of `fleet`.
+    pub async fn start_with(yaml: &str, fleet: &str, options: controller::Options) -> anyhow::Result<Self> {
         let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("objects.yaml"), yaml)?;
         let store = store::Store::new();
         let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
-        let options = default_fleet_options(http_port, https_port);
-        Self::launch(store, source, dir, Launch { fleet: ir::DEFAULT_FLEET, options, ..Launch::default() }).await
+        Self::launch(store, source, dir, Launch { fleet, options, ..Launch::default() }).await
     }
 
     /// Starts the controller watching a cluster (as `contour-serve` without `--from-dir`) and

@@ -76,3 +76,31 @@ async fn the_sidecar_answers_shutdown_only_once_drained() -> anyhow::Result<()> 
     let _ = std::fs::remove_file(&ready);
     Ok(())
 }
+
+#[tokio::test]
+async fn envoy_serves_its_stats_health_and_read_only_admin_listeners() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let port = testkit::free_port();
+    let (stats, admin) = (testkit::free_port(), testkit::free_port());
+    let mut options = crate::harness::default_fleet_options(testkit::free_port(), testkit::free_port());
+    options.compile.stats_listener = Some(std::net::SocketAddr::from(([127, 0, 0, 1], stats)));
+    options.compile.admin_listener = Some(std::net::SocketAddr::from(([127, 0, 0, 1], admin)));
+    let h = Harness::start_with(&single_route(port, web.addr), crate::harness::GATEWAY, options).await?;
+    let at = |p: u16| std::net::SocketAddr::from(([127, 0, 0, 1], p));
+    let ready = h.until(stats, &Request::get("x", "/ready"), |r| r.status == 200).await?;
+    assert!(ready.body.contains("LIVE"), "{}", ready.body);
+    let prometheus = testkit::request(at(stats), &Request::get("x", "/stats/prometheus")).await?;
+    assert!(prometheus.body.contains("envoy_server_live"), "Prometheus stats through the stats listener");
+    assert_eq!(testkit::request(at(stats), &Request::get("x", "/config_dump")).await?.status, 404, "only stats");
+    let info = testkit::request(at(admin), &Request::get("x", "/server_info")).await?;
+    assert!(info.status == 200 && info.body.contains("\"state\""), "{info:?}");
+    let mut post = Request::get("x", "/healthcheck/fail");
+    post.method = "POST".into();
+    assert_eq!(testkit::request(at(admin), &post).await?.status, 404, "the admin listener is read-only");
+    // After the shutdown hook fails the health checks, readiness on the stats listener says so.
+    let mut fail = Request::get("x", "/healthcheck/fail");
+    fail.method = "POST".into();
+    testkit::request(h.envoy.admin, &fail).await?;
+    assert_eq!(testkit::request(at(stats), &Request::get("x", "/ready")).await?.status, 503);
+    h.assert_no_nacks().await
+}

@@ -42,6 +42,15 @@ struct Args {
     /// The Envoy Service's namespace.
     #[arg(long, env = "CONTOUR_NAMESPACE", default_value = "projectcontour")]
     envoy_service_namespace: String,
+    /// Address of Envoy's stats and health listener (`/ready`, `/stats`, `/stats/prometheus`).
+    #[arg(long, default_value = "0.0.0.0")]
+    stats_address: IpAddr,
+    /// Port of Envoy's stats and health listener.
+    #[arg(long, default_value_t = 8002)]
+    stats_port: u16,
+    /// Loopback port of Envoy's read-only admin listener (contour.yaml `network.admin-port`).
+    #[arg(skip = 9001u16)]
+    envoy_admin_port: u16,
     /// Namespaces where root HTTPProxies may live (comma-separated); unset: every namespace.
     #[arg(long, value_delimiter = ',')]
     root_namespaces: Vec<String>,
@@ -201,7 +210,11 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             http_port: args.envoy_service_http_port,
             https_port: args.envoy_service_https_port,
         },
-        compile: xds::CompileOptions { default_address: args.envoy_service_http_address },
+        compile: xds::CompileOptions {
+            default_address: args.envoy_service_http_address,
+            stats_listener: Some(SocketAddr::new(args.stats_address, args.stats_port)),
+            admin_listener: Some(SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), args.envoy_admin_port)),
+        },
         holdoff: args.rebuild_holdoff,
         holdoff_max: args.rebuild_holdoff_max,
     };

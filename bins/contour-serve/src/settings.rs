@@ -23,6 +23,9 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
         args.kubeconfig = file.kubeconfig.map(Into::into).or(args.kubeconfig.take());
     }
     args.disable_permit_insecure = file.disable_permit_insecure.unwrap_or(false);
+    if let Some(port) = file.network.as_ref().and_then(|n| n.admin_port) {
+        args.envoy_admin_port = port;
+    }
     if let Some(f) = file.tls.and_then(|t| t.fallback_certificate) {
         args.fallback_certificate = Some(ir::ObjectRef { namespace: f.namespace, name: f.name });
     }

@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 /// The static cluster that points at the controller's xDS server.
 pub const XDS_CLUSTER: &str = "contour";
 
+/// The static cluster that reaches Envoy's own admin interface (upstream's name).
+pub const ADMIN_CLUSTER: &str = "envoy-admin";
+
 /// Where Envoy's admin interface listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admin {
@@ -130,7 +133,14 @@ impl Bootstrap {
                 "lds_config": ads,
                 "cds_config": ads
             },
-            "static_resources": {"clusters": [xds]},
+            // The stats/health and read-only admin listeners the controller serves reach Envoy's
+            // admin interface through this cluster.
+            "static_resources": {"clusters": [xds, {
+                "name": ADMIN_CLUSTER,
+                "type": "STATIC",
+                "connect_timeout": "1s",
+                "load_assignment": {"cluster_name": ADMIN_CLUSTER, "endpoints": [{"lb_endpoints": [{"endpoint": {"address": admin_address.clone()}}]}]}
+            }]},
             "layered_runtime": {"layers": [
                 // Regular expressions are validated by the controller; Envoy's default program
                 // size limit (100) would reject ordinary patterns.
@@ -151,6 +161,10 @@ mod tests {
         assert_eq!(plain["dynamic_resources"]["ads_config"]["api_type"], "GRPC");
         assert_eq!(plain["static_resources"]["clusters"][0]["type"], "STATIC");
         assert!(plain["static_resources"]["clusters"][0].get("transport_socket").is_none());
+        let admin = &plain["static_resources"]["clusters"][1];
+        assert_eq!(admin["name"], ADMIN_CLUSTER);
+        let endpoint = &admin["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"];
+        assert_eq!(endpoint["pipe"]["path"], "/admin/admin.sock", "the admin socket, for the stats listeners");
         let b = Bootstrap {
             delta: true,
             xds_address: "contour.projectcontour".into(),

@@ -145,11 +145,16 @@ impl FleetResources {
 pub struct CompileOptions {
     /// The bind address for listeners whose fleet names none.
     pub default_address: IpAddr,
+    /// Envoy's stats and health listener (`/ready`, `/stats`, `/stats/prometheus`), upstream's
+    /// 0.0.0.0:8002 in a cluster; `None` serves none.
+    pub stats_listener: Option<std::net::SocketAddr>,
+    /// Envoy's read-only admin listener, upstream's 127.0.0.1:9001; `None` serves none.
+    pub admin_listener: Option<std::net::SocketAddr>,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        Self { default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED) }
+        Self { default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED), stats_listener: None, admin_listener: None }
     }
 }
 
@@ -194,6 +199,9 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
     }
     for b in fleet.validation.values() {
         out.insert(ResourceType::Secret, secret::validation(b));
+    }
+    for listener in listener::envoy_listeners(options) {
+        out.insert(ResourceType::Listener, listener);
     }
     for l in &fleet.listeners {
         let (listener, tables) = listener::listener(l, options);

@@ -21,6 +21,9 @@ use crate::cluster::socket;
 use crate::route::INVALID_BACKEND_CLUSTER;
 use crate::{CompileOptions, Resource, ads};
 
+/// The bootstrap's static cluster for Envoy's admin interface (`contour-bootstrap`'s name).
+const ADMIN_CLUSTER: &str = "envoy-admin";
+
 /// The listener and the route tables it refers to.
 pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Resource, Vec<&'a RouteTable>) {
     let address = l.address.unwrap_or(options.default_address).to_string();
@@ -71,6 +74,86 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
         }
     }
     (Resource::new(&l.name, message), tables)
+}
+
+/// Envoy's own listeners, as upstream serves them: `stats-health` (`/ready` and `/stats...`) and
+/// `envoy-admin` (read-only admin pages on loopback), both forwarding to Envoy's admin
+/// interface through the bootstrap's static `envoy-admin` cluster.
+pub(crate) fn envoy_listeners(options: &CompileOptions) -> Vec<Resource> {
+    use envoy_types::pb::envoy::config::route::v3 as r;
+    let route = |matcher: r::route_match::PathSpecifier| r::Route {
+        r#match: Some(r::RouteMatch {
+            path_specifier: Some(matcher),
+            headers: vec![r::HeaderMatcher {
+                name: ":method".into(),
+                header_match_specifier: Some(r::header_matcher::HeaderMatchSpecifier::StringMatch(
+                    envoy_types::pb::envoy::r#type::matcher::v3::StringMatcher {
+                        match_pattern: Some(
+                            envoy_types::pb::envoy::r#type::matcher::v3::string_matcher::MatchPattern::Exact(
+                                "GET".into(),
+                            ),
+                        ),
+                        ..Default::default()
+                    },
+                )),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        action: Some(r::route::Action::Route(r::RouteAction {
+            cluster_specifier: Some(r::route_action::ClusterSpecifier::Cluster(ADMIN_CLUSTER.into())),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    use r::route_match::PathSpecifier::{Path, Prefix};
+    let mut out = Vec::new();
+    let mut add = |name: &str, address: std::net::SocketAddr, routes: Vec<r::Route>| {
+        let table = r::RouteConfiguration {
+            name: name.into(),
+            virtual_hosts: vec![r::VirtualHost {
+                name: name.into(),
+                domains: vec!["*".into()],
+                routes,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let hcm = HttpConnectionManager {
+            stat_prefix: name.into(),
+            codec_type: http_connection_manager::CodecType::Auto as i32,
+            route_specifier: Some(http_connection_manager::RouteSpecifier::RouteConfig(table)),
+            http_filters: vec![HttpFilter {
+                name: "envoy.filters.http.router".into(),
+                config_type: Some(http_filter::ConfigType::TypedConfig(pack_any(Router::default()))),
+                ..Default::default()
+            }],
+            normalize_path: Some(BoolValue { value: true }),
+            ..Default::default()
+        };
+        let filter = Filter {
+            name: "envoy.filters.network.http_connection_manager".into(),
+            config_type: Some(filter::ConfigType::TypedConfig(pack_any(hcm))),
+        };
+        let listener = Listener {
+            name: name.into(),
+            address: Some(socket(address.ip().to_string(), address.port())),
+            filter_chains: vec![FilterChain { filters: vec![filter], ..Default::default() }],
+            ..Default::default()
+        };
+        out.push(Resource::new(name, listener));
+    };
+    if let Some(address) = options.stats_listener {
+        add("stats-health", address, vec![route(Path("/ready".into())), route(Prefix("/stats".into()))]);
+    }
+    if let Some(address) = options.admin_listener {
+        let pages =
+            ["/certs", "/clusters", "/listeners", "/config_dump", "/memory", "/ready", "/runtime", "/server_info"];
+        let mut routes: Vec<r::Route> = pages.iter().map(|p| route(Path((*p).into()))).collect();
+        routes.push(route(Prefix("/stats".into())));
+        add("envoy-admin", address, routes);
+    }
+    out
 }
 
 fn http_connection_manager(stat_prefix: &str, route_config_name: &str, forward: ir::ForwardClientCert) -> Filter {
