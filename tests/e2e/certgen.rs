@@ -6,7 +6,7 @@ use std::path::Path;
 
 use testkit::{ApiServer, Backend, Issued, Request, workspace_binary};
 
-use crate::harness::{Harness, XdsMtls, single_route};
+use crate::harness::{EnvoySide, Harness, XdsMtls, single_route};
 
 /// Runs contour-certgen with `args`; returns what it printed.
 async fn certgen(args: &[&str]) -> anyhow::Result<String> {
@@ -25,25 +25,29 @@ fn path(dir: &Path, file: &str) -> String {
     dir.join(file).display().to_string()
 }
 
+/// Both sides of xDS using certgen's PEM files in `dir`.
+fn certgen_files(dir: &Path) -> anyhow::Result<XdsMtls> {
+    let server = xds_server::Reloading::new(xds_server::TlsFiles {
+        ca: path(dir, "cacert.pem").into(),
+        cert: path(dir, "contourcert.pem").into(),
+        key: path(dir, "contourkey.pem").into(),
+    })?;
+    let envoy = bootstrap::XdsTls {
+        ca_file: path(dir, "cacert.pem"),
+        cert_file: path(dir, "envoycert.pem"),
+        key_file: path(dir, "envoykey.pem"),
+    };
+    Ok(XdsMtls { server: std::sync::Arc::new(server), envoy })
+}
+
 #[tokio::test]
 async fn certgen_certificates_secure_xds_between_envoy_and_the_controller() -> anyhow::Result<()> {
     let dir = temp_dir("certgen")?;
     let printed = certgen(&["--pem", &dir.display().to_string()]).await?;
     assert!(printed.contains("contourcert.pem written"), "{printed}");
-    let server = xds_server::Reloading::new(xds_server::TlsFiles {
-        ca: path(&dir, "cacert.pem").into(),
-        cert: path(&dir, "contourcert.pem").into(),
-        key: path(&dir, "contourkey.pem").into(),
-    })?;
-    let envoy = bootstrap::XdsTls {
-        ca_file: path(&dir, "cacert.pem"),
-        cert_file: path(&dir, "envoycert.pem"),
-        key_file: path(&dir, "envoykey.pem"),
-    };
     let web = Backend::start("web").await?;
     let port = testkit::free_port();
-    let h = Harness::start_mtls(&single_route(port, web.addr), XdsMtls { server: std::sync::Arc::new(server), envoy })
-        .await?;
+    let h = Harness::start_mtls(&single_route(port, web.addr), certgen_files(&dir)?).await?;
     h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web")).await?;
 
     // Envoy's certificate is accepted; one from another certgen run (another CA) is not.
@@ -102,4 +106,49 @@ async fn certgen_creates_secrets_once_and_replaces_them_on_request() -> anyhow::
     certgen(&legacy).await?;
     assert!(secrets.get("cacert-gw").await?.data.unwrap_or_default().contains_key("cacert.pem"));
     Ok(())
+}
+
+#[tokio::test]
+async fn rotated_certificates_are_used_without_restarting_envoy_or_the_controller() -> anyhow::Result<()> {
+    let dir = temp_dir("certgen-rotate")?;
+    certgen(&["--pem", &dir.display().to_string()]).await?;
+    let (web, web2) = (Backend::start("web").await?, Backend::start("web2").await?);
+    let port = testkit::free_port();
+    let tls = certgen_files(&dir)?;
+    // As contour-bootstrap --resources-dir: Envoy reads its certificates through SDS files.
+    let side = EnvoySide { resources_dir: Some("resources".into()), relay: true, ..Default::default() };
+    let h = Harness::start_envoy_side(&single_route(port, web.addr), Default::default(), Some(tls), side).await?;
+    h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web")).await?;
+    // Each SDS file read (certificate, CA) updates the xDS cluster's TLS context.
+    let sds_updates = || h.envoy.counter_sum("contour.client_ssl_socket_factory.ssl_context_update_by_sds");
+    let before = sds_updates().await?;
+    assert!(before >= 2, "Envoy read its certificate and CA through SDS");
+
+    // A new CA and new certificates for both sides, written over the old files.
+    let old_envoy = Issued {
+        cert_pem: std::fs::read_to_string(dir.join("envoycert.pem"))?,
+        key_pem: std::fs::read_to_string(dir.join("envoykey.pem"))?,
+    };
+    certgen(&["--pem", "--overwrite", &dir.display().to_string()]).await?;
+    let reloaded = testkit::eventually(std::time::Duration::from_secs(15), || async {
+        sds_updates().await.ok().filter(|n| *n >= before + 2)
+    })
+    .await;
+    assert!(
+        reloaded.is_some(),
+        "Envoy did not re-read its rotated certificate; stats:\n{}\nlog:\n{}",
+        h.envoy.admin_get("/stats?filter=sds").await.unwrap_or_default(),
+        h.envoy.log()
+    );
+    // The controller now refuses the old certificate...
+    let ca = std::fs::read_to_string(dir.join("cacert.pem"))?;
+    let xds = std::net::SocketAddr::from(([127, 0, 0, 1], h.xds_port));
+    assert!(testkit::h2_preface_mtls(xds, "contour", &ca, Some(&old_envoy)).await.is_err(), "old certificate accepted");
+    // ...so once the connection drops, a change reaches Envoy only if it reconnects with the
+    // new set on both sides.
+    h.relay.as_ref().expect("relay").cut();
+    h.write(&single_route(port, web2.addr))?;
+    h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web2")).await?;
+    let _ = std::fs::remove_dir_all(&dir);
+    h.assert_no_nacks().await
 }

@@ -19,6 +19,8 @@ pub struct Harness {
     /// The status writer's counters, in Kubernetes mode.
     pub status: Option<std::sync::Arc<status::Counters>>,
     pub envoy: Envoy,
+    /// The relay between Envoy and the xDS server, when asked for.
+    pub relay: Option<testkit::Relay>,
     dir: PathBuf,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -39,12 +41,32 @@ struct Launch<'a> {
     fleet: &'a str,
     tls: Option<XdsMtls>,
     options: controller::Options,
+    envoy: EnvoySide,
 }
 
 impl Default for Launch<'_> {
     fn default() -> Self {
-        Self { delta: false, status_client: None, fleet: GATEWAY, tls: None, options: Default::default() }
+        Self {
+            delta: false,
+            status_client: None,
+            fleet: GATEWAY,
+            tls: None,
+            options: Default::default(),
+            envoy: EnvoySide::default(),
+        }
     }
+}
+
+/// Bootstrap settings and plumbing on Envoy's side of xDS.
+#[derive(Default)]
+pub struct EnvoySide {
+    /// The overload manager's limits.
+    pub overload: bootstrap::Overload,
+    /// With mTLS: reference the certificates through SDS files in this directory (relative to
+    /// Envoy's own directory), as `contour-bootstrap --resources-dir` does.
+    pub resources_dir: Option<PathBuf>,
+    /// Connect Envoy to the xDS server through a [`testkit::Relay`] the test can cut.
+    pub relay: bool,
 }
 
 /// Pipeline settings for the default fleet (HTTPProxy, Ingress) on loopback ports.
@@ -146,12 +168,23 @@ impl Harness {
 
     /// [`Harness::start`] with mTLS on xDS: the server uses `tls.server`, Envoy `tls.envoy`.
     pub async fn start_mtls(yaml: &str, tls: XdsMtls) -> anyhow::Result<Self> {
+        Self::start_envoy_side(yaml, Default::default(), Some(tls), EnvoySide::default()).await
+    }
+
+    /// [`Harness::start`] with pipeline `options`, mTLS (when given) and `envoy`'s bootstrap
+    /// settings.
+    pub async fn start_envoy_side(
+        yaml: &str,
+        options: controller::Options,
+        tls: Option<XdsMtls>,
+        envoy: EnvoySide,
+    ) -> anyhow::Result<Self> {
         let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("objects.yaml"), yaml)?;
         let store = store::Store::new();
         let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
-        Self::launch(store, source, dir, Launch { tls: Some(tls), ..Launch::default() }).await
+        Self::launch(store, source, dir, Launch { tls, envoy, options, ..Launch::default() }).await
     }
 
     /// Starts the controller on `yaml` and an Envoy of the default fleet (`contour`), which
@@ -222,7 +255,7 @@ impl Harness {
         dir: PathBuf,
         launch: Launch<'_>,
     ) -> anyhow::Result<Self> {
-        let Launch { delta, status_client, fleet, tls, options } = launch;
+        let Launch { delta, status_client, fleet, tls, options, envoy } = launch;
         let server = XdsServer::default();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let xds_port = listener.local_addr()?.port();
@@ -256,17 +289,23 @@ impl Harness {
             };
         }));
 
+        let relay = match envoy.relay {
+            true => Some(testkit::Relay::start(SocketAddr::from(([127, 0, 0, 1], xds_port))).await?),
+            false => None,
+        };
         let envoy = Envoy::start(bootstrap::Bootstrap {
             xds_address: "127.0.0.1".into(),
-            xds_port,
+            xds_port: relay.as_ref().map_or(xds_port, |r| r.addr.port()),
             fleet: fleet.into(),
             node_id: format!("e2e-{xds_port}"),
             delta,
             tls: envoy_tls,
+            resources_dir: envoy.resources_dir,
+            overload: envoy.overload,
             ..Default::default()
         })
         .await?;
-        Ok(Self { server, counters, status: status_counters, envoy, xds_port, dir, tasks })
+        Ok(Self { server, counters, status: status_counters, envoy, relay, xds_port, dir, tasks })
     }
 
     /// Replaces every object with those in `yaml`, as an editor saving the file would.

@@ -1,12 +1,14 @@
 //! End-to-end: the real Envoy against the real xDS server, real requests.
 
 mod certgen;
+mod deploy;
 mod harness;
 mod httpproxy;
 mod ingress;
 mod kubernetes;
 mod leader;
 mod lifecycle;
+mod overload;
 mod rbac;
 mod routing;
 mod shutdown;

@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use bootstrap::{Admin, Bootstrap, XdsTls};
-use clap::Parser;
+use bootstrap::{Admin, Bootstrap, DnsLookupFamily, Overload, XdsTls};
+use clap::{Parser, ValueEnum};
 
 /// Writes the Envoy bootstrap configuration that connects Envoy to contour-serve over ADS.
 #[derive(Debug, Parser)]
@@ -43,6 +43,34 @@ struct Args {
     /// Envoy's client key for the xDS channel.
     #[arg(long, env = "ENVOY_KEY_FILE", requires = "envoy_cafile")]
     envoy_key_file: Option<String>,
+    /// With the mTLS files: write SDS files referencing them under DIR/sds, so Envoy re-reads
+    /// rotated certificates without a restart.
+    #[arg(long, value_name = "DIR")]
+    resources_dir: Option<PathBuf>,
+    /// The xDS API version; only v3 exists.
+    #[arg(long, default_value = "v3", value_parser = ["v3"])]
+    xds_resource_version: String,
+    /// The namespace Envoy runs in (reported in its node metadata).
+    #[arg(long, env = "CONTOUR_NAMESPACE", default_value = "projectcontour")]
+    namespace: String,
+    /// How a DNS name in --xds-address is resolved.
+    #[arg(long, value_enum, default_value = "auto")]
+    dns_lookup_family: Family,
+    /// Heap size in bytes that turns the overload manager on (shrink the heap at 95%, stop
+    /// accepting requests at 98%).
+    #[arg(long, value_name = "BYTES")]
+    overload_max_heap: Option<u64>,
+    /// The most downstream connections Envoy keeps open at once (overload manager).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    overload_downstream_max_conn: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Family {
+    V4,
+    V6,
+    Auto,
+    All,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -59,15 +87,41 @@ fn main() -> anyhow::Result<()> {
         node_id: args.node_id,
         delta: args.delta,
         tls,
+        resources_dir: args.resources_dir,
+        dns_lookup_family: match args.dns_lookup_family {
+            Family::V4 => DnsLookupFamily::V4,
+            Family::V6 => DnsLookupFamily::V6,
+            Family::Auto => DnsLookupFamily::Auto,
+            Family::All => DnsLookupFamily::All,
+        },
+        overload: Overload {
+            max_heap_bytes: args.overload_max_heap.filter(|b| *b > 0),
+            max_downstream_connections: args.overload_downstream_max_conn,
+        },
+        namespace: Some(args.namespace),
     };
+    if config.resources_dir.is_some() && config.tls.is_none() {
+        eprintln!(
+            "warning: --resources-dir has no effect without --envoy-cafile, --envoy-cert-file and --envoy-key-file"
+        );
+    }
+    for (path, json) in config.sds_files() {
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        write_atomically(&path, &serde_json::to_string_pretty(&json)?)?;
+    }
     let json = serde_json::to_string_pretty(&config.to_json())?;
     if args.path.as_os_str() == "-" {
         writeln!(std::io::stdout(), "{json}")?;
         return Ok(());
     }
-    // Write then rename, so Envoy never reads half a file.
-    let tmp = args.path.with_extension("tmp");
-    std::fs::write(&tmp, json + "\n").with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &args.path).with_context(|| format!("writing {}", args.path.display()))?;
+    write_atomically(&args.path, &json)
+}
+
+/// Writes then renames, so Envoy never reads half a file.
+fn write_atomically(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, format!("{text}\n")).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

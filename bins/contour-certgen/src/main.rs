@@ -95,15 +95,20 @@ fn write_files(dir: &Path, files: &[(String, &str)], overwrite: bool) -> anyhow:
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for (name, text) in files {
         let path = dir.join(name);
+        // Written aside, then renamed over the old file: a reader (Envoy watches these files
+        // for moves, contour-serve re-reads them per handshake) never sees half a certificate.
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let _ = std::fs::remove_file(&tmp);
         // Keys are private: created readable by the owner only.
         let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
+        options.write(true).create_new(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         use std::io::Write;
         options
-            .open(&path)
+            .open(&tmp)
             .and_then(|mut f| f.write_all(text.as_bytes()))
+            .and_then(|()| std::fs::rename(&tmp, &path))
             .with_context(|| format!("writing {}", path.display()))?;
         println!("{} written", path.display());
     }

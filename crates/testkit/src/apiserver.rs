@@ -266,6 +266,24 @@ pub async fn apply_yaml(client: &kube::Client, yaml: &str) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Server-side applies every object of a multi-document YAML text with `dryRun=All`, as
+/// `kubectl apply --server-side --dry-run=server` would: the API server validates and admits
+/// each (schemas, CEL rules, defaults) and stores nothing. Returns the objects it would store.
+pub async fn dry_run_yaml(client: &kube::Client, yaml: &str) -> anyhow::Result<Vec<kube::api::DynamicObject>> {
+    let mut out = Vec::new();
+    for (api, object) in objects_of(client, yaml).await? {
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let kind = object.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default();
+        let params = PatchParams::apply("contour-tests").force().dry_run();
+        let stored = api
+            .patch(&name, &params, &Patch::Apply(&object))
+            .await
+            .map_err(|e| anyhow::anyhow!("{kind} {name} refused: {e}"))?;
+        out.push(stored);
+    }
+    Ok(out)
+}
+
 /// Deletes every object of a multi-document YAML text (missing ones are fine).
 pub async fn delete_yaml(client: &kube::Client, yaml: &str) -> anyhow::Result<()> {
     for (api, object) in objects_of(client, yaml).await? {

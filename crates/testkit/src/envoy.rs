@@ -45,6 +45,14 @@ impl Envoy {
         bootstrap.admin = Admin::Port(admin_port);
         let dir = std::env::temp_dir().join(format!("contour-envoy-{}-{admin_port}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
+        // A relative resources directory lives in this Envoy's own directory.
+        if let Some(resources) = bootstrap.resources_dir.take() {
+            bootstrap.resources_dir = Some(dir.join(resources));
+        }
+        for (path, json) in bootstrap.sds_files() {
+            std::fs::create_dir_all(path.parent().unwrap_or(&dir))?;
+            std::fs::write(&path, serde_json::to_vec_pretty(&json)?)?;
+        }
         let config = dir.join("bootstrap.json");
         std::fs::write(&config, serde_json::to_vec_pretty(&bootstrap.to_json())?)?;
         let child = tokio::process::Command::new(binary()?)

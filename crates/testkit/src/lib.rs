@@ -8,14 +8,16 @@ mod client;
 mod envoy;
 mod netns;
 mod process;
+mod relay;
 
-pub use apiserver::{ApiServer, apply_yaml, delete_yaml, set_status, status_of};
+pub use apiserver::{ApiServer, apply_yaml, delete_yaml, dry_run_yaml, set_status, status_of};
 pub use backend::{Backend, serve_echo};
 pub use certs::{Ca, Issued};
 pub use client::{Request, Response, h2_preface_mtls, h2_preface_tls, request, request_mtls, request_tls};
 pub use envoy::Envoy;
 pub use netns::NetnsBackend;
 pub use process::{signal, workspace_binary};
+pub use relay::Relay;
 
 use std::net::TcpListener;
 use std::time::Duration;

@@ -139,6 +139,9 @@ pub(crate) fn envoy_listeners(options: &CompileOptions) -> Vec<Resource> {
             name: name.into(),
             address: Some(socket(address.ip().to_string(), address.port())),
             filter_chains: vec![FilterChain { filters: vec![filter], ..Default::default() }],
+            // Probes and scrapes must still answer when the overload manager's connection
+            // limit is reached by traffic.
+            ignore_global_conn_limit: true,
             ..Default::default()
         };
         out.push(Resource::new(name, listener));
