@@ -1,0 +1,9 @@
+//! The local conformance cluster's pod runner: every pod kwok places on the fake node runs as a
+//! real process in its own network namespace, so backends answer at their pod IPs.
+//!
+//! [`plan`] is the pure part: a Pod, the Secrets and ConfigMaps it references, and the local
+//! binaries that stand in for images become what to run and which files to write first.
+
+mod plan;
+
+pub use plan::{ContainerPlan, Images, Lookup, PlanError, PodFile, PodPlan, image_repository, plan};

@@ -1,0 +1,166 @@
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+
+use super::*;
+
+/// The conformance suite's tls-backend pod, as kwok leaves it: IP assigned, fieldRefs, a Secret
+/// volume whose files the environment names.
+const TLS_BACKEND: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: tls-backend-7d9c
+  namespace: gateway-conformance-infra
+  uid: 5e0c
+  labels: {app: tls-backend}
+spec:
+  nodeName: kwok-node-0
+  containers:
+  - name: tls-backend
+    image: registry.k8s.io/gateway-api/echo-basic:v1.6.1
+    env:
+    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: APP, valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}}
+    - {name: TLS_SERVER_CERT, value: /etc/secret-volume/crt}
+    - {name: TLS_SERVER_PRIVKEY, value: /etc/secret-volume/key}
+    - {name: GREETING, value: "hello $(POD_NAME) $$(POD_NAME) $(UNSET)"}
+    args: ["--cert=$(TLS_SERVER_CERT)"]
+    volumeMounts:
+    - {name: secret-volume, mountPath: /etc/secret-volume}
+  volumes:
+  - name: secret-volume
+    secret:
+      secretName: tls-checks-certificate
+      items:
+      - {key: tls.crt, path: crt}
+      - {key: tls.key, path: key}
+status:
+  podIP: 10.244.0.7
+"#;
+
+#[derive(Default)]
+struct Objects {
+    secrets: BTreeMap<String, Secret>,
+    maps: BTreeMap<String, ConfigMap>,
+}
+
+impl Lookup for Objects {
+    fn secret(&self, name: &str) -> Option<&Secret> {
+        self.secrets.get(name)
+    }
+    fn config_map(&self, name: &str) -> Option<&ConfigMap> {
+        self.maps.get(name)
+    }
+}
+
+fn objects() -> Objects {
+    let secret: Secret =
+        serde_yaml::from_str("metadata: {name: tls-checks-certificate}\nstringData: {tls.crt: CERT, tls.key: KEY}\n")
+            .expect("secret");
+    let map: ConfigMap = serde_yaml::from_str("metadata: {name: ca}\ndata: {ca: CA, other: X}\n").expect("map");
+    Objects { secrets: [("tls-checks-certificate".to_string(), secret)].into(), maps: [("ca".to_string(), map)].into() }
+}
+
+fn images() -> Images {
+    Images::default().with("gateway-api/echo-basic", "/cache/echo-basic")
+}
+
+fn pod(yaml: &str) -> Pod {
+    serde_yaml::from_str(yaml).expect("pod")
+}
+
+fn env<'a>(plan: &'a ContainerPlan, name: &str) -> Option<&'a str> {
+    plan.env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn a_backend_pod_runs_with_its_environment_and_its_secret_as_files() {
+    let plan = plan(&pod(TLS_BACKEND), &objects(), &images(), Path::new("/state/pods/5e0c")).expect("plan");
+    let c = &plan.containers[0];
+    assert_eq!(c.program, Path::new("/cache/echo-basic"));
+    assert_eq!(env(c, "POD_NAME"), Some("tls-backend-7d9c"));
+    assert_eq!(env(c, "NAMESPACE"), Some("gateway-conformance-infra"));
+    assert_eq!(env(c, "POD_IP"), Some("10.244.0.7"));
+    assert_eq!(env(c, "APP"), Some("tls-backend"));
+    // Paths under the mount point name the pod's own copy of the Secret.
+    assert_eq!(env(c, "TLS_SERVER_CERT"), Some("/state/pods/5e0c/volumes/secret-volume/crt"));
+    assert_eq!(c.args, vec!["--cert=/state/pods/5e0c/volumes/secret-volume/crt".to_string()]);
+    assert_eq!(env(c, "GREETING"), Some("hello tls-backend-7d9c $(POD_NAME) $(UNSET)"));
+    let files: Vec<_> = plan.files.iter().map(|f| (f.path.display().to_string(), f.contents.clone())).collect();
+    assert_eq!(
+        files,
+        vec![
+            ("volumes/secret-volume/crt".to_string(), b"CERT".to_vec()),
+            ("volumes/secret-volume/key".to_string(), b"KEY".to_vec())
+        ]
+    );
+}
+
+#[test]
+fn config_maps_env_from_and_optional_references() {
+    let yaml = r#"
+metadata: {name: p, namespace: ns}
+spec:
+  containers:
+  - name: c
+    image: gateway-api/echo-basic@sha256:abcd
+    envFrom: [{configMapRef: {name: ca}, prefix: CM_}, {secretRef: {name: absent, optional: true}}]
+    env:
+    - {name: CA, valueFrom: {configMapKeyRef: {name: ca, key: ca}}}
+    - {name: MAYBE, valueFrom: {secretKeyRef: {name: absent, key: k, optional: true}}}
+    - {name: CM_other, value: overridden}
+  volumes:
+  - {name: cm, configMap: {name: ca}}
+  - {name: scratch, emptyDir: {}}
+"#;
+    let plan = plan(&pod(yaml), &objects(), &images(), Path::new("/p")).expect("plan");
+    let c = &plan.containers[0];
+    assert_eq!(env(c, "CM_ca"), Some("CA"));
+    assert_eq!(env(c, "CM_other"), Some("overridden"), "env wins over envFrom");
+    assert_eq!(env(c, "CA"), Some("CA"));
+    assert_eq!(env(c, "MAYBE"), None, "an absent optional reference sets nothing");
+    let paths: Vec<_> = plan.files.iter().map(|f| f.path.display().to_string()).collect();
+    assert_eq!(paths, vec!["volumes/cm/ca", "volumes/cm/other"], "every key without items");
+    assert_eq!(plan.dirs.len(), 2);
+}
+
+#[test]
+fn what_cannot_run_is_named() {
+    let unknown = TLS_BACKEND.replace("gateway-api/echo-basic:v1.6.1", "coredns/coredns:v1.12.2");
+    let err = plan(&pod(&unknown), &objects(), &images(), Path::new("/p")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "container tls-backend: no local binary for image registry.k8s.io/coredns/coredns:v1.12.2"
+    );
+    let err = plan(&pod(TLS_BACKEND), &Objects::default(), &images(), Path::new("/p")).unwrap_err();
+    assert_eq!(err.to_string(), "volumes[secret-volume]: Secret tls-checks-certificate not found");
+    let missing_key = TLS_BACKEND.replace("key: tls.key", "key: tls.pem");
+    let err = plan(&pod(&missing_key), &objects(), &images(), Path::new("/p")).unwrap_err();
+    assert!(matches!(err, PlanError::MissingKey { ref key, .. } if key == "tls.pem"), "{err}");
+    let escape = TLS_BACKEND.replace("path: key", "path: ../../etc/passwd");
+    assert!(matches!(plan(&pod(&escape), &objects(), &images(), Path::new("/p")), Err(PlanError::Unsupported { .. })));
+}
+
+#[test]
+fn image_repositories_drop_host_tag_and_digest() {
+    assert_eq!(image_repository("registry.k8s.io/gateway-api/echo-basic:v1.6.1"), "gateway-api/echo-basic");
+    assert_eq!(image_repository("localhost:5000/echo:dev"), "echo");
+    assert_eq!(image_repository("gateway-api/echo-basic@sha256:00"), "gateway-api/echo-basic");
+    assert_eq!(image_repository("busybox"), "busybox");
+}
+
+#[test]
+fn only_whole_mount_paths_are_rewritten() {
+    let mounts = vec![("/etc/secret-volume".to_string(), "/p/volumes/s".to_string())];
+    assert_eq!(rewrite_paths("/etc/secret-volume", &mounts), "/p/volumes/s");
+    assert_eq!(
+        rewrite_paths("a=/etc/secret-volume/crt,b=/etc/secret-volume/key", &mounts),
+        "a=/p/volumes/s/crt,b=/p/volumes/s/key"
+    );
+    assert_eq!(rewrite_paths("/etc/secret-volume-2/crt", &mounts), "/etc/secret-volume-2/crt");
+    assert_eq!(rewrite_paths("/x/etc/secret-volume/crt", &mounts), "/x/etc/secret-volume/crt");
+}
