@@ -1,0 +1,242 @@
+//! Golden fixtures for class selection, policies, and tcpproxy.
+
+use super::*;
+
+#[test]
+fn class_selection_hides_other_classes() {
+    let yaml = [
+        proxy("mine", "  virtualhost: {fqdn: a.example.com}\n  routes: [{services: [{name: web, port: 80}]}]"),
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: theirs, namespace: apps, annotations: {projectcontour.io/ingress.class: other}}\nspec: {virtualhost: {fqdn: b.example.com}, routes: [{services: [{name: web, port: 80}]}]}\n---\n".into(),
+    ]
+    .concat();
+    let (_, statuses) = run(&yaml);
+    assert_eq!(render(&statuses), ["apps/mine valid: Valid HTTPProxy"]);
+    let (_, statuses) = run_with(&yaml, &Options { class_names: vec!["other".into()], ..Default::default() });
+    assert_eq!(render(&statuses), ["apps/theirs valid: Valid HTTPProxy"]);
+}
+
+#[test]
+fn policies_reach_the_ir() {
+    let yaml = proxy(
+        "root",
+        "  virtualhost: {fqdn: '*.example.com'}
+  routes:
+  - conditions: [{prefix: /api/}, {header: {name: X-Env, notexact: prod, treatMissingAsEmpty: true}}, {queryParameter: {name: q, prefix: a, ignoreCase: true}}]
+    enableWebsockets: true
+    timeoutPolicy: {response: 1.5s, idle: infinity, idleConnection: 30s}
+    retryPolicy: {count: 3, perTryTimeout: 250ms, retryOn: [gateway-error]}
+    loadBalancerPolicy: {strategy: RequestHash, requestHashPolicies: [{headerHashOptions: {headerName: x-user}}, {hashSourceIP: true, headerHashOptions: {headerName: y}}]}
+    healthCheckPolicy: {path: /healthz}
+    pathRewritePolicy: {replacePrefix: [{replacement: /v2}]}
+    requestHeadersPolicy: {set: [{name: Host, value: backend.internal}, {name: x-ns, value: '%CONTOUR_NAMESPACE%'}]}
+    services:
+    - {name: web, port: 80, protocol: h2c, requestHeadersPolicy: {set: [{name: x-svc, value: '%CONTOUR_SERVICE_NAME%:%CONTOUR_SERVICE_PORT%'}]}}",
+    );
+    let (t, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/root valid: Valid HTTPProxy",
+            "  warning SpecError/IgnoredField: ignoring invalid request hash policy, must set exactly one of hashSourceIP or headerHashOptions or queryParameterHashOptions",
+        ]
+    );
+    let rules = http_rules(&t, "*.example.com");
+    assert_eq!(rules.len(), 2, "a prefix rewrite splits the route at the trailing slash");
+    let (bare, slash) = (rules[0], rules[1]);
+    assert_eq!(bare.matches[0].path, PathMatch::StringPrefix("/api".into()));
+    assert_eq!(slash.matches[0].path, PathMatch::StringPrefix("/api/".into()));
+    let rewrite = |r: &ir::HttpRule| {
+        r.filters.iter().find_map(|f| match f {
+            HttpFilter::UrlRewrite(u) => Some(u.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(rewrite(bare).unwrap().path, Some(ir::PathModifier::Prefix("/v2".into())));
+    assert_eq!(rewrite(slash).unwrap().path, Some(ir::PathModifier::Prefix("/v2/".into())));
+    assert_eq!(rewrite(slash).unwrap().hostname.as_deref(), Some("backend.internal"));
+    let m = &slash.matches[0];
+    assert!(m.headers.iter().any(|h| h.name == "x-env" && h.invert && h.missing_as_empty));
+    assert!(m.headers.iter().any(|h| h.name == ":authority"
+        && h.value == StringMatch::Regex(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.example\.com(:[0-9]+)?".into())));
+    assert!(m.query[0].ignore_case && m.query[0].value == StringMatch::Prefix("a".into()));
+    assert!(
+        slash
+            .filters
+            .iter()
+            .any(|f| matches!(f, HttpFilter::RequestHeaders(h) if h.set == [("X-Ns".to_string(), "apps".to_string())]))
+    );
+    assert_eq!(slash.request_timeout_ms, Some(1500));
+    let p = &slash.policy;
+    assert_eq!(p.idle_timeout_ms, Some(0));
+    assert!(p.websockets);
+    let retry = p.retry.as_ref().unwrap();
+    assert_eq!(
+        (retry.count, retry.per_try_timeout_ms, retry.retry_on.as_slice()),
+        (3, Some(250), &["gateway-error".to_string()][..])
+    );
+    assert_eq!(p.cluster.load_balancer, ir::LoadBalancer::RequestHash);
+    assert_eq!(p.hash_policies, [ir::HashPolicy::Header { name: "X-User".into(), terminal: false }]);
+    assert_eq!(p.cluster.idle_connection_timeout_ms, Some(30_000));
+    let hc = p.cluster.health_check.as_ref().unwrap();
+    assert_eq!((hc.host.as_str(), hc.interval_s, hc.timeout_s), ("contour-envoy-healthcheck", 5, 2));
+    let options = slash.backends[0].options.as_ref().unwrap();
+    assert_eq!(options.protocol, Some(ir::UpstreamProtocol::H2c));
+    assert_eq!(options.request_headers.set, [("X-Svc".to_string(), "web:80".to_string())]);
+}
+
+#[test]
+fn access_controls_not_yet_supported_fail_closed_and_the_rest_warns() {
+    let yaml = [
+        proxy(
+            "authz",
+            "  virtualhost: {fqdn: a.example.com, authorization: {extensionRef: {name: authz}}}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+        proxy(
+            "ipfilter",
+            "  virtualhost: {fqdn: b.example.com}\n  routes: [{ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}], services: [{name: web, port: 80}]}]",
+        ),
+        proxy(
+            "cors",
+            "  virtualhost: {fqdn: c.example.com, corsPolicy: {allowOrigin: ['*'], allowMethods: [GET]}}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/authz invalid: At least one error present, see Errors for details",
+            "  AuthError/NotSupported: spec.virtualhost.authorization is not supported by this controller yet; the virtual host is not served",
+            "apps/cors valid: Valid HTTPProxy",
+            "  warning SpecError/IgnoredField: spec.virtualhost.corsPolicy is not supported by this controller yet and is ignored",
+            "apps/ipfilter invalid: At least one error present, see Errors for details",
+            "  IPFilterError/NotSupported: spec.routes[0].ipAllowPolicy is not supported by this controller yet; the route is not served",
+        ]
+    );
+    let hosts: Vec<_> = t.ir.fleets[0].listeners[0].http_routes.iter().flat_map(|r| r.hostnames.clone()).collect();
+    assert_eq!(hosts, ["c.example.com"], "only the virtual host without access controls is served");
+}
+
+#[test]
+fn empty_strings_count_as_unset() {
+    let yaml = [
+        proxy(
+            "root",
+            "  virtualhost: {fqdn: example.com}\n  routes: [{conditions: [{prefix: ''}, {header: {name: x, exact: '', present: false}}], services: [{name: web, port: 80}]}]",
+        ),
+        "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: blank-class, namespace: apps, annotations: {kubernetes.io/ingress.class: ''}}\nspec: {virtualhost: {fqdn: b.example.com}, routes: [{services: [{name: web, port: 80}]}]}\n---\n".into(),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    assert_eq!(render(&statuses), ["apps/blank-class valid: Valid HTTPProxy", "apps/root valid: Valid HTTPProxy"]);
+    let rules = http_rules(&t, "example.com");
+    assert_eq!(rules[0].matches[0].path, PathMatch::StringPrefix("/".into()));
+    assert!(rules[0].matches[0].headers.is_empty(), "a condition asking for nothing adds nothing");
+}
+
+#[test]
+fn a_tcpproxy_chain_ending_without_a_tcpproxy_forwards_nothing() {
+    let yaml = [
+        proxy(
+            "root",
+            "  virtualhost: {fqdn: example.com, tls: {passthrough: true}}\n  tcpproxy: {include: {name: plain}}",
+        ),
+        proxy("plain", "  routes: [{services: [{name: web, port: 80}]}]"),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    assert_eq!(render(&statuses), ["apps/plain valid: Valid HTTPProxy", "apps/root valid: Valid HTTPProxy"]);
+    assert!(t.ir.fleets.is_empty(), "no listener with an empty backend list (Envoy would refuse it)");
+}
+
+#[test]
+fn prefix_rewrites_split_only_when_alone_on_their_prefix() {
+    let yaml = proxy(
+        "root",
+        "  virtualhost: {fqdn: example.com}
+  routes:
+  - conditions: [{prefix: /api}]
+    pathRewritePolicy: {replacePrefix: [{replacement: /v2}]}
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /api/}]
+    services: [{name: api, port: 80}]
+  - conditions: [{prefix: /solo}]
+    pathRewritePolicy: {replacePrefix: [{replacement: /}]}
+    services: [{name: web, port: 80}]",
+    );
+    let (t, _) = run(&yaml);
+    let paths: Vec<PathMatch> = http_rules(&t, "example.com").iter().map(|r| r.matches[0].path.clone()).collect();
+    let prefix = |p: &str| PathMatch::StringPrefix(p.into());
+    assert_eq!(
+        paths,
+        [prefix("/api"), prefix("/api/"), prefix("/solo"), prefix("/solo/")],
+        "the user's /api/ stays theirs"
+    );
+}
+
+#[test]
+fn a_proxys_own_route_replaces_an_included_one_with_the_same_conditions() {
+    let yaml = [
+        proxy(
+            "root",
+            "  virtualhost: {fqdn: example.com}
+  includes: [{name: child, conditions: [{prefix: /app}]}, {name: gone, conditions: [{prefix: /old}]}]
+  routes:
+  - conditions: [{prefix: /app}]
+    services: [{name: api, port: 80}]
+  - conditions: [{prefix: /old}]
+    services: [{name: api, port: 80}]",
+        ),
+        proxy("child", "  routes: [{services: [{name: web, port: 80}]}]"),
+    ]
+    .concat();
+    let (t, _) = run(&yaml);
+    let rules = http_rules(&t, "example.com");
+    assert_eq!(rules.len(), 2, "{rules:#?}");
+    for r in rules {
+        assert!(matches!(&r.backends[0].target, BackendTarget::Service(s) if s.name == "api"), "{r:#?}");
+    }
+}
+
+#[test]
+fn tcp_proxies_pass_through_or_terminate() {
+    let yaml = [
+        proxy(
+            "pass",
+            "  virtualhost: {fqdn: pass.example.com, tls: {passthrough: true}}\n  tcpproxy: {services: [{name: web, port: 80}]}",
+        ),
+        proxy(
+            "term",
+            "  virtualhost: {fqdn: term.example.com, tls: {secretName: cert}}\n  tcpproxy: {include: {name: child}}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+        proxy("child", "  tcpproxy: {services: [{name: api, port: 80}]}"),
+        proxy("plain", "  virtualhost: {fqdn: plain.example.com}\n  tcpproxy: {services: [{name: web, port: 80}]}"),
+        proxy(
+            "both",
+            "  virtualhost: {fqdn: both.example.com, tls: {passthrough: true}}\n  tcpproxy: {services: [{name: web, port: 80}], include: {name: child}}",
+        ),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/both invalid: At least one error present, see Errors for details",
+            "  TCPProxyError/NoServicesAndInclude: cannot specify services and include in the same httpproxy",
+            "apps/child valid: Valid HTTPProxy",
+            "apps/pass valid: Valid HTTPProxy",
+            "apps/plain invalid: At least one error present, see Errors for details",
+            "  TCPProxyError/TLSMustBeConfigured: Spec.TCPProxy requires that either Spec.TLS.Passthrough or Spec.TLS.SecretName be set",
+            "apps/term valid: Valid HTTPProxy",
+        ]
+    );
+    let listeners = &t.ir.fleets[0].listeners;
+    let pass = listeners.iter().find(|l| l.name == "ingress_https/pass.example.com").unwrap();
+    assert_eq!(pass.protocol, Protocol::Tls);
+    assert_eq!(pass.tls.as_ref().unwrap().mode, TlsMode::Passthrough);
+    let term = listeners.iter().find(|l| l.name == "ingress_https/term.example.com").unwrap();
+    assert_eq!(term.tls.as_ref().unwrap().mode, TlsMode::Terminate);
+    assert!(matches!(&term.tls_routes[0].backends[0].target, BackendTarget::Service(s) if s.name == "api"));
+    // The routes of a tcpproxy root only serve plain HTTP (redirected to HTTPS).
+    assert_eq!(http_rules(&t, "term.example.com").len(), 1);
+}
