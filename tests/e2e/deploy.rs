@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, Patch, PatchParams};
 use testkit::{ApiServer, apply_yaml, dry_run_yaml, workspace_binary};
 
@@ -108,7 +107,7 @@ async fn every_manifest_is_accepted_by_the_api_server() -> anyhow::Result<()> {
 
     // The certgen Job's ServiceAccount may do what certgen does, twice (create, then replace).
     apply_yaml(&client, &read(&deploy_dir().join("install/02-certgen.yaml"))?).await?;
-    let kubeconfig = service_account_kubeconfig(&api, &client, "contour-certgen").await?;
+    let kubeconfig = api.service_account_kubeconfig("projectcontour", "contour-certgen").await?;
     for _ in 0..2 {
         let out = tokio::process::Command::new(workspace_binary("contour-certgen")?)
             .args(["--kube", "--overwrite", "--secrets-format=compact", "--namespace=projectcontour", "--kubeconfig"])
@@ -119,33 +118,6 @@ async fn every_manifest_is_accepted_by_the_api_server() -> anyhow::Result<()> {
     }
     let _ = std::fs::remove_file(&kubeconfig);
     Ok(())
-}
-
-/// A kubeconfig file authenticating as `projectcontour/<account>` with a fresh token.
-async fn service_account_kubeconfig(api: &ApiServer, admin: &kube::Client, account: &str) -> anyhow::Result<PathBuf> {
-    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), "projectcontour");
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec { expiration_seconds: Some(3600), ..Default::default() }),
-        ..Default::default()
-    };
-    let token = accounts.create_token_request(account, &Default::default(), &request).await?;
-    let token = token.status.map(|s| s.token).ok_or_else(|| anyhow::anyhow!("no token issued"))?;
-    let admin_config: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&api.kubeconfig)?)?;
-    let cluster = &admin_config["clusters"][0]["cluster"];
-    let config = serde_json::json!({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "test", "cluster": {
-            "server": cluster["server"].as_str(),
-            "certificate-authority-data": cluster["certificate-authority-data"].as_str()
-        }}],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": "test", "context": {"cluster": "test", "user": account}}],
-        "current-context": "test"
-    });
-    let path = api.dir.join(format!("{account}.kubeconfig"));
-    std::fs::write(&path, serde_json::to_vec(&config)?)?;
-    Ok(path)
 }
 
 /// Every container of every workload in `text`: (command then args), preStop exec commands too.

@@ -158,12 +158,7 @@ impl Harness {
     /// Starts the controller on `yaml` (read from a directory, as `--from-dir`) and an Envoy for
     /// the `default/gw` fleet.
     pub async fn start(yaml: &str, delta: bool) -> anyhow::Result<Self> {
-        let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("objects.yaml"), yaml)?;
-        let store = store::Store::new();
-        let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
-        Self::launch(store, source, dir, Launch { delta, ..Launch::default() }).await
+        Self::from_dir(yaml, Launch { delta, ..Launch::default() }).await
     }
 
     /// [`Harness::start`] with mTLS on xDS: the server uses `tls.server`, Envoy `tls.envoy`.
@@ -179,12 +174,7 @@ impl Harness {
         tls: Option<XdsMtls>,
         envoy: EnvoySide,
     ) -> anyhow::Result<Self> {
-        let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("objects.yaml"), yaml)?;
-        let store = store::Store::new();
-        let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
-        Self::launch(store, source, dir, Launch { tls, envoy, options, ..Launch::default() }).await
+        Self::from_dir(yaml, Launch { tls, envoy, options, ..Launch::default() }).await
     }
 
     /// Starts the controller on `yaml` and an Envoy of the default fleet (`contour`), which
@@ -195,12 +185,7 @@ impl Harness {
 
     /// Starts the controller on `yaml` with `options` and an Envoy of `fleet`.
     pub async fn start_with(yaml: &str, fleet: &str, options: controller::Options) -> anyhow::Result<Self> {
-        let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("objects.yaml"), yaml)?;
-        let store = store::Store::new();
-        let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
-        Self::launch(store, source, dir, Launch { fleet, options, ..Launch::default() }).await
+        Self::from_dir(yaml, Launch { fleet, options, ..Launch::default() }).await
     }
 
     /// Starts the controller watching a cluster (as `contour-serve` without `--from-dir`) and
@@ -230,6 +215,16 @@ impl Harness {
         let options = default_fleet_options(http_port, https_port);
         let launch = Launch { status_client: Some(client), fleet: ir::DEFAULT_FLEET, options, ..Launch::default() };
         Self::watch_cluster(Vec::new(), launch).await
+    }
+
+    /// A directory source (as `--from-dir`) holding `yaml`, then [`Harness::launch`].
+    async fn from_dir(yaml: &str, launch: Launch<'_>) -> anyhow::Result<Self> {
+        let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("objects.yaml"), yaml)?;
+        let store = store::Store::new();
+        let source = tokio::spawn(store::DirectorySource::new(&dir).run(store.clone(), Duration::from_secs(30)));
+        Self::launch(store, source, dir, launch).await
     }
 
     /// The Kubernetes source for `launch.status_client`'s cluster, then [`Harness::launch`].

@@ -1,31 +1,13 @@
 //! contour-serve with the least-privilege RBAC of deploy/rbac/, as a ServiceAccount: cluster-wide,
 //! and Role-only with --watch-namespaces. A permission the manifests lack fails these tests.
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::api::{Api, PostParams};
 use testkit::{ApiServer, NetnsBackend, Request, apply_yaml, status_of};
 
 use crate::harness::{Harness, single_route};
 
 /// A client authenticated as `projectcontour/contour` with a fresh ServiceAccount token.
-async fn service_account_client(api: &ApiServer, admin: &kube::Client) -> anyhow::Result<kube::Client> {
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), "projectcontour");
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec { expiration_seconds: Some(3600), ..Default::default() }),
-        ..Default::default()
-    };
-    let token = accounts.create_token_request("contour", &PostParams::default(), &request).await?;
-    let token = token.status.and_then(|s| s.token).ok_or_else(|| anyhow::anyhow!("no token issued"))?;
-    let admin_config = kube::Config::from_custom_kubeconfig(
-        kube::config::Kubeconfig::read_from(&api.kubeconfig)?,
-        &Default::default(),
-    )
-    .await?;
-    let mut config = kube::Config::new(admin_config.cluster_url.clone());
-    config.root_cert = admin_config.root_cert.clone();
-    config.auth_info.token = Some(token.into());
-    Ok(kube::Client::try_from(config)?)
+async fn service_account_client(api: &ApiServer) -> anyhow::Result<kube::Client> {
+    ApiServer::client_for(&api.service_account_kubeconfig("projectcontour", "contour").await?).await
 }
 
 async fn serves_as_service_account(rbac: &str, namespace: &str, watch: Vec<String>) -> anyhow::Result<()> {
@@ -34,7 +16,7 @@ async fn serves_as_service_account(rbac: &str, namespace: &str, watch: Vec<Strin
     let admin = api.client().await?;
     apply_yaml(&admin, "apiVersion: v1\nkind: Namespace\nmetadata: {name: projectcontour}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n").await?;
     apply_yaml(&admin, rbac).await?;
-    let client = service_account_client(&api, &admin).await?;
+    let client = service_account_client(&api).await?;
 
     let web = NetnsBackend::start("web").await?;
     let port = testkit::free_port();
@@ -74,7 +56,7 @@ async fn a_missing_permission_stops_the_source_with_a_clear_error() -> anyhow::R
     let without_slices = include_str!("../../deploy/rbac/contour.yaml")
         .replace("  resources: [endpointslices]", "  resources: [nothing]");
     apply_yaml(&admin, &without_slices).await?;
-    let client = service_account_client(&api, &admin).await?;
+    let client = service_account_client(&api).await?;
     let store = store::Store::new();
     let result = tokio::time::timeout(
         std::time::Duration::from_secs(30),

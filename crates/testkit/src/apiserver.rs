@@ -148,8 +148,42 @@ impl ApiServer {
 
     /// An admin client.
     pub async fn client(&self) -> anyhow::Result<kube::Client> {
+        Self::client_for(&self.kubeconfig).await
+    }
+
+    /// Writes a kubeconfig that authenticates as the ServiceAccount `namespace/account` with a
+    /// fresh token, and returns its path (in the server's directory).
+    pub async fn service_account_kubeconfig(&self, namespace: &str, account: &str) -> anyhow::Result<PathBuf> {
+        use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+        let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            Api::namespaced(self.client().await?, namespace);
+        let request = TokenRequest {
+            spec: Some(TokenRequestSpec { expiration_seconds: Some(3600), ..Default::default() }),
+            ..Default::default()
+        };
+        let token = accounts.create_token_request(account, &Default::default(), &request).await?;
+        let token = token.status.map(|s| s.token).ok_or_else(|| anyhow::anyhow!("no token issued"))?;
+        let admin: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&self.kubeconfig)?)?;
+        let cluster = &admin["clusters"][0]["cluster"];
+        let config = serde_json::json!({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "test", "cluster": {
+                "server": cluster["server"].as_str(),
+                "certificate-authority-data": cluster["certificate-authority-data"].as_str()
+            }}],
+            "users": [{"name": account, "user": {"token": token}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": account}}],
+            "current-context": "test"
+        });
+        let path = self.dir.join(format!("{namespace}-{account}.kubeconfig"));
+        std::fs::write(&path, serde_json::to_vec(&config)?)?;
+        Ok(path)
+    }
+
+    /// A client for the kubeconfig at `path` (e.g. a ServiceAccount's).
+    pub async fn client_for(path: &Path) -> anyhow::Result<kube::Client> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
+        let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
         Ok(kube::Client::try_from(config)?)
     }
