@@ -114,6 +114,10 @@ struct Args {
     /// GatewayClasses with this controllerName are reconciled.
     #[arg(long, default_value = frontends::gateway_api::DEFAULT_CONTROLLER_NAME)]
     gateway_controller_name: String,
+    /// Gateway fleets are host processes (the provisioner's host mode): their listeners, stats
+    /// and admin listeners bind to the Gateway's own address.
+    #[arg(long)]
+    gateway_host_mode: bool,
     /// Write status without a Lease (a single replica).
     #[arg(long)]
     disable_leader_election: bool,
@@ -196,7 +200,10 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
         settings::apply_resource(&mut args, &explicit, client).await?;
     }
     let options = controller::Options {
-        gateway_api: frontends::gateway_api::Options { controller_name: args.gateway_controller_name.clone() },
+        gateway_api: frontends::gateway_api::Options {
+            controller_name: args.gateway_controller_name.clone(),
+            host_mode: args.gateway_host_mode,
+        },
         httpproxy: frontends::httpproxy::Options {
             class_names: args.ingress_class_name.clone(),
             root_namespaces: args.root_namespaces.clone(),

@@ -91,7 +91,12 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     fn fleet(&mut self, fleet: &ir::Fleet) -> FleetDag {
-        let mut out = FleetDag { id: fleet.id.clone(), origin: fleet.origin.clone(), ..Default::default() };
+        let mut out = FleetDag {
+            id: fleet.id.clone(),
+            origin: fleet.origin.clone(),
+            address: fleet.address,
+            ..Default::default()
+        };
         let mut ports: BTreeMap<u16, Vec<(usize, &ir::Listener)>> = BTreeMap::new();
         for (i, l) in fleet.listeners.iter().enumerate() {
             if l.port != 0 {

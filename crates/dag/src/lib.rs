@@ -39,6 +39,8 @@ pub struct FleetDag {
     pub id: String,
     /// The object the fleet comes from, if any.
     pub origin: Option<Origin>,
+    /// The fleet's own bind address, if it has one (host mode, static addresses).
+    pub address: Option<IpAddr>,
     /// One listener per port, sorted by port.
     pub listeners: Vec<DagListener>,
     /// Upstream clusters by name.

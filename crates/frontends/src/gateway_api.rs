@@ -34,11 +34,15 @@ pub use http_route::{MAX_REGEX_LEN, check_regex, parse_duration_ms};
 pub struct Options {
     /// GatewayClasses with this `spec.controllerName` are ours.
     pub controller_name: String,
+    /// Gateway fleets run on the host, one Envoy per Gateway (the provisioner's host mode):
+    /// their listeners bind to the Gateway's own address, the one its Service's load-balancer
+    /// status carries (else its first `spec.addresses` IP).
+    pub host_mode: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { controller_name: DEFAULT_CONTROLLER_NAME.into() }
+        Self { controller_name: DEFAULT_CONTROLLER_NAME.into(), host_mode: false }
     }
 }
 
@@ -107,7 +111,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
         if !ours {
             continue;
         }
-        let fleet = listeners::translate_gateway(snapshot, gateway, &mut diagnostics);
+        let fleet = listeners::translate_gateway(snapshot, key, gateway, options.host_mode, &mut diagnostics);
         gateways.push((key.namespace.as_str(), key.name.as_str(), fleets.len()));
         fleets.push((Arc::clone(gateway), fleet));
     }

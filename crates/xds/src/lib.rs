@@ -200,7 +200,7 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
     for b in fleet.validation.values() {
         out.insert(ResourceType::Secret, secret::validation(b));
     }
-    for listener in listener::envoy_listeners(options) {
+    for listener in listener::envoy_listeners(options, fleet.address) {
         out.insert(ResourceType::Listener, listener);
     }
     for l in &fleet.listeners {

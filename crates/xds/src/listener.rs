@@ -78,8 +78,11 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
 
 /// Envoy's own listeners, as upstream serves them: `stats-health` (`/ready` and `/stats...`) and
 /// `envoy-admin` (read-only admin pages on loopback), both forwarding to Envoy's admin
-/// interface through the bootstrap's static `envoy-admin` cluster.
-pub(crate) fn envoy_listeners(options: &CompileOptions) -> Vec<Resource> {
+/// interface through the bootstrap's static `envoy-admin` cluster. A fleet with an address of
+/// its own (one Envoy per Gateway on a shared host) serves them on that address, at the
+/// configured ports, so its Envoys do not collide with other fleets'.
+pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<std::net::IpAddr>) -> Vec<Resource> {
+    let at = |a: std::net::SocketAddr| fleet_address.map_or(a, |ip| std::net::SocketAddr::new(ip, a.port()));
     use envoy_types::pb::envoy::config::route::v3 as r;
     let route = |matcher: r::route_match::PathSpecifier| r::Route {
         r#match: Some(r::RouteMatch {
@@ -146,10 +149,10 @@ pub(crate) fn envoy_listeners(options: &CompileOptions) -> Vec<Resource> {
         };
         out.push(Resource::new(name, listener));
     };
-    if let Some(address) = options.stats_listener {
+    if let Some(address) = options.stats_listener.map(at) {
         add("stats-health", address, vec![route(Path("/ready".into())), route(Prefix("/stats".into()))]);
     }
-    if let Some(address) = options.admin_listener {
+    if let Some(address) = options.admin_listener.map(at) {
         let pages =
             ["/certs", "/clusters", "/listeners", "/config_dump", "/memory", "/ready", "/runtime", "/server_info"];
         let mut routes: Vec<r::Route> = pages.iter().map(|p| route(Path((*p).into()))).collect();

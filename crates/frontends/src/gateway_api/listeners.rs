@@ -17,7 +17,9 @@ use super::{error, origin, refs};
 /// DAG skips listeners whose `port` is 0.
 pub(super) fn translate_gateway(
     snapshot: &Snapshot,
+    key: &objects::ObjectKey,
     gateway: &Gateway,
+    host_mode: bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> ir::Fleet {
     let origin = origin("Gateway", &gateway.metadata);
@@ -35,6 +37,9 @@ pub(super) fn translate_gateway(
             )),
             _ => {}
         }
+    }
+    if host_mode {
+        address = super::status::addresses(snapshot, key, gateway).iter().find_map(|(_, a)| a.parse().ok());
     }
 
     let mut listeners: Vec<ir::Listener> = Vec::new();

@@ -284,7 +284,11 @@ pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
 /// A Gateway's addresses: the load-balancer addresses of its Service (labelled with the
 /// Gateway's name, as the provisioner creates it) when there are any, else the IP addresses the
 /// Gateway asks for (standalone and host mode).
-fn addresses(snapshot: &Snapshot, key: &ObjectKey, gateway: &objects::types::Gateway) -> Vec<(&'static str, String)> {
+pub(super) fn addresses(
+    snapshot: &Snapshot,
+    key: &ObjectKey,
+    gateway: &objects::types::Gateway,
+) -> Vec<(&'static str, String)> {
     let start = ObjectKey::new(key.namespace.clone(), "");
     let from_service: Vec<(&'static str, String)> = snapshot
         .services

@@ -1,0 +1,173 @@
+//! podrunner: the local conformance cluster's node, as far as processes go. kwok plays the
+//! kubelet towards the API server (node status, pod IPs, `pods/log`); this runs every pod kwok
+//! places on the node as real processes in a network namespace of its own at the pod's IP, on a
+//! bridge it creates, and marks the pod Ready once a process listens.
+//!
+//! Started as `coredns` (a symlink the runner makes), it is the stand-in for CoreDNS instead: it
+//! answers the Corefile's `whoami` zones and refuses everything else, so nothing is ever
+//! forwarded off the machine.
+
+mod dns;
+mod net;
+mod pod;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Parser;
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::watcher;
+use tokio::sync::watch;
+
+/// Runs the pods of one kwok node as processes.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    /// The node whose pods to run.
+    #[arg(long, default_value = "kwok-node-0")]
+    node_name: String,
+    /// Where pods' files, logs and the runner's own state live.
+    #[arg(long)]
+    state_dir: PathBuf,
+    /// The bridge every pod's veth joins.
+    #[arg(long, default_value = "gwc0")]
+    bridge: String,
+    /// The host's address on the bridge (the pods' default gateway) with the pod network's prefix.
+    #[arg(long, default_value = "10.244.0.1/16")]
+    bridge_address: String,
+    /// `REPOSITORY=BINARY`: run images of REPOSITORY (no registry host, no tag) with BINARY.
+    #[arg(long = "image", value_parser = parse_image)]
+    images: Vec<(String, PathBuf)>,
+}
+
+fn parse_image(s: &str) -> Result<(String, PathBuf), String> {
+    let (repo, bin) = s.split_once('=').ok_or("expected REPOSITORY=BINARY")?;
+    Ok((repo.to_string(), PathBuf::from(bin)))
+}
+
+/// The image repository the DNS stand-in serves.
+const COREDNS_REPOSITORY: &str = "coredns/coredns";
+
+fn main() -> anyhow::Result<()> {
+    let argv0 = std::env::args().next().unwrap_or_default();
+    if std::path::Path::new(&argv0).file_name().is_some_and(|n| n == "coredns") {
+        return dns::main();
+    }
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    let args = Args::parse();
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(args))
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let (gateway, prefix) = args.bridge_address.split_once('/').context("--bridge-address needs a /prefix")?;
+    let gateway: Ipv4Addr = gateway.parse().context("--bridge-address")?;
+    let prefix: u8 = prefix.parse().context("--bridge-address prefix")?;
+    std::fs::create_dir_all(args.state_dir.join("pods"))?;
+    let coredns = args.state_dir.join("bin").join("coredns");
+    std::fs::create_dir_all(coredns.parent().expect("has a parent"))?;
+    let _ = std::fs::remove_file(&coredns);
+    std::os::unix::fs::symlink(std::env::current_exe()?, &coredns)?;
+    let mut images = podrunner::Images::default().with(COREDNS_REPOSITORY, &coredns);
+    for (repo, bin) in &args.images {
+        images = images.with(repo, bin);
+    }
+    net::remove_stale()?;
+    net::bridge(&args.bridge, gateway, prefix)?;
+
+    let client = kube::Client::try_default().await.context("no kubeconfig")?;
+    let shared = Arc::new(pod::Shared {
+        client: client.clone(),
+        images,
+        state_dir: args.state_dir.clone(),
+        bridge: args.bridge.clone(),
+        gateway,
+        prefix,
+    });
+    let pods: kube::Api<Pod> = kube::Api::all(client);
+    let config = watcher::Config::default().fields(&format!("spec.nodeName={}", args.node_name));
+    let mut events = watcher::watcher(pods, config).boxed();
+    let mut running: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    tracing::info!(node = %args.node_name, bridge = %args.bridge, "running pods");
+    let mut stop = std::pin::pin!(shutdown());
+    loop {
+        let event = tokio::select! {
+            _ = &mut stop => break,
+            event = events.next() => event,
+        };
+        let Some(event) = event else { break };
+        match event {
+            Ok(watcher::Event::Init) => seen.clear(),
+            Ok(watcher::Event::InitApply(p)) | Ok(watcher::Event::Apply(p)) => {
+                if let Some(uid) = p.metadata.uid.clone() {
+                    seen.insert(uid.clone());
+                    reconcile(&shared, &mut running, uid, p);
+                }
+            }
+            Ok(watcher::Event::InitDone) => {
+                // Pods that went away while the watch was down.
+                running.retain(|uid, cancel| {
+                    let keep = seen.contains(uid);
+                    if !keep {
+                        let _ = cancel.send(true);
+                    }
+                    keep
+                });
+            }
+            Ok(watcher::Event::Delete(p)) => {
+                if let Some(cancel) = p.metadata.uid.as_ref().and_then(|uid| running.remove(uid)) {
+                    let _ = cancel.send(true);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "pod watch"),
+        }
+        running.retain(|_, cancel| !cancel.is_closed());
+    }
+    tracing::info!(pods = running.len(), "stopping");
+    for cancel in running.values() {
+        let _ = cancel.send(true);
+    }
+    // Each pod task removes its own namespace; wait until they all have.
+    for _ in 0..100 {
+        if running.values().all(watch::Sender::is_closed) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    net::remove_stale()?;
+    net::remove_bridge(&args.bridge);
+    Ok(())
+}
+
+/// Starts a pod once kwok gave it an IP; stops it once it is being deleted.
+fn reconcile(shared: &Arc<pod::Shared>, running: &mut BTreeMap<String, watch::Sender<bool>>, uid: String, p: Pod) {
+    if p.metadata.deletion_timestamp.is_some() {
+        if let Some(cancel) = running.remove(&uid) {
+            let _ = cancel.send(true);
+        }
+        return;
+    }
+    let has_ip = p.status.as_ref().and_then(|s| s.pod_ip.as_deref()).is_some_and(|ip| !ip.is_empty());
+    if !has_ip || running.contains_key(&uid) {
+        return;
+    }
+    let (cancel, cancelled) = watch::channel(false);
+    running.insert(uid, cancel);
+    tokio::spawn(pod::run(Arc::clone(shared), p, cancelled));
+}
+
+async fn shutdown() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,83 @@
+//! The pod network: one bridge on the host, one network namespace and veth pair per pod.
+//! Everything is named with a prefix of its own, so a restarted runner can find and remove what a
+//! previous one left behind.
+
+use std::net::Ipv4Addr;
+use std::process::{Command, Stdio};
+
+use anyhow::Context as _;
+
+/// Prefix of every namespace and host-side interface this runner creates.
+const PREFIX: &str = "gwc-";
+
+fn ip(args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("ip").args(args).stdin(Stdio::null()).output().context("running ip")?;
+    anyhow::ensure!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    Ok(())
+}
+
+/// Creates the bridge with the host's address on it (once; an existing one is kept).
+pub fn bridge(name: &str, gateway: Ipv4Addr, prefix: u8) -> anyhow::Result<()> {
+    if ip(&["link", "show", name]).is_err() {
+        ip(&["link", "add", name, "type", "bridge"])?;
+        ip(&["addr", "add", &format!("{gateway}/{prefix}"), "dev", name])?;
+    }
+    ip(&["link", "set", name, "up"])
+}
+
+/// Removes the bridge.
+pub fn remove_bridge(name: &str) {
+    let _ = ip(&["link", "del", name]);
+}
+
+/// Removes namespaces a previous runner left behind (their veths go with them).
+pub fn remove_stale() -> anyhow::Result<()> {
+    let out = Command::new("ip").args(["netns", "list"]).output().context("running ip netns list")?;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let name = line.split_whitespace().next().unwrap_or_default();
+        if name.starts_with(PREFIX) {
+            let _ = ip(&["netns", "del", name]);
+        }
+    }
+    Ok(())
+}
+
+/// One pod's namespace and veth pair; removed when dropped.
+pub struct PodNet {
+    /// The namespace's name (for `ip netns exec`).
+    pub netns: String,
+    host_if: String,
+}
+
+impl PodNet {
+    /// Creates the namespace for the pod with `uid` at `address`, joined to `bridge`.
+    pub fn create(uid: &str, address: Ipv4Addr, bridge: &str, gateway: Ipv4Addr, prefix: u8) -> anyhow::Result<Self> {
+        let tag: String = uid.chars().filter(char::is_ascii_alphanumeric).take(10).collect();
+        let me = Self { netns: format!("{PREFIX}{tag}"), host_if: format!("g{tag}h") };
+        let pod_if = format!("g{tag}p");
+        // Leftovers of a pod whose runner died are replaced.
+        let _ = ip(&["netns", "del", &me.netns]);
+        let _ = ip(&["link", "del", &me.host_if]);
+        ip(&["netns", "add", &me.netns])?;
+        ip(&["link", "add", &me.host_if, "type", "veth", "peer", "name", &pod_if])?;
+        ip(&["link", "set", &pod_if, "netns", &me.netns])?;
+        ip(&["link", "set", &me.host_if, "master", bridge, "up"])?;
+        let exec = |args: &[&str]| {
+            let mut all = vec!["netns", "exec", me.netns.as_str(), "ip"];
+            all.extend_from_slice(args);
+            ip(&all)
+        };
+        exec(&["link", "set", "lo", "up"])?;
+        exec(&["addr", "add", &format!("{address}/{prefix}"), "dev", &pod_if])?;
+        exec(&["link", "set", &pod_if, "up"])?;
+        exec(&["route", "add", "default", "via", &gateway.to_string()])?;
+        Ok(me)
+    }
+}
+
+impl Drop for PodNet {
+    fn drop(&mut self) {
+        let _ = ip(&["link", "del", &self.host_if]);
+        let _ = ip(&["netns", "del", &self.netns]);
+    }
+}

@@ -1,0 +1,331 @@
+//! One pod's life: files, namespace, processes with CRI-format logs, kwok `Logs` object,
+//! Ready once listening; everything undone when the pod goes.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{Mutex, watch};
+
+use crate::net::PodNet;
+
+/// What every pod task needs.
+pub struct Shared {
+    pub client: kube::Client,
+    pub images: podrunner::Images,
+    pub state_dir: PathBuf,
+    pub bridge: String,
+    pub gateway: Ipv4Addr,
+    pub prefix: u8,
+}
+
+/// How often a container that exits is started again before the runner gives up on it.
+const MAX_RESTARTS: u32 = 5;
+/// How long a container may take to listen.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+struct Objects {
+    secrets: BTreeMap<String, Secret>,
+    config_maps: BTreeMap<String, ConfigMap>,
+}
+
+impl podrunner::Lookup for Objects {
+    fn secret(&self, name: &str) -> Option<&Secret> {
+        self.secrets.get(name)
+    }
+    fn config_map(&self, name: &str) -> Option<&ConfigMap> {
+        self.config_maps.get(name)
+    }
+}
+
+/// Runs `pod` until `cancelled` says stop (or the sender goes away), then cleans up.
+pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<bool>) {
+    let name = format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    );
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let dir = shared.state_dir.join("pods").join(&uid);
+    let mut attempt = 0u32;
+    let mut net = None;
+    // A pod whose Secret is not there yet waits for it, as the kubelet does.
+    let mut processes = loop {
+        match start(&shared, &pod, &dir, &mut net).await {
+            Ok(p) => break Some(p),
+            Err(e) if attempt < 30 => {
+                attempt += 1;
+                tracing::warn!(pod = %name, error = format!("{e:#}"), "cannot start yet");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                    _ = cancelled.wait_for(|c| *c) => break None,
+                }
+            }
+            Err(e) => {
+                tracing::error!(pod = %name, error = format!("{e:#}"), "giving up");
+                break None;
+            }
+        }
+    };
+    if let Some(running) = processes.as_mut() {
+        tracing::info!(pod = %name, netns = %running.netns, "started");
+        tokio::select! {
+            r = mark_ready(&shared, &pod, running) => if let Err(e) = r {
+                tracing::error!(pod = %name, error = format!("{e:#}"), "not ready");
+            },
+            _ = cancelled.wait_for(|c| *c) => {}
+        }
+        tokio::select! {
+            _ = supervise(&name, running) => {}
+            _ = cancelled.wait_for(|c| *c) => {}
+        }
+    }
+    if let Some(running) = processes.as_mut() {
+        for c in &mut running.containers {
+            let _ = c.child.start_kill();
+            let _ = c.child.wait().await;
+        }
+    }
+    drop(net);
+    let logs = logs_api(&shared.client, pod.metadata.namespace.as_deref().unwrap_or_default());
+    let _ = logs.delete(pod.metadata.name.as_deref().unwrap_or_default(), &DeleteParams::default()).await;
+    let _ = tokio::fs::remove_dir_all(&dir).await;
+    tracing::info!(pod = %name, "stopped");
+}
+
+struct Container {
+    plan: podrunner::ContainerPlan,
+    child: Child,
+    log: Arc<Mutex<tokio::fs::File>>,
+    restarts: u32,
+}
+
+struct Running {
+    netns: String,
+    dir: PathBuf,
+    containers: Vec<Container>,
+}
+
+async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>) -> anyhow::Result<Running> {
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let objects = lookup(&shared.client, &namespace).await?;
+    let plan = podrunner::plan(pod, &objects, &shared.images, dir)?;
+    let _ = tokio::fs::remove_dir_all(dir).await;
+    for d in &plan.dirs {
+        tokio::fs::create_dir_all(dir.join(d)).await?;
+    }
+    for f in &plan.files {
+        let path = dir.join(&f.path);
+        tokio::fs::create_dir_all(path.parent().unwrap_or(dir)).await?;
+        tokio::fs::write(&path, &f.contents).await?;
+    }
+    let logs_dir = dir.join("logs");
+    tokio::fs::create_dir_all(&logs_dir).await?;
+
+    let address: Ipv4Addr = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.as_deref())
+        .context("no pod IP")?
+        .parse()
+        .context("pod IP is not IPv4")?;
+    if net.is_none() {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        *net = Some(PodNet::create(uid, address, &shared.bridge, shared.gateway, shared.prefix)?);
+    }
+    let netns = net.as_ref().expect("just set").netns.clone();
+
+    let mut containers = Vec::new();
+    let mut logs = Vec::new();
+    for c in plan.containers {
+        let path = logs_dir.join(format!("{}.log", c.name));
+        let file = tokio::fs::OpenOptions::new().create(true).append(true).open(&path).await?;
+        let log = Arc::new(Mutex::new(file));
+        let child = spawn(&netns, dir, &c, &log)?;
+        logs.push(serde_json::json!({"containers": [c.name], "logsFile": path, "follow": true}));
+        containers.push(Container { plan: c, child, log, restarts: 0 });
+    }
+    // kwok serves `pods/log` from the files a Logs object names.
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let object = serde_json::json!({
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Logs",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"logs": logs},
+    });
+    let object: DynamicObject = serde_json::from_value(object)?;
+    let api = logs_api(&shared.client, &namespace);
+    let _ = api.delete(&name, &DeleteParams::default()).await;
+    api.create(&PostParams::default(), &object).await.context("creating the Logs object")?;
+    Ok(Running { netns, dir: dir.to_path_buf(), containers })
+}
+
+async fn lookup(client: &kube::Client, namespace: &str) -> anyhow::Result<Objects> {
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
+    let maps: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), namespace);
+    let lp = ListParams::default();
+    let name = |m: &kube::api::ObjectMeta| m.name.clone().unwrap_or_default();
+    Ok(Objects {
+        secrets: secrets.list(&lp).await?.items.into_iter().map(|s| (name(&s.metadata), s)).collect(),
+        config_maps: maps.list(&lp).await?.items.into_iter().map(|m| (name(&m.metadata), m)).collect(),
+    })
+}
+
+fn logs_api(client: &kube::Client, namespace: &str) -> kube::Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "Logs");
+    kube::Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk_with_plural(&gvk, "logs"))
+}
+
+/// Starts one container in the pod's namespace; its output goes to `log` in CRI format.
+fn spawn(
+    netns: &str,
+    dir: &Path,
+    c: &podrunner::ContainerPlan,
+    log: &Arc<Mutex<tokio::fs::File>>,
+) -> anyhow::Result<Child> {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", netns])
+        .arg(&c.program)
+        .args(&c.args)
+        .env_clear()
+        .envs(c.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {}", c.program.display()))?;
+    let out = child.stdout.take().expect("piped");
+    let err = child.stderr.take().expect("piped");
+    tokio::spawn(copy_lines(out, "stdout", Arc::clone(log)));
+    tokio::spawn(copy_lines(err, "stderr", Arc::clone(log)));
+    Ok(child)
+}
+
+/// Copies lines into the log in the CRI format kwok (and the kubelet) read:
+/// `<RFC 3339 time with nanoseconds> <stream> F <line>`.
+async fn copy_lines(from: impl tokio::io::AsyncRead + Unpin, stream: &'static str, log: Arc<Mutex<tokio::fs::File>>) {
+    let mut lines = BufReader::new(from).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let record = format!("{} {stream} F {line}\n", cri_time(k8s_openapi::jiff::Timestamp::now()));
+        let mut file = log.lock().await;
+        if file.write_all(record.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// RFC 3339 in UTC with exactly nine fractional digits.
+fn cri_time(t: k8s_openapi::jiff::Timestamp) -> String {
+    let whole = k8s_openapi::jiff::Timestamp::from_second(t.as_second()).expect("in range").to_string();
+    format!("{}.{:09}Z", whole.trim_end_matches('Z'), t.subsec_nanosecond())
+}
+
+/// Waits until every container listens on something (TCP listen or UDP bound, as seen in its
+/// own network namespace), then sets the pod's Ready condition.
+async fn mark_ready(shared: &Shared, pod: &Pod, running: &Running) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+    for c in &running.containers {
+        let pid = c.child.id().context("container exited")?;
+        while !listening(pid) {
+            anyhow::ensure!(tokio::time::Instant::now() < deadline, "{} does not listen", c.plan.name);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // Servers open their ports one after the other; give the rest a moment.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let cond = |t: &str| serde_json::json!({"type": t, "status": "True", "lastTransitionTime": now});
+    let statuses: Vec<_> = running
+        .containers
+        .iter()
+        .map(|c| {
+            let image = pod
+                .spec
+                .iter()
+                .flat_map(|s| s.containers.iter())
+                .find(|x| x.name == c.plan.name)
+                .and_then(|x| x.image.clone())
+                .unwrap_or_default();
+            serde_json::json!({
+                "name": c.plan.name, "image": image, "imageID": image, "ready": true, "started": true,
+                "restartCount": c.restarts, "state": {"running": {"startedAt": now}},
+            })
+        })
+        .collect();
+    let patch = serde_json::json!({"status": {
+        "conditions": [cond("Initialized"), cond("ContainersReady"), cond("Ready"), cond("PodScheduled")],
+        "containerStatuses": statuses,
+    }});
+    let api: kube::Api<Pod> =
+        kube::Api::namespaced(shared.client.clone(), pod.metadata.namespace.as_deref().unwrap_or_default());
+    api.patch_status(
+        pod.metadata.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Strategic(patch),
+    )
+    .await
+    .context("marking Ready")?;
+    tracing::info!(pod = pod.metadata.name.as_deref().unwrap_or_default(), "ready");
+    Ok(())
+}
+
+/// Whether the process (in its own network namespace) has a listening TCP socket or a bound
+/// UDP socket.
+fn listening(pid: u32) -> bool {
+    let table = |name: &str| std::fs::read_to_string(format!("/proc/{pid}/net/{name}")).unwrap_or_default();
+    let tcp_listen =
+        ["tcp", "tcp6"].iter().any(|t| table(t).lines().skip(1).any(|l| l.split_whitespace().nth(3) == Some("0A")));
+    let udp_bound = ["udp", "udp6"].iter().any(|t| table(t).lines().nth(1).is_some());
+    tcp_listen || udp_bound
+}
+
+/// Restarts containers that exit, a bounded number of times; returns when one gave up.
+async fn supervise(name: &str, running: &mut Running) {
+    loop {
+        let (status, index) = {
+            let waits = running
+                .containers
+                .iter_mut()
+                .enumerate()
+                .map(|(i, c)| Box::pin(async move { (c.child.wait().await, i) }));
+            futures::future::select_all(waits).await.0
+        };
+        let (netns, dir) = (running.netns.clone(), running.dir.clone());
+        let c = &mut running.containers[index];
+        tracing::warn!(pod = %name, container = %c.plan.name, status = ?status, "container exited");
+        if c.restarts >= MAX_RESTARTS {
+            tracing::error!(pod = %name, container = %c.plan.name, "not restarting any more");
+            // Keep the pod's other containers; park here until cancelled.
+            std::future::pending::<()>().await;
+        }
+        c.restarts += 1;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        match spawn(&netns, &dir, &c.plan, &c.log) {
+            Ok(child) => c.child = child,
+            Err(e) => {
+                tracing::error!(pod = %name, error = format!("{e:#}"), "restart failed");
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cri_time_has_nine_fraction_digits() {
+        let t = k8s_openapi::jiff::Timestamp::new(1_700_000_000, 1_500).expect("valid");
+        assert_eq!(super::cri_time(t), "2023-11-14T22:13:20.000001500Z");
+    }
+}
