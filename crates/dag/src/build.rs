@@ -113,7 +113,45 @@ impl Builder<'_> {
             let prefix = if matches!(kind, ListenerKind::Http(_)) { "http" } else { "https" };
             out.listeners.push(DagListener { name: format!("{prefix}-{port}"), address: fleet.address, port, kind });
         }
+        // Routes on listeners that are not served still get their Services checked, so their
+        // status says what is wrong with them.
+        for l in fleet.listeners.iter().filter(|l| l.port == 0) {
+            self.check_routes(l);
+        }
         out
+    }
+
+    /// Checks the Services of a listener's routes when the listener is not served.
+    fn check_routes(&mut self, l: &ir::Listener) {
+        for route in &l.http_routes {
+            for (i, rule) in route.rules.iter().enumerate() {
+                for (j, b) in rule.backends.iter().enumerate() {
+                    self.check_service(&route.origin, b, format!("spec.rules[{i}].backendRefs[{j}]"));
+                }
+            }
+        }
+        for route in &l.tls_routes {
+            for (j, b) in route.backends.iter().enumerate() {
+                self.check_service(&route.origin, b, format!("spec.rules[0].backendRefs[{j}]"));
+            }
+        }
+    }
+
+    /// Reports a backend whose Service or port does not exist, without building anything.
+    fn check_service(&mut self, origin: &Origin, backend: &ir::Backend, field: String) {
+        let ir::BackendTarget::Service(sp) = &backend.target else { return };
+        let service = self.snapshot.services.get(&ObjectKey::new(&sp.namespace, &sp.name));
+        let has_port = service
+            .and_then(|s| s.spec.as_ref())
+            .and_then(|s| s.ports.as_ref())
+            .is_some_and(|ports| ports.iter().any(|p| p.port == i32::from(sp.port)));
+        if !has_port {
+            let message = match service {
+                None => format!("Service {}/{} does not exist", sp.namespace, sp.name),
+                Some(_) => format!("Service {}/{} has no port {}", sp.namespace, sp.name, sp.port),
+            };
+            self.error(origin, field, "BackendNotFound", message);
+        }
     }
 
     fn tls_chains(
@@ -131,6 +169,7 @@ impl Builder<'_> {
                 TlsMode::Terminate => {
                     let secrets = self.secrets(fleet, index, tls, out);
                     if secrets.is_empty() {
+                        self.check_routes(listener);
                         continue;
                     }
                     let sni = listener.hostname.clone().unwrap_or_default();

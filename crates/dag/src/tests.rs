@@ -149,3 +149,32 @@ fn json_never_carries_private_keys() {
     assert!(json.contains("default/cert"));
     assert!(!json.contains("PRIVATE KEY"));
 }
+
+#[test]
+fn routes_on_listeners_that_are_not_served_still_get_backends_checked() {
+    let yaml = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec: {controllerName: projectcontour.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: contour
+  listeners:
+  - {name: tls, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: does-not-exist}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: tls}]
+  rules: [{backendRefs: [{name: gone, port: 8080}]}]
+"#;
+    let dag = dag(yaml);
+    let found: Vec<_> = dag.diagnostics.iter().filter(|d| d.origin.name == "r").collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].reason, found[0].field.as_str()), ("BackendNotFound", "spec.rules[0].backendRefs[0]"));
+}

@@ -1,9 +1,11 @@
-//! The Gateway API front end: GatewayClass, Gateway, HTTPRoute and TLSRoute into IR fleets.
+//! The Gateway API front end: GatewayClass, Gateway, HTTPRoute, GRPCRoute and TLSRoute into IR
+//! fleets.
 //!
 //! One fleet per Gateway of an accepted GatewayClass. Routes are translated once and attached
 //! (shared) to every listener they are allowed on.
 
 mod backends;
+mod grpc_route;
 pub(crate) mod http_route;
 mod listeners;
 mod refs;
@@ -154,6 +156,16 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     }
     drop(previous);
     cache.http = next;
+
+    for object in snapshot.grpc_routes.values() {
+        let route = Arc::new(grpc_route::translate(snapshot, object, &mut diagnostics));
+        let parents = grpc_route::parent_refs(object);
+        let found = attachments(&fleets, &gateways, snapshot, &route.origin, &parents, "GRPCRoute", &route.hostnames);
+        for (f, l) in found.listeners {
+            fleets[f].1.listeners[l].http_routes.push(Arc::clone(&route));
+        }
+        diagnostics.extend(found.diagnostics);
+    }
 
     for object in snapshot.tls_routes.values() {
         let route = Arc::new(tls_route::translate(snapshot, object, &mut diagnostics));

@@ -33,7 +33,7 @@ pub struct Options {
 pub use writer::StatusWriter;
 
 /// The kinds whose status the writer writes, in counter order.
-pub const KINDS: [&str; 5] = ["Gateway", "HTTPRoute", "TLSRoute", "Ingress", "HTTPProxy"];
+pub const KINDS: [&str; 6] = ["Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "Ingress", "HTTPProxy"];
 
 /// Counters of the writer per kind (see [`KINDS`]), with upstream's meaning
 /// (`contour_status_update_*`).

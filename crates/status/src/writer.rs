@@ -185,6 +185,7 @@ fn resource(kind: &str) -> ApiResource {
     let plural = match kind {
         "Gateway" => "gateways",
         "HTTPRoute" => "httproutes",
+        "GRPCRoute" => "grpcroutes",
         _ => "tlsroutes",
     };
     ApiResource {

@@ -167,6 +167,7 @@ macro_rules! header_modifier {
         }
     };
 }
+pub(super) use header_modifier;
 
 /// Checks that a regular expression is valid RE2 syntax and not too large.
 pub fn check_regex(pattern: String) -> Result<String, String> {

@@ -42,6 +42,17 @@ pub(super) fn translate_gateway(
         address = super::status::addresses(snapshot, key, gateway).iter().find_map(|(_, a)| a.parse().ok());
     }
 
+    if let Some(p) = gateway.spec.infrastructure.as_ref().and_then(|i| i.parameters_ref.as_ref()) {
+        // Only upstream's ContourDeployment parameterizes a Gateway.
+        if p.group != "projectcontour.io" || p.kind != "ContourDeployment" {
+            diagnostics.push(error(
+                &origin,
+                "spec.infrastructure.parametersRef".into(),
+                "InvalidParameters",
+                format!("{}/{} {} is not a projectcontour.io/ContourDeployment", p.group, p.kind, p.name),
+            ));
+        }
+    }
     let mut listeners: Vec<ir::Listener> = Vec::new();
     for (i, spec) in gateway.spec.listeners.iter().enumerate() {
         let field = format!("spec.listeners[{i}]");
@@ -71,6 +82,17 @@ pub(super) fn translate_gateway(
             continue;
         };
         listener.protocol = protocol;
+        if supported_kinds(spec).1 {
+            diagnostics.push(error(
+                &origin,
+                format!("{field}.allowedRoutes.kinds"),
+                "InvalidRouteKinds",
+                format!(
+                    "listener {}: allowedRoutes.kinds names a kind a {} listener cannot carry",
+                    spec.name, spec.protocol
+                ),
+            ));
+        }
         let Ok(port) = u16::try_from(spec.port).map_err(drop).and_then(|p| if p == 0 { Err(()) } else { Ok(p) }) else {
             diagnostics.push(error(
                 &origin,
@@ -212,6 +234,37 @@ fn tls(
     Ok(Some(ListenerTls::new(mode, certificates)))
 }
 
+/// The route kinds a listener's protocol can carry.
+fn protocol_kinds(protocol: &str) -> &'static [&'static str] {
+    match protocol {
+        "HTTP" | "HTTPS" => &["HTTPRoute", "GRPCRoute"],
+        "TLS" => &["TLSRoute"],
+        _ => &[],
+    }
+}
+
+/// The route kinds a listener accepts (its `allowedRoutes.kinds` that its protocol can carry, or
+/// every kind its protocol can carry), and whether `allowedRoutes.kinds` names any other.
+pub(super) fn supported_kinds(spec: &GatewayListeners) -> (Vec<&'static str>, bool) {
+    let possible = protocol_kinds(&spec.protocol);
+    match spec.allowed_routes.as_ref().and_then(|a| a.kinds.as_ref()).filter(|k| !k.is_empty()) {
+        None => (possible.to_vec(), false),
+        Some(kinds) => {
+            let mut out = Vec::new();
+            let mut invalid = false;
+            for k in kinds {
+                let ours = k.group.as_deref().unwrap_or(super::GROUP) == super::GROUP;
+                match possible.iter().find(|p| ours && **p == k.kind) {
+                    Some(p) if !out.contains(p) => out.push(*p),
+                    Some(_) => {}
+                    None => invalid = true,
+                }
+            }
+            (out, invalid)
+        }
+    }
+}
+
 /// Whether a listener lets a route of `kind` from `namespace` attach.
 pub(super) fn allows(
     snapshot: &Snapshot,
@@ -221,13 +274,7 @@ pub(super) fn allows(
     namespace: &str,
 ) -> bool {
     let allowed = spec.allowed_routes.as_ref();
-    let kind_allowed = match allowed.and_then(|a| a.kinds.as_ref()).filter(|k| !k.is_empty()) {
-        Some(kinds) => {
-            kinds.iter().any(|k| k.group.as_deref().unwrap_or(super::GROUP) == super::GROUP && k.kind == kind)
-        }
-        None => matches!((spec.protocol.as_str(), kind), ("HTTP" | "HTTPS", "HTTPRoute") | ("TLS", "TLSRoute")),
-    };
-    if !kind_allowed {
+    if !supported_kinds(spec).0.contains(&kind) {
         return false;
     }
     let gateway_ns = gateway.metadata.namespace.as_deref().unwrap_or_default();

@@ -153,8 +153,13 @@ pub fn compute(
             let mut conditions = Vec::new();
             let unaccepted = reason_of(&["UnsupportedProtocol", "PortUnavailable"]);
             let conflict = reason_of(&["ProtocolConflict", "HostnameConflict"]);
-            let unresolved =
-                reason_of(&["InvalidCertificateRef", "RefNotPermitted", "InvalidTLSConfig", "UnsupportedValue"]);
+            let unresolved = reason_of(&[
+                "InvalidRouteKinds",
+                "InvalidCertificateRef",
+                "RefNotPermitted",
+                "InvalidTLSConfig",
+                "UnsupportedValue",
+            ]);
             match &unaccepted {
                 Some((reason, message)) => {
                     conditions.push(cond("Accepted", false, reason, message.clone(), generation))
@@ -169,7 +174,10 @@ pub fn compute(
             }
             match &unresolved {
                 Some((reason, message)) => {
-                    let reason = if *reason == "RefNotPermitted" { "RefNotPermitted" } else { "InvalidCertificateRef" };
+                    let reason = match *reason {
+                        "RefNotPermitted" | "InvalidRouteKinds" => reason,
+                        _ => "InvalidCertificateRef",
+                    };
                     conditions.push(cond("ResolvedRefs", false, reason, message.clone(), generation));
                 }
                 None => conditions.push(cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation)),
@@ -181,11 +189,7 @@ pub fn compute(
             } else {
                 conditions.push(cond("Programmed", false, "Invalid", "Listener is not served", generation));
             }
-            let supported_kinds = match spec.protocol.as_str() {
-                "HTTP" | "HTTPS" => vec!["HTTPRoute"],
-                "TLS" => vec!["TLSRoute"],
-                _ => Vec::new(),
-            };
+            let supported_kinds = super::listeners::supported_kinds(spec).0;
             let count = attached.get(&(fleet_id.clone(), spec.name.clone())).copied().unwrap_or(0);
             listeners.push(ListenerStatus {
                 name: spec.name.clone(),
@@ -198,6 +202,8 @@ pub fn compute(
         let mut conditions = Vec::new();
         if valid_listeners == 0 && !gateway.spec.listeners.is_empty() {
             conditions.push(cond("Accepted", false, "ListenersNotValid", "No listener is valid", generation));
+        } else if let Some(d) = found.iter().find(|d| d.reason == "InvalidParameters") {
+            conditions.push(cond("Accepted", false, "InvalidParameters", d.message.clone(), generation));
         } else {
             conditions.push(cond("Accepted", true, "Accepted", "Gateway accepted", generation));
         }
@@ -233,8 +239,10 @@ pub fn compute(
     };
     let http =
         snapshot.http_routes.iter().map(|(k, r)| ("HTTPRoute", k, &r.metadata, super::http_route::parent_refs(r)));
+    let grpc =
+        snapshot.grpc_routes.iter().map(|(k, r)| ("GRPCRoute", k, &r.metadata, super::grpc_route::parent_refs(r)));
     let tls = snapshot.tls_routes.iter().map(|(k, r)| ("TLSRoute", k, &r.metadata, super::tls_route::parent_refs(r)));
-    for (kind, key, meta, parents) in http.chain(tls) {
+    for (kind, key, meta, parents) in http.chain(grpc).chain(tls) {
         let generation = meta.generation.unwrap_or(0);
         let found = by_object.get(&(kind, key.namespace.as_str(), key.name.as_str())).unwrap_or(&none);
         let mut entries = Vec::new();

@@ -203,3 +203,116 @@ fn regexes_are_checked_against_what_re2_accepts() {
         assert!(check_regex(bad.into()).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn host_mode_binds_fleets_to_the_provisioned_address() {
+    let with_service = format!(
+        "{BASE}{}",
+        r#"
+---
+apiVersion: v1
+kind: Service
+metadata: {name: envoy-gw, namespace: infra, labels: {gateway.networking.k8s.io/gateway-name: gw}}
+spec: {ports: [{port: 80}]}
+status: {loadBalancer: {ingress: [{ip: 127.0.1.7}]}}
+"#
+    );
+    let host = Options { host_mode: true, ..Options::default() };
+    let t = translate(&snapshot(&with_service), &host);
+    assert_eq!(t.ir.fleets[0].address, Some("127.0.1.7".parse().unwrap()), "the Service's address");
+    let t = translate(&snapshot(&with_service), &Options::default());
+    assert_eq!(t.ir.fleets[0].address, Some("127.0.0.9".parse().unwrap()), "outside host mode: spec.addresses");
+}
+
+#[test]
+fn grpc_routes_become_http2_routes_on_http_listeners() {
+    let yaml = format!(
+        "{BASE}{}",
+        r#"
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: infra}
+spec: {ports: [{port: 8080}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: grpc, namespace: infra}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  hostnames: [Grpc.Example.com]
+  rules:
+  - matches: [{method: {service: pkg.Echo, method: Ping}}]
+    backendRefs: [{name: echo, port: 8080}]
+  - matches: [{method: {service: pkg.Echo}, headers: [{name: X-Team, value: a}]}]
+    backendRefs: [{name: echo, port: 8080}]
+  - matches: [{method: {method: Ping}}]
+    backendRefs: [{name: echo, port: 8080}]
+  - matches: [{method: {type: RegularExpression, service: "pkg\\..*"}}]
+    backendRefs: [{name: echo, port: 8080}]
+"#
+    );
+    let s = snapshot(&yaml);
+    let t = translate(&s, &Options::default());
+    assert!(t.diagnostics.iter().all(|d| d.origin.kind == "Gateway"), "{:?}", t.diagnostics);
+    let routes = &t.ir.fleets[0].listeners[0].http_routes;
+    assert_eq!(routes.len(), 1, "attached to the HTTP listener");
+    let route = &routes[0];
+    assert_eq!(route.origin.kind, "GRPCRoute");
+    assert_eq!(route.hostnames, ["grpc.example.com"]);
+    let paths: Vec<&PathMatch> = route.rules.iter().map(|r| &r.matches[0].path).collect();
+    assert_eq!(
+        paths,
+        [
+            &PathMatch::Exact("/pkg.Echo/Ping".into()),
+            &PathMatch::StringPrefix("/pkg.Echo/".into()),
+            &PathMatch::Regex("/[^/]+/Ping".into()),
+            &PathMatch::Regex("/(?:pkg\\..*)/(?:[^/]+)".into()),
+        ]
+    );
+    assert_eq!(route.rules[1].matches[0].headers[0].name, "x-team");
+    let protocol = route.rules[0].backends[0].options.as_ref().and_then(|o| o.protocol);
+    assert_eq!(protocol, Some(ir::UpstreamProtocol::H2c), "gRPC needs HTTP/2 to the backend");
+    let status = status::compute(&s, &Options::default(), &t.diagnostics, &status::attached_routes(&t.ir), |_| {
+        status::FleetState::Programmed
+    });
+    assert_eq!(status.gateways[0].listeners[0].supported_kinds, ["HTTPRoute", "GRPCRoute"]);
+    assert_eq!(status.gateways[0].listeners[0].attached_routes, 1);
+    assert!(status.routes.iter().any(|r| r.kind == "GRPCRoute"), "the route gets status");
+}
+
+#[test]
+fn listener_route_kinds_and_gateway_parameters_are_checked() {
+    let yaml = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec: {controllerName: projectcontour.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: contour
+  infrastructure: {parametersRef: {group: invalid.io, kind: InvalidParameters, name: invalid}}
+  listeners:
+  - {name: only-invalid, port: 80, protocol: HTTP, allowedRoutes: {kinds: [{kind: InvalidRoute}]}}
+  - {name: mixed, port: 81, protocol: HTTP, allowedRoutes: {kinds: [{kind: InvalidRoute}, {kind: HTTPRoute}]}}
+  - {name: tls, port: 443, protocol: TLS, tls: {mode: Passthrough}}
+"#;
+    let s = snapshot(yaml);
+    let t = translate(&s, &Options::default());
+    let status = status::compute(&s, &Options::default(), &t.diagnostics, &status::attached_routes(&t.ir), |_| {
+        status::FleetState::Programmed
+    });
+    let gw = &status.gateways[0];
+    let accepted = gw.conditions.iter().find(|c| c.type_ == "Accepted").expect("Accepted");
+    assert_eq!((accepted.status, accepted.reason), (false, "InvalidParameters"));
+    let resolved = |l: usize| gw.listeners[l].conditions.iter().find(|c| c.type_ == "ResolvedRefs").cloned().unwrap();
+    assert!(gw.listeners[0].supported_kinds.is_empty());
+    assert_eq!((resolved(0).status, resolved(0).reason), (false, "InvalidRouteKinds"));
+    assert_eq!(gw.listeners[1].supported_kinds, ["HTTPRoute"]);
+    assert_eq!((resolved(1).status, resolved(1).reason), (false, "InvalidRouteKinds"));
+    assert_eq!(gw.listeners[2].supported_kinds, ["TLSRoute"]);
+    assert!(resolved(2).status);
+}
