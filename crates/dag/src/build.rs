@@ -110,6 +110,11 @@ impl Builder<'_> {
             } else {
                 ListenerKind::Tls(self.tls_chains(fleet, port, &listeners, &mut out))
             };
+            if matches!(&kind, ListenerKind::Tls(chains) if chains.is_empty()) {
+                // Nothing to serve on this port yet (no route, no usable certificate): Envoy
+                // refuses a listener without filter chains, so there is none.
+                continue;
+            }
             let prefix = if matches!(kind, ListenerKind::Http(_)) { "http" } else { "https" };
             out.listeners.push(DagListener { name: format!("{prefix}-{port}"), address: fleet.address, port, kind });
         }

@@ -174,6 +174,7 @@ spec:
   rules: [{backendRefs: [{name: gone, port: 8080}]}]
 "#;
     let dag = dag(yaml);
+    assert!(dag.fleets["default/gw"].listeners.is_empty(), "no filter chain to serve: no listener for Envoy to refuse");
     let found: Vec<_> = dag.diagnostics.iter().filter(|d| d.origin.name == "r").collect();
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!((found[0].reason, found[0].field.as_str()), ("BackendNotFound", "spec.rules[0].backendRefs[0]"));

@@ -216,6 +216,7 @@ impl StreamState {
             self.eds_owed.clear();
             self.eds_deadline = None;
         }
+        let fleet_empty = ResourceType::ALL.iter().all(|t| served.of(*t).is_empty());
         let mut out = Vec::new();
         let mut hold_dependents = false;
         let dependents_synced = self.synced(ResourceType::Listener, served) && self.synced(ResourceType::Route, served);
@@ -262,7 +263,12 @@ impl StreamState {
             let removed: Vec<Arc<str>> = ts.sent.keys().filter(|n| !want.contains_key(*n)).cloned().collect();
             // State-of-the-World removes non-wildcard resources implicitly: nothing to say.
             let implicit = self.mode == Mode::Sotw && !t.is_wildcard();
-            if changed.is_empty() && (removed.is_empty() || implicit) {
+            // Envoy's initialization waits for a first answer to its wildcard subscriptions (CDS,
+            // LDS), even an empty one; without it a fleet with no clusters would wait out the
+            // initial fetch timeout before asking for listeners. (A fleet with no configuration at
+            // all, one the controller does not know, still gets nothing.)
+            let first_owed = t.is_wildcard() && ts.latest_nonce.is_empty() && !fleet_empty;
+            if changed.is_empty() && (removed.is_empty() || implicit) && !first_owed {
                 if implicit {
                     let ts = self.types.get_mut(&t).expect("all types present");
                     ts.sent.retain(|n, _| want.contains_key(n));

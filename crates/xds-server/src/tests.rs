@@ -517,3 +517,18 @@ async fn per_type_services_serve_their_type_only() {
     let refused = tokio::time::timeout(Duration::from_secs(5), responses.message()).await.unwrap();
     assert!(refused.is_err(), "{refused:?}");
 }
+
+#[tokio::test]
+async fn a_fleet_without_clusters_gets_an_empty_cds_answer_at_once() {
+    // Envoy's initialization waits for a first CDS answer before it asks for listeners.
+    for delta in [false, true] {
+        let server = XdsServer::default();
+        server.set_fleets(fleets("f", fleet(&[], &[], "v1", 1)));
+        server.set_ready();
+        let url = start(&server).await;
+        let mut envoy = FakeEnvoy::connect(&url, "f", delta).await;
+        let seen = envoy.settle().await;
+        assert_eq!(seen.first(), Some(&Seen { t: CDS, names: vec![], removed: vec![] }), "delta {delta}");
+        assert!(types(&seen).contains(&LDS), "then the listeners (delta {delta}): {seen:?}");
+    }
+}
