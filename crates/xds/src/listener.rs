@@ -194,9 +194,8 @@ fn http_connection_manager(stat_prefix: &str, route_config_name: &str, forward: 
         normalize_path: Some(BoolValue { value: true }),
         merge_slashes: true,
         use_remote_address: Some(BoolValue { value: true }),
-        // Virtual hosts name bare hostnames; a Host header with a port still matches.
-        strip_matching_host_port: false,
-        strip_port_mode: Some(http_connection_manager::StripPortMode::StripAnyHostPort(true)),
+        // Virtual hosts name bare hostnames; a Host header with a port still matches them
+        // (the route configuration ignores the port) and reaches the backend unchanged.
         ..Default::default()
     };
     Filter {

@@ -100,7 +100,10 @@ fn append_field(buf: &mut Vec<u8>, tag: u32, bytes: &[u8]) {
 }
 
 pub(crate) fn route_configuration(table: &RouteTable, cache: &mut RouteCache) -> Resource {
-    let mut bytes = r::RouteConfiguration { name: table.name.clone(), ..Default::default() }.encode_to_vec();
+    // A Host header with a port (`example.com:8080`) selects the same virtual host as without.
+    let head =
+        r::RouteConfiguration { name: table.name.clone(), ignore_port_in_host_matching: true, ..Default::default() };
+    let mut bytes = head.encode_to_vec();
     let mut version = Sha256::new().chain_update(ResourceType::Route.type_url()).chain_update(&bytes);
     for vh in &table.virtual_hosts {
         let (encoded, digest) = cache.vhost(vh);

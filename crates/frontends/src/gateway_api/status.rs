@@ -144,19 +144,24 @@ pub fn compute(
         let fleet_id = format!("{}/{}", key.namespace, key.name);
         let mut listeners = Vec::new();
         let mut valid_listeners = 0;
+        let mut refused_listeners = 0;
         for (i, spec) in gateway.spec.listeners.iter().enumerate() {
             let prefix = format!("spec.listeners[{i}]");
             let problems: Vec<&&Diagnostic> = found.iter().filter(|d| d.field.starts_with(&prefix)).collect();
+            // The first of `reasons` (most specific first) that any problem has.
             let reason_of = |reasons: &[&str]| {
-                problems.iter().find(|d| reasons.contains(&d.reason)).map(|d| (d.reason, d.message.clone()))
+                reasons
+                    .iter()
+                    .find_map(|r| problems.iter().find(|d| d.reason == *r))
+                    .map(|d| (d.reason, d.message.clone()))
             };
             let mut conditions = Vec::new();
             let unaccepted = reason_of(&["UnsupportedProtocol", "PortUnavailable"]);
             let conflict = reason_of(&["ProtocolConflict", "HostnameConflict"]);
             let unresolved = reason_of(&[
                 "InvalidRouteKinds",
-                "InvalidCertificateRef",
                 "RefNotPermitted",
+                "InvalidCertificateRef",
                 "InvalidTLSConfig",
                 "UnsupportedValue",
             ]);
@@ -182,6 +187,9 @@ pub fn compute(
                 }
                 None => conditions.push(cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation)),
             }
+            if unaccepted.is_some() || conflict.is_some() {
+                refused_listeners += 1;
+            }
             let ok = unaccepted.is_none() && conflict.is_none() && unresolved.is_none();
             if ok {
                 valid_listeners += 1;
@@ -204,6 +212,9 @@ pub fn compute(
             conditions.push(cond("Accepted", false, "ListenersNotValid", "No listener is valid", generation));
         } else if let Some(d) = found.iter().find(|d| d.reason == "InvalidParameters") {
             conditions.push(cond("Accepted", false, "InvalidParameters", d.message.clone(), generation));
+        } else if refused_listeners > 0 {
+            let message = format!("{refused_listeners} listener(s) not accepted; the others are served");
+            conditions.push(cond("Accepted", true, "ListenersNotValid", message, generation));
         } else {
             conditions.push(cond("Accepted", true, "Accepted", "Gateway accepted", generation));
         }

@@ -316,3 +316,48 @@ spec:
     assert_eq!(gw.listeners[2].supported_kinds, ["TLSRoute"]);
     assert!(resolved(2).status);
 }
+
+#[test]
+fn gateway_with_some_refused_listeners_is_accepted_with_listeners_not_valid() {
+    // BASE's Gateway has two HTTP listeners and a UDP one, which is refused.
+    let s = snapshot(BASE);
+    let t = translate(&s, &Options::default());
+    let status = status::compute(&s, &Options::default(), &t.diagnostics, &status::attached_routes(&t.ir), |_| {
+        status::FleetState::Programmed
+    });
+    let accepted = status.gateways[0].conditions.iter().find(|c| c.type_ == "Accepted").expect("Accepted");
+    assert_eq!((accepted.status, accepted.reason), (true, "ListenersNotValid"));
+    let udp = status.gateways[0].listeners[2].conditions.iter().find(|c| c.type_ == "Accepted").unwrap();
+    assert_eq!((udp.status, udp.reason), (false, "UnsupportedProtocol"));
+}
+
+#[test]
+fn a_certificate_in_another_namespace_without_grant_says_ref_not_permitted() {
+    let yaml = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec: {controllerName: projectcontour.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: contour
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: cert, namespace: web}]}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: cert, namespace: web}
+type: kubernetes.io/tls
+stringData: {tls.crt: x, tls.key: y}
+"#;
+    let s = snapshot(yaml);
+    let t = translate(&s, &Options::default());
+    let status = status::compute(&s, &Options::default(), &t.diagnostics, &status::attached_routes(&t.ir), |_| {
+        status::FleetState::Programmed
+    });
+    let resolved = status.gateways[0].listeners[0].conditions.iter().find(|c| c.type_ == "ResolvedRefs").unwrap();
+    assert_eq!((resolved.status, resolved.reason), (false, "RefNotPermitted"), "the specific reason wins");
+}
