@@ -35,7 +35,7 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
         *cache = Cache { services, ..Cache::default() };
     }
     cache.generation += 1;
-    let mut b = Builder { snapshot, diagnostics, cache };
+    let mut b = Builder { snapshot, diagnostics, cache, listener: (0, "http") };
     let mut fleets = BTreeMap::new();
     for fleet in &ir.fleets {
         fleets.insert(fleet.id.clone(), b.fleet(fleet));
@@ -87,6 +87,9 @@ struct Builder<'a> {
     snapshot: &'a Snapshot,
     diagnostics: Vec<Diagnostic>,
     cache: &'a mut Cache,
+    /// The port whose routes are being built and the scheme it serves, for redirects that keep
+    /// the listener's port.
+    listener: (u16, &'static str),
 }
 
 impl Builder<'_> {
@@ -105,6 +108,7 @@ impl Builder<'_> {
         }
         for (port, listeners) in ports {
             let kind = if listeners[0].1.protocol == Protocol::Http {
+                self.listener = (port, "http");
                 let name = format!("http-{port}");
                 ListenerKind::Http(self.route_table(name, &listeners, &mut out))
             } else {
@@ -187,6 +191,7 @@ impl Builder<'_> {
                         let backends = self.backends(&route.origin, 0, &route.backends, &route.policy, out);
                         TlsAction::TerminateTcp { secrets, settings, backends }
                     } else {
+                        self.listener = (port, "https");
                         let name = format!("https-{port}-{}", listener.name);
                         let routes = self.route_table(name, &[(index, listener)], out);
                         TlsAction::Terminate { secrets, settings, routes }
@@ -404,7 +409,18 @@ impl Builder<'_> {
                 HttpFilter::RequestHeaders(m) => merge(&mut request_headers, m),
                 HttpFilter::ResponseHeaders(m) => merge(&mut response_headers, m),
                 HttpFilter::UrlRewrite(r) => rewrite = Some(r.clone()),
-                HttpFilter::Redirect(r) => action = Some(RouteAction::Redirect(r.clone())),
+                HttpFilter::Redirect(r) => {
+                    let mut r = r.clone();
+                    // Gateway API: a redirect naming neither scheme nor port keeps the listener's
+                    // port (left out of Location when it is the scheme's own). Listener ports of
+                    // other front ends are Envoy's, not what clients dialled.
+                    let (port, scheme) = self.listener;
+                    let well_known = matches!((port, scheme), (80, "http") | (443, "https"));
+                    if route.origin.kind == "HTTPRoute" && r.port.is_none() && r.scheme.is_none() && !well_known {
+                        r.port = Some(port);
+                    }
+                    action = Some(RouteAction::Redirect(r))
+                }
                 HttpFilter::DirectResponse { status, body } => {
                     action = Some(RouteAction::Direct { status: *status, body: body.clone() })
                 }

@@ -221,7 +221,9 @@ impl State {
 
     async fn provision(&mut self, key: &str, gw: &Gateway) -> Result<(), crate::Error> {
         let uid = gw.metadata.uid.clone().unwrap_or_default();
-        let requested = gateway::requested_address(gw);
+        // Host mode binds the address on this machine: only loopback addresses can be (the
+        // Gateway's status says why another one is not used).
+        let requested = gateway::requested_address(gw).filter(IpAddr::is_loopback);
         let keep = self.gateways.get(key).is_some_and(|p| p.uid == uid && requested.is_none_or(|r| r == p.address));
         if !keep {
             self.teardown(key, false).await;

@@ -73,18 +73,32 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                 backends::translate(snapshot, &origin, "HTTPRoute", r, format!("{field}.backendRefs[{j}]"), diagnostics)
             })
             .collect();
-        let request_timeout_ms = rule.timeouts.as_ref().and_then(|t| t.request.as_deref()).and_then(|d| {
-            let parsed = parse_duration_ms(d);
-            if parsed.is_none() {
-                diagnostics.push(error(
-                    &origin,
-                    format!("{field}.timeouts.request"),
-                    "UnsupportedValue",
-                    format!("{d:?} is not a duration"),
-                ));
-            }
-            parsed
-        });
+        let mut timeout = |value: Option<&str>, name: &str| {
+            value.and_then(|d| {
+                let parsed = parse_duration_ms(d);
+                if parsed.is_none() {
+                    diagnostics.push(error(
+                        &origin,
+                        format!("{field}.timeouts.{name}"),
+                        "UnsupportedValue",
+                        format!("{d:?} is not a duration"),
+                    ));
+                }
+                parsed
+            })
+        };
+        let timeouts = rule.timeouts.as_ref();
+        let request = timeout(timeouts.and_then(|t| t.request.as_deref()), "request");
+        let backend = timeout(timeouts.and_then(|t| t.backend_request.as_deref()), "backendRequest");
+        // Without retries one backend request is the whole request: the tighter limit wins (0
+        // disables a limit).
+        let request_timeout_ms = match (request, backend) {
+            (r, None) => r,
+            (None, b) => b,
+            (Some(0), b) => b,
+            (r, Some(0)) => r,
+            (Some(r), Some(b)) => Some(r.min(b)),
+        };
         if broken {
             // Requests this rule would have matched get a 500 rather than another rule's answer.
             filters = vec![HttpFilter::DirectResponse { status: 500, body: None }];
@@ -92,7 +106,10 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                 continue;
             }
         }
-        rules.push(HttpRule { matches, filters, backends, request_timeout_ms, policy: Default::default() });
+        // The Gateway API has no websocket switch: upgrades are allowed, as clients and backends
+        // (appProtocol kubernetes.io/ws) expect.
+        let policy = ir::RoutePolicy { websockets: true, ..Default::default() };
+        rules.push(HttpRule { matches, filters, backends, request_timeout_ms, policy });
     }
     ir::HttpRoute {
         origin: std::sync::Arc::new(origin),

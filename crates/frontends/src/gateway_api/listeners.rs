@@ -27,15 +27,40 @@ pub(super) fn translate_gateway(
     let mut address = None;
     for (i, a) in gateway.spec.addresses.iter().flatten().enumerate() {
         let kind = a.r#type.as_deref().unwrap_or("IPAddress");
-        match (kind, a.value.as_deref().map(str::parse::<IpAddr>)) {
-            ("IPAddress", Some(Ok(ip))) if address.is_none() => address = Some(ip),
-            ("IPAddress", Some(Err(_))) => diagnostics.push(error(
+        let value = a.value.as_deref().unwrap_or_default();
+        let field = format!("spec.addresses[{i}]");
+        match (kind, value.parse::<IpAddr>()) {
+            // An empty value asks for any address.
+            ("IPAddress", _) if value.is_empty() => {}
+            // In host mode the Gateway's Envoy binds the address itself: only loopback addresses
+            // exist on every host.
+            ("IPAddress", Ok(ip)) if host_mode && !ip.is_loopback() => diagnostics.push(error(
                 &origin,
-                format!("spec.addresses[{i}].value"),
-                "UnsupportedAddress",
-                format!("{:?} is not an IP address", a.value.as_deref().unwrap_or_default()),
+                field,
+                "AddressNotUsable",
+                format!("{ip} cannot be bound on this host (host mode uses loopback addresses)"),
             )),
-            _ => {}
+            ("IPAddress", Ok(ip)) => {
+                address.get_or_insert(ip);
+            }
+            ("IPAddress", Err(_)) => diagnostics.push(error(
+                &origin,
+                format!("{field}.value"),
+                "UnsupportedAddress",
+                format!("{value:?} is not an IP address"),
+            )),
+            ("Hostname", _) => diagnostics.push(error(
+                &origin,
+                field,
+                "AddressNotUsable",
+                format!("hostname {value:?} cannot be assigned: only IP addresses are"),
+            )),
+            (other, _) => diagnostics.push(error(
+                &origin,
+                format!("{field}.type"),
+                "UnsupportedAddress",
+                format!("address type {other:?} is not supported"),
+            )),
         }
     }
     if host_mode {

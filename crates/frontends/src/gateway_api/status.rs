@@ -212,13 +212,18 @@ pub fn compute(
             conditions.push(cond("Accepted", false, "ListenersNotValid", "No listener is valid", generation));
         } else if let Some(d) = found.iter().find(|d| d.reason == "InvalidParameters") {
             conditions.push(cond("Accepted", false, "InvalidParameters", d.message.clone(), generation));
+        } else if let Some(d) = found.iter().find(|d| d.reason == "UnsupportedAddress") {
+            conditions.push(cond("Accepted", false, "UnsupportedAddress", d.message.clone(), generation));
         } else if refused_listeners > 0 {
             let message = format!("{refused_listeners} listener(s) not accepted; the others are served");
             conditions.push(cond("Accepted", true, "ListenersNotValid", message, generation));
         } else {
             conditions.push(cond("Accepted", true, "Accepted", "Gateway accepted", generation));
         }
-        let programmed = if addresses.is_empty() {
+        let unusable = found.iter().find(|d| d.reason == "AddressNotUsable");
+        let programmed = if let Some(d) = unusable {
+            cond("Programmed", false, "AddressNotUsable", format!("{}: {}", d.field, d.message), generation)
+        } else if addresses.is_empty() {
             cond("Programmed", false, "AddressNotAssigned", "No address assigned to the Gateway yet", generation)
         } else {
             match fleet(&fleet_id) {

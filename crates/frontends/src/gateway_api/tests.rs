@@ -361,3 +361,46 @@ stringData: {tls.crt: x, tls.key: y}
     let resolved = status.gateways[0].listeners[0].conditions.iter().find(|c| c.type_ == "ResolvedRefs").unwrap();
     assert_eq!((resolved.status, resolved.reason), (false, "RefNotPermitted"), "the specific reason wins");
 }
+
+#[test]
+fn requested_addresses_are_checked() {
+    let gateway = |addresses: &str| {
+        format!(
+            r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: contour}}
+spec: {{controllerName: projectcontour.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: infra}}
+spec:
+  gatewayClassName: contour
+  addresses: {addresses}
+  listeners: [{{name: http, port: 8080, protocol: HTTP}}]
+"#
+        )
+    };
+    let host = Options { host_mode: true, ..Options::default() };
+    let conditions = |yaml: &str| {
+        let s = snapshot(yaml);
+        let t = translate(&s, &host);
+        let status = status::compute(&s, &host, &t.diagnostics, &status::attached_routes(&t.ir), |_| {
+            status::FleetState::Programmed
+        });
+        let c = |ty: &str| {
+            let c = status.gateways[0].conditions.iter().find(|c| c.type_ == ty).cloned().unwrap();
+            (c.status, c.reason)
+        };
+        (c("Accepted"), c("Programmed"))
+    };
+    let invalid = gateway(r#"[{type: test/fake-invalid-type, value: "x"}, {value: 127.0.2.250}]"#);
+    assert_eq!(conditions(&invalid).0, (false, "UnsupportedAddress"));
+    let unusable = gateway("[{type: Hostname, value: unusable.example.com}, {value: 127.0.2.250}]");
+    assert_eq!(conditions(&unusable), ((true, "Accepted"), (false, "AddressNotUsable")));
+    let foreign = gateway("[{type: IPAddress, value: 192.0.2.1}]");
+    assert_eq!(conditions(&foreign).1, (false, "AddressNotUsable"), "host mode binds loopback addresses only");
+    let usable = gateway("[{type: IPAddress, value: 127.0.2.250}]");
+    assert_eq!(conditions(&usable), ((true, "Accepted"), (true, "Programmed")));
+}
