@@ -345,7 +345,8 @@ impl Builder<'_> {
             for (i, (route, p)) in routes.iter().zip(&parts).enumerate() {
                 for (r, rule) in route.rules.iter().enumerate() {
                     for (m, matcher) in rule.matches.iter().enumerate() {
-                        entries.push((precedence_key(matcher, route.created, i, r, m), Arc::clone(&p.routes[r][m])));
+                        let built = self.for_listener(route, &p.routes[r][m]);
+                        entries.push((precedence_key(matcher, route.created, i, r, m), built));
                     }
                 }
             }
@@ -360,6 +361,24 @@ impl Builder<'_> {
             virtual_hosts.push(vhost);
         }
         RouteTable { name, virtual_hosts }
+    }
+
+    /// A cached route as the current listener serves it. Gateway API: a redirect naming neither
+    /// scheme nor port keeps the listener's port (left out of Location when it is the scheme's
+    /// own). Listener ports of other front ends are Envoy's, not what clients dialled.
+    fn for_listener(&self, route: &ir::HttpRoute, built: &Arc<Route>) -> Arc<Route> {
+        let (port, scheme) = self.listener;
+        let well_known = matches!((port, scheme), (80, "http") | (443, "https"));
+        match &built.action {
+            RouteAction::Redirect(r)
+                if route.origin.kind == "HTTPRoute" && r.port.is_none() && r.scheme.is_none() && !well_known =>
+            {
+                let mut r = r.clone();
+                r.port = Some(port);
+                Arc::new(Route { action: RouteAction::Redirect(r), ..Route::clone(built) })
+            }
+            _ => Arc::clone(built),
+        }
     }
 
     /// The DAG routes of one IR route (per rule, per match), the clusters they use and what
@@ -409,18 +428,7 @@ impl Builder<'_> {
                 HttpFilter::RequestHeaders(m) => merge(&mut request_headers, m),
                 HttpFilter::ResponseHeaders(m) => merge(&mut response_headers, m),
                 HttpFilter::UrlRewrite(r) => rewrite = Some(r.clone()),
-                HttpFilter::Redirect(r) => {
-                    let mut r = r.clone();
-                    // Gateway API: a redirect naming neither scheme nor port keeps the listener's
-                    // port (left out of Location when it is the scheme's own). Listener ports of
-                    // other front ends are Envoy's, not what clients dialled.
-                    let (port, scheme) = self.listener;
-                    let well_known = matches!((port, scheme), (80, "http") | (443, "https"));
-                    if route.origin.kind == "HTTPRoute" && r.port.is_none() && r.scheme.is_none() && !well_known {
-                        r.port = Some(port);
-                    }
-                    action = Some(RouteAction::Redirect(r))
-                }
+                HttpFilter::Redirect(r) => action = Some(RouteAction::Redirect(r.clone())),
                 HttpFilter::DirectResponse { status, body } => {
                     action = Some(RouteAction::Direct { status: *status, body: body.clone() })
                 }

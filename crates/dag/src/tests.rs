@@ -179,3 +179,49 @@ spec:
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!((found[0].reason, found[0].field.as_str()), ("BackendNotFound", "spec.rules[0].backendRefs[0]"));
 }
+
+#[test]
+fn gateway_redirects_without_scheme_or_port_keep_the_listener_port() {
+    let yaml = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec: {controllerName: projectcontour.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: contour
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+  - {name: alt, port: 8080, protocol: HTTP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /host}}]
+    filters: [{type: RequestRedirect, requestRedirect: {hostname: example.org}}]
+  - matches: [{path: {type: PathPrefix, value: /scheme}}]
+    filters: [{type: RequestRedirect, requestRedirect: {scheme: https}}]
+"#;
+    let dag = dag(yaml);
+    let fleet = &dag.fleets["default/gw"];
+    let ports = |index: usize| -> Vec<Option<u16>> {
+        let ListenerKind::Http(table) = &fleet.listeners[index].kind else { panic!("http") };
+        table.virtual_hosts[0]
+            .routes
+            .iter()
+            .map(|r| match &r.action {
+                RouteAction::Redirect(r) => r.port,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(fleet.listeners[0].port, 80);
+    assert_eq!(ports(0), [None, None], "80 is http's own port: left out");
+    assert_eq!(ports(1), [None, Some(8080)], "/scheme: https's own port; /host: the listener's");
+}

@@ -404,3 +404,28 @@ spec:
     let usable = gateway("[{type: IPAddress, value: 127.0.2.250}]");
     assert_eq!(conditions(&usable), ((true, "Accepted"), (true, "Programmed")));
 }
+
+#[test]
+fn backend_request_timeouts_and_websockets() {
+    let yaml = format!(
+        "{BASE}{}",
+        r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: t, namespace: infra}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  rules:
+  - {timeouts: {backendRequest: 500ms}, backendRefs: [{name: a, port: 80}]}
+  - {timeouts: {request: 2s, backendRequest: 500ms}, backendRefs: [{name: a, port: 80}]}
+  - {timeouts: {request: 2s, backendRequest: 0s}, backendRefs: [{name: a, port: 80}]}
+  - {timeouts: {request: 0s, backendRequest: 1s}, backendRefs: [{name: a, port: 80}]}
+"#
+    );
+    let t = translate(&snapshot(&yaml), &Options::default());
+    let route = &t.ir.fleets[0].listeners[0].http_routes[0];
+    let timeouts: Vec<Option<u64>> = route.rules.iter().map(|r| r.request_timeout_ms).collect();
+    assert_eq!(timeouts, [Some(500), Some(500), Some(2000), Some(1000)]);
+    assert!(route.rules.iter().all(|r| r.policy.websockets), "HTTPRoute allows websocket upgrades");
+}
