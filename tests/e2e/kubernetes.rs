@@ -142,6 +142,14 @@ async fn objects_applied_through_the_api_reach_envoy_and_get_status() -> anyhow:
     assert_eq!(h.get(port, &Request::get("ghost.example.com", "/")).await?.status, 500);
     assert_eq!(h.get(port, &req).await?.header("x-backend"), Some("green"));
 
+    // Deleted and created again under the same name before the next rebuild: the new object
+    // (another uid, no status) still gets its status, although it says what the old one said.
+    let ghost_yaml =
+        http_route("ghost", "  hostnames: [ghost.example.com]\n  rules: [{backendRefs: [{name: nowhere, port: 80}]}]");
+    delete_yaml(&client, &ghost_yaml).await?;
+    apply_yaml(&client, &ghost_yaml).await?;
+    status_until(&client, "HTTPRoute", "ghost", |s| !s["parents"].is_null()).await?;
+
     // Deleting the route takes it out of Envoy.
     delete_yaml(&client, &route("green")).await?;
     h.until(port, &req, |r| r.status == 404).await?;

@@ -294,9 +294,21 @@ impl Builder<'_> {
         let mut hosts: FxHashMap<Cow<'_, str>, Vec<&Arc<ir::HttpRoute>>> = FxHashMap::default();
         let mut seen: FxHashSet<(usize, String)> = FxHashSet::default();
         let shared = listeners.len() > 1;
-        for (_, listener) in listeners {
+        for (index, listener) in listeners {
+            let own = ir::hostname::specificity(listener.hostname.as_deref());
             for route in &listener.http_routes {
                 ir::hostname::for_each_effective(listener.hostname.as_deref(), &route.hostnames, |host| {
+                    // Listener isolation: requests for a host go to the most specific listener
+                    // whose hostname covers it, never to a less specific one's routes.
+                    let isolated = shared
+                        && listeners.iter().any(|(other, l)| {
+                            other != index
+                                && ir::hostname::specificity(l.hostname.as_deref()) > own
+                                && ir::hostname::covers(l.hostname.as_deref(), &host)
+                        });
+                    if isolated {
+                        return;
+                    }
                     // Only a route attached to two listeners of this port can reach a host twice.
                     if !shared || seen.insert((Arc::as_ptr(route) as usize, host.to_string())) {
                         hosts.entry(host).or_default().push(route);

@@ -100,3 +100,42 @@ mod tests {
         assert_eq!(effective(Some("x.io"), &[]), vec!["x.io".to_string()]);
     }
 }
+
+/// Whether a listener hostname (`None`: any host) covers every host `host` stands for (`host`
+/// may be a wildcard itself).
+pub fn covers(listener: Option<&str>, host: &str) -> bool {
+    match listener {
+        None => true,
+        Some(l) => match l.strip_prefix("*.") {
+            Some(suffix) => host == l || host.ends_with(&format!(".{suffix}")),
+            None => host == l,
+        },
+    }
+}
+
+/// How specific a listener hostname is: any host < wildcards (longer is more specific) < exact.
+pub fn specificity(listener: Option<&str>) -> (u8, usize) {
+    match listener {
+        None => (0, 0),
+        Some(l) if l.starts_with("*.") => (1, l.len()),
+        Some(l) => (2, l.len()),
+    }
+}
+
+#[cfg(test)]
+mod isolation_tests {
+    use super::*;
+
+    #[test]
+    fn covering_and_specificity() {
+        assert!(covers(None, "a.example.com"));
+        assert!(covers(Some("*.example.com"), "*.foo.example.com"));
+        assert!(covers(Some("*.example.com"), "abc.foo.example.com"));
+        assert!(!covers(Some("*.foo.example.com"), "*.example.com"));
+        assert!(!covers(Some("*.example.com"), "example.com"));
+        assert!(covers(Some("abc.example.com"), "abc.example.com"));
+        assert!(specificity(Some("abc.foo.example.com")) > specificity(Some("*.foo.example.com")));
+        assert!(specificity(Some("*.foo.example.com")) > specificity(Some("*.example.com")));
+        assert!(specificity(Some("*.example.com")) > specificity(None));
+    }
+}

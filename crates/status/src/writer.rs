@@ -24,12 +24,15 @@ pub struct StatusWriter {
     controller: String,
     counters: Arc<Counters>,
     /// What we last wrote (or found) per object, without transition times: unchanged desired
-    /// status costs no request.
-    last: HashMap<(&'static str, String, String), Value>,
+    /// status costs no request. Also the object's uid when known, so an object deleted and
+    /// created again under the same name between two passes is written, not skipped.
+    last: HashMap<(&'static str, String, String), (Option<String>, Value)>,
 }
 
 struct Write {
     kind: &'static str,
+    /// The object's uid, when the status computation knows it.
+    uid: Option<String>,
     namespace: String,
     name: String,
     desired: Desired,
@@ -74,6 +77,7 @@ impl StatusWriter {
         for g in &set.gateways {
             writes.push(Write {
                 kind: "Gateway",
+                uid: Some(g.uid.clone()),
                 namespace: g.key.namespace.clone(),
                 name: g.key.name.clone(),
                 desired: Desired::Gateway(g.clone()),
@@ -83,6 +87,7 @@ impl StatusWriter {
             seen.push((r.kind, r.key.namespace.clone(), r.key.name.clone()));
             writes.push(Write {
                 kind: r.kind,
+                uid: Some(r.uid.clone()),
                 namespace: r.key.namespace.clone(),
                 name: r.key.name.clone(),
                 desired: Desired::Route(r.parents.clone()),
@@ -91,6 +96,7 @@ impl StatusWriter {
         for (key, lb) in ingresses {
             writes.push(Write {
                 kind: "Ingress",
+                uid: None,
                 namespace: key.namespace.clone(),
                 name: key.name.clone(),
                 desired: Desired::LoadBalancer(lb.clone()),
@@ -99,6 +105,7 @@ impl StatusWriter {
         for p in proxies {
             writes.push(Write {
                 kind: "HTTPProxy",
+                uid: None,
                 namespace: p.key.namespace.clone(),
                 name: p.key.name.clone(),
                 desired: Desired::Proxy(p.clone(), address.cloned()),
@@ -116,9 +123,9 @@ impl StatusWriter {
             if self
                 .last
                 .get(&(kind, namespace.clone(), name.clone()))
-                .is_some_and(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+                .is_some_and(|(_, v)| v.as_array().is_some_and(|a| !a.is_empty()))
             {
-                writes.push(Write { kind, namespace, name, desired: Desired::Route(Vec::new()) });
+                writes.push(Write { kind, uid: None, namespace, name, desired: Desired::Route(Vec::new()) });
             }
         }
 
@@ -129,7 +136,11 @@ impl StatusWriter {
         let results: Vec<_> = futures::stream::iter(writes)
             .map(|w| {
                 let (client, controller, counters) = (client.clone(), controller.clone(), Arc::clone(&counters));
-                let previous = last.get(&(w.kind, w.namespace.clone(), w.name.clone())).cloned();
+                let previous = last
+                    .get(&(w.kind, w.namespace.clone(), w.name.clone()))
+                    .filter(|(uid, _)| uid.is_none() || w.uid.is_none() || *uid == w.uid)
+                    .map(|(_, v)| v.clone());
+                let uid = w.uid.clone();
                 let leadership = leadership.clone();
                 async move {
                     let key = (w.kind, w.namespace.clone(), w.name.clone());
@@ -137,7 +148,7 @@ impl StatusWriter {
                     if !leadership.is_leader() {
                         return (key, Err(Error::NotLeader));
                     }
-                    (key, write_one(&client, &controller, &counters, w, previous).await)
+                    (key, write_one(&client, &controller, &counters, w, previous).await.map(|v| v.map(|v| (uid, v))))
                 }
             })
             .buffer_unordered(CONCURRENCY)

@@ -1,9 +1,10 @@
 //! HTTPRoute into an IR route: matches, filters, backends and timeouts.
 
 use gateway_api::httproutes::{
-    HttpRouteRulesFilters, HttpRouteRulesFiltersRequestRedirectScheme as Scheme,
-    HttpRouteRulesFiltersType as FilterType, HttpRouteRulesMatches, HttpRouteRulesMatchesHeadersType as HeaderType,
-    HttpRouteRulesMatchesPathType as PathType, HttpRouteRulesMatchesQueryParamsType as QueryType,
+    HttpRouteRulesBackendRefsFiltersType as BackendFilterType, HttpRouteRulesFilters,
+    HttpRouteRulesFiltersRequestRedirectScheme as Scheme, HttpRouteRulesFiltersType as FilterType,
+    HttpRouteRulesMatches, HttpRouteRulesMatchesHeadersType as HeaderType, HttpRouteRulesMatchesPathType as PathType,
+    HttpRouteRulesMatchesQueryParamsType as QueryType,
 };
 use ir::{
     Diagnostic, HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, PathModifier,
@@ -70,7 +71,29 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                     port: b.port,
                     weight: b.weight,
                 };
-                backends::translate(snapshot, &origin, "HTTPRoute", r, format!("{field}.backendRefs[{j}]"), diagnostics)
+                let field = format!("{field}.backendRefs[{j}]");
+                let mut backend = backends::translate(snapshot, &origin, "HTTPRoute", r, field.clone(), diagnostics);
+                let mut options = ir::BackendOptions::default();
+                for (k, f) in b.filters.iter().flatten().enumerate() {
+                    match (&f.r#type, &f.request_header_modifier, &f.response_header_modifier) {
+                        (BackendFilterType::RequestHeaderModifier, Some(m), _) => {
+                            options.request_headers = header_modifier!(m)
+                        }
+                        (BackendFilterType::ResponseHeaderModifier, _, Some(m)) => {
+                            options.response_headers = header_modifier!(m)
+                        }
+                        (other, _, _) => diagnostics.push(error(
+                            &origin,
+                            format!("{field}.filters[{k}]"),
+                            "UnsupportedValue",
+                            format!("backend filter type {other:?} is not supported (or lacks its field)"),
+                        )),
+                    }
+                }
+                if options != ir::BackendOptions::default() {
+                    backend.options = Some(std::sync::Arc::new(options));
+                }
+                backend
             })
             .collect();
         let mut timeout = |value: Option<&str>, name: &str| {

@@ -29,6 +29,8 @@ pub struct Condition {
 pub struct GatewayStatus {
     /// The Gateway.
     pub key: ObjectKey,
+    /// Its uid: a Gateway deleted and created again under the same name is another object.
+    pub uid: String,
     /// Accepted and Programmed.
     pub conditions: Vec<Condition>,
     /// Addresses the Gateway is reachable on: `(type, value)`, type `IPAddress` or `Hostname`.
@@ -57,6 +59,8 @@ pub struct RouteStatus {
     pub kind: &'static str,
     /// The route.
     pub key: ObjectKey,
+    /// Its uid (see [`GatewayStatus::uid`]).
+    pub uid: String,
     /// One entry per parentRef naming one of our Gateways.
     pub parents: Vec<RouteParentStatus>,
 }
@@ -247,7 +251,8 @@ pub fn compute(
             }
         };
         conditions.push(programmed);
-        out.gateways.push(GatewayStatus { key: key.clone(), conditions, addresses, listeners });
+        let uid = gateway.metadata.uid.clone().unwrap_or_default();
+        out.gateways.push(GatewayStatus { key: key.clone(), uid, conditions, addresses, listeners });
     }
 
     let is_ours = |p: &ParentRef| {
@@ -296,7 +301,8 @@ pub fn compute(
             });
         }
         if !entries.is_empty() {
-            out.routes.push(RouteStatus { kind, key: key.clone(), parents: entries });
+            let uid = meta.uid.clone().unwrap_or_default();
+            out.routes.push(RouteStatus { kind, key: key.clone(), uid, parents: entries });
         }
     }
     out
