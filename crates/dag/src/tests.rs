@@ -225,3 +225,46 @@ spec:
     assert_eq!(ports(0), [None, None], "80 is http's own port: left out");
     assert_eq!(ports(1), [None, Some(8080)], "/scheme: https's own port; /host: the listener's");
 }
+
+#[test]
+fn http_listeners_sharing_a_port_are_isolated() {
+    let yaml = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec: {controllerName: projectcontour.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: contour
+  listeners:
+  - {name: wide, port: 80, protocol: HTTP, hostname: "*.example.com"}
+  - {name: narrow, port: 80, protocol: HTTP, hostname: "*.foo.example.com"}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: wide, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: wide}]
+  hostnames: ["*.example.com", "abc.foo.example.com"]
+  rules: [{matches: [{path: {type: PathPrefix, value: /wide}}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: narrow, namespace: default}
+spec:
+  parentRefs: [{name: gw, sectionName: narrow}]
+  rules: [{matches: [{path: {type: PathPrefix, value: /narrow}}]}]
+"#;
+    let dag = dag(yaml);
+    let ListenerKind::Http(table) = &dag.fleets["default/gw"].listeners[0].kind else { panic!("http") };
+    let hosts: Vec<(&str, Vec<&str>)> = table
+        .virtual_hosts
+        .iter()
+        .map(|v| (v.hostname.as_str(), v.routes.iter().map(|r| r.origin.name.as_str()).collect()))
+        .collect();
+    // abc.foo.example.com belongs to the narrow listener: the wide listener's route does not get it.
+    assert_eq!(hosts, [("*.example.com", vec!["wide"]), ("*.foo.example.com", vec!["narrow"])]);
+}

@@ -429,3 +429,39 @@ spec:
     assert_eq!(timeouts, [Some(500), Some(500), Some(2000), Some(1000)]);
     assert!(route.rules.iter().all(|r| r.policy.websockets), "HTTPRoute allows websocket upgrades");
 }
+
+#[test]
+fn backend_ref_header_filters_become_backend_options() {
+    let yaml = format!(
+        "{BASE}{}",
+        r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: f, namespace: infra}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  rules:
+  - backendRefs:
+    - name: a
+      port: 80
+      filters:
+      - {type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: X-A, value: "1"}]}}
+      - {type: ResponseHeaderModifier, responseHeaderModifier: {remove: [X-B]}}
+    - name: b
+      port: 80
+      filters: [{type: RequestMirror, requestMirror: {backendRef: {name: a, port: 80}}}]
+"#
+    );
+    let t = translate(&snapshot(&yaml), &Options::default());
+    let backends = &t.ir.fleets[0].listeners[0].http_routes[0].rules[0].backends;
+    let options = backends[0].options.as_ref().expect("filters as options");
+    assert_eq!(options.request_headers.set, [("X-A".to_string(), "1".to_string())]);
+    assert_eq!(options.response_headers.remove, ["X-B"]);
+    assert!(backends[1].options.is_none());
+    assert!(
+        t.diagnostics.iter().any(|d| d.reason == "UnsupportedValue" && d.field.ends_with("backendRefs[1].filters[0]")),
+        "an unsupported backend filter is reported: {:?}",
+        t.diagnostics
+    );
+}
