@@ -6,6 +6,13 @@ fn snapshot(yaml: &str) -> Snapshot {
     Snapshot::from_yaml(yaml).expect("fixture parses")
 }
 
+/// Our GatewayClass, to start fixtures with.
+const CLASS: &str = "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec: {controllerName: projectcontour.io/gateway-controller}
+";
+
 fn dag(yaml: &str) -> Dag {
     let s = snapshot(yaml);
     let t = frontends::gateway_api::translate(&s, &Default::default());
@@ -152,12 +159,9 @@ fn json_never_carries_private_keys() {
 
 #[test]
 fn routes_on_listeners_that_are_not_served_still_get_backends_checked() {
-    let yaml = r#"
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: contour}
-spec: {controllerName: projectcontour.io/gateway-controller}
----
+    let yaml = &format!(
+        "{CLASS}---\n{}",
+        r#"
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: default}
@@ -172,7 +176,8 @@ metadata: {name: r, namespace: default}
 spec:
   parentRefs: [{name: gw, sectionName: tls}]
   rules: [{backendRefs: [{name: gone, port: 8080}]}]
-"#;
+"#
+    );
     let dag = dag(yaml);
     assert!(dag.fleets["default/gw"].listeners.is_empty(), "no filter chain to serve: no listener for Envoy to refuse");
     let found: Vec<_> = dag.diagnostics.iter().filter(|d| d.origin.name == "r").collect();
@@ -182,12 +187,9 @@ spec:
 
 #[test]
 fn gateway_redirects_without_scheme_or_port_keep_the_listener_port() {
-    let yaml = r#"
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: contour}
-spec: {controllerName: projectcontour.io/gateway-controller}
----
+    let yaml = &format!(
+        "{CLASS}---\n{}",
+        r#"
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: default}
@@ -207,7 +209,8 @@ spec:
     filters: [{type: RequestRedirect, requestRedirect: {hostname: example.org}}]
   - matches: [{path: {type: PathPrefix, value: /scheme}}]
     filters: [{type: RequestRedirect, requestRedirect: {scheme: https}}]
-"#;
+"#
+    );
     let dag = dag(yaml);
     let fleet = &dag.fleets["default/gw"];
     let ports = |index: usize| -> Vec<Option<u16>> {
@@ -228,12 +231,9 @@ spec:
 
 #[test]
 fn http_listeners_sharing_a_port_are_isolated() {
-    let yaml = r#"
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: contour}
-spec: {controllerName: projectcontour.io/gateway-controller}
----
+    let yaml = &format!(
+        "{CLASS}---\n{}",
+        r#"
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: default}
@@ -257,7 +257,8 @@ metadata: {name: narrow, namespace: default}
 spec:
   parentRefs: [{name: gw, sectionName: narrow}]
   rules: [{matches: [{path: {type: PathPrefix, value: /narrow}}]}]
-"#;
+"#
+    );
     let dag = dag(yaml);
     let ListenerKind::Http(table) = &dag.fleets["default/gw"].listeners[0].kind else { panic!("http") };
     let hosts: Vec<(&str, Vec<&str>)> = table

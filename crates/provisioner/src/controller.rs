@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
-use futures::StreamExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use gateway_api::gatewayclasses::GatewayClass;
 use gateway_api::gateways::Gateway;
 use k8s_openapi::api::core::v1::Service;
@@ -127,8 +127,6 @@ pub async fn run(
     }
     Ok(())
 }
-
-use futures::FutureExt as _;
 
 fn apply_event<K: kube::Resource + Clone>(
     event: Result<watcher::Event<K>, watcher::Error>,

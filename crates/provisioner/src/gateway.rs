@@ -6,8 +6,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use gateway_api::gateways::Gateway;
 use serde_json::{Value, json};
 
-/// The label naming the Gateway a Service (or any generated object) belongs to.
-pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
+/// The label naming the Gateway a Service (or any generated object) belongs to; contour-serve
+/// finds the Gateway's address through it.
+pub use frontends::gateway_api::status::GATEWAY_NAME_LABEL;
 /// The label marking objects this provisioner manages.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "contour-provisioner");
 

@@ -8,14 +8,12 @@ use gateway_api::grpcroutes::{
     GrpcRouteRulesFilters, GrpcRouteRulesFiltersType as FilterType, GrpcRouteRulesMatches,
     GrpcRouteRulesMatchesHeadersType as HeaderType, GrpcRouteRulesMatchesMethodType as MethodType,
 };
-use ir::{
-    BackendOptions, Diagnostic, HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRule, PathMatch, StringMatch,
-};
+use ir::{Diagnostic, HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRule, PathMatch, StringMatch};
 use objects::Snapshot;
 use objects::types::GRPCRoute;
 
 use super::backends::{self, BackendRef};
-use super::http_route::{check_regex, header_modifier};
+use super::http_route::{broken_answers_500, check_regex, header_modifier, rule_matches};
 use super::{ParentRef, error, origin};
 
 /// The route's parentRefs, defaulted.
@@ -34,24 +32,8 @@ pub(super) fn translate(snapshot: &Snapshot, route: &GRPCRoute, diagnostics: &mu
     for (i, rule) in route.spec.rules.iter().flatten().enumerate() {
         let field = format!("spec.rules[{i}]");
         let mut broken = false;
-        let mut matches = Vec::new();
-        for (j, m) in rule.matches.iter().flatten().enumerate() {
-            match translate_match(m) {
-                Ok(m) => matches.push(m),
-                Err((sub, message)) => {
-                    diagnostics.push(error(
-                        &origin,
-                        format!("{field}.matches[{j}].{sub}"),
-                        "UnsupportedValue",
-                        message,
-                    ));
-                    broken = true;
-                }
-            }
-        }
-        if matches.is_empty() && !broken {
-            matches.push(HttpMatch::default());
-        }
+        let matches =
+            rule_matches(&origin, &field, rule.matches.iter().flatten().map(translate_match), diagnostics, &mut broken);
         let mut filters = Vec::new();
         for (j, f) in rule.filters.iter().flatten().enumerate() {
             match translate_filter(f) {
@@ -93,17 +75,12 @@ pub(super) fn translate(snapshot: &Snapshot, route: &GRPCRoute, diagnostics: &mu
                 let mut options = backend.options.as_deref().cloned().unwrap_or_default();
                 if options.protocol.is_none() {
                     options.protocol = Some(ir::UpstreamProtocol::H2c);
-                    backend.options = Some(Arc::new(BackendOptions { ..options }));
+                    backend.options = Some(Arc::new(options));
                 }
                 backend
             })
             .collect();
-        if broken {
-            filters = vec![HttpFilter::DirectResponse { status: 500, body: None }];
-            if matches.is_empty() {
-                continue;
-            }
-        }
+        let Some((matches, filters)) = broken_answers_500(matches, filters, broken) else { continue };
         rules.push(HttpRule { matches, filters, backends, request_timeout_ms: None, policy: Default::default() });
     }
     ir::HttpRoute {

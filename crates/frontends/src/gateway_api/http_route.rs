@@ -32,24 +32,8 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
     for (i, rule) in route.spec.rules.iter().flatten().enumerate() {
         let field = format!("spec.rules[{i}]");
         let mut broken = false;
-        let mut matches = Vec::new();
-        for (j, m) in rule.matches.iter().flatten().enumerate() {
-            match translate_match(m) {
-                Ok(m) => matches.push(m),
-                Err((sub, message)) => {
-                    diagnostics.push(error(
-                        &origin,
-                        format!("{field}.matches[{j}].{sub}"),
-                        "UnsupportedValue",
-                        message,
-                    ));
-                    broken = true;
-                }
-            }
-        }
-        if matches.is_empty() && !broken {
-            matches.push(HttpMatch::default());
-        }
+        let matches =
+            rule_matches(&origin, &field, rule.matches.iter().flatten().map(translate_match), diagnostics, &mut broken);
         let mut filters = Vec::new();
         for (j, f) in rule.filters.iter().flatten().enumerate() {
             match translate_filter(snapshot, &origin, f, &format!("{field}.filters[{j}]"), diagnostics) {
@@ -122,13 +106,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
             (r, Some(0)) => r,
             (Some(r), Some(b)) => Some(r.min(b)),
         };
-        if broken {
-            // Requests this rule would have matched get a 500 rather than another rule's answer.
-            filters = vec![HttpFilter::DirectResponse { status: 500, body: None }];
-            if matches.is_empty() {
-                continue;
-            }
-        }
+        let Some((matches, filters)) = broken_answers_500(matches, filters, broken) else { continue };
         // The Gateway API has no websocket switch: upgrades are allowed, as clients and backends
         // (appProtocol kubernetes.io/ws) expect.
         let policy = ir::RoutePolicy { websockets: true, ..Default::default() };
@@ -146,6 +124,45 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
             .map(|h| h.to_ascii_lowercase())
             .collect(),
         rules,
+    }
+}
+
+/// A rule's matches, translated; a rule without any matches everything. A match that cannot be
+/// translated is reported and marks the rule `broken`.
+pub(super) fn rule_matches<'a>(
+    origin: &Origin,
+    field: &str,
+    translated: impl Iterator<Item = Result<HttpMatch, (&'a str, String)>>,
+    diagnostics: &mut Vec<Diagnostic>,
+    broken: &mut bool,
+) -> Vec<HttpMatch> {
+    let mut matches = Vec::new();
+    for (j, m) in translated.enumerate() {
+        match m {
+            Ok(m) => matches.push(m),
+            Err((sub, message)) => {
+                diagnostics.push(error(origin, format!("{field}.matches[{j}].{sub}"), "UnsupportedValue", message));
+                *broken = true;
+            }
+        }
+    }
+    if matches.is_empty() && !*broken {
+        matches.push(HttpMatch::default());
+    }
+    matches
+}
+
+/// A broken rule still answers what it would have matched, with a 500, rather than letting its
+/// requests fall through to another rule; `None` when nothing is left to match.
+pub(super) fn broken_answers_500(
+    matches: Vec<HttpMatch>,
+    filters: Vec<HttpFilter>,
+    broken: bool,
+) -> Option<(Vec<HttpMatch>, Vec<HttpFilter>)> {
+    match broken {
+        false => Some((matches, filters)),
+        true if matches.is_empty() => None,
+        true => Some((matches, vec![HttpFilter::DirectResponse { status: 500, body: None }])),
     }
 }
 

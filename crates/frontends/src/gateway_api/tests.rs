@@ -5,6 +5,23 @@ fn snapshot(yaml: &str) -> Snapshot {
     Snapshot::from_yaml(yaml).expect("fixture parses")
 }
 
+/// Our GatewayClass, to start fixtures with.
+const CLASS: &str = "apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec: {controllerName: projectcontour.io/gateway-controller}
+";
+
+/// The translation of `yaml` and the status it gives, every fleet programmed.
+fn translate_with_status(yaml: &str, options: &Options) -> (Translation, status::StatusSet) {
+    let s = snapshot(yaml);
+    let t = translate(&s, options);
+    let set = status::compute(&s, options, &t.diagnostics, &status::attached_routes(&t.ir), |_| {
+        status::FleetState::Programmed
+    });
+    (t, set)
+}
+
 const BASE: &str = r#"
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
@@ -273,9 +290,7 @@ spec:
     assert_eq!(route.rules[1].matches[0].headers[0].name, "x-team");
     let protocol = route.rules[0].backends[0].options.as_ref().and_then(|o| o.protocol);
     assert_eq!(protocol, Some(ir::UpstreamProtocol::H2c), "gRPC needs HTTP/2 to the backend");
-    let status = status::compute(&s, &Options::default(), &t.diagnostics, &status::attached_routes(&t.ir), |_| {
-        status::FleetState::Programmed
-    });
+    let (_, status) = translate_with_status(&yaml, &Options::default());
     assert_eq!(status.gateways[0].listeners[0].supported_kinds, ["HTTPRoute", "GRPCRoute"]);
     assert_eq!(status.gateways[0].listeners[0].attached_routes, 1);
     assert!(status.routes.iter().any(|r| r.kind == "GRPCRoute"), "the route gets status");
@@ -283,12 +298,9 @@ spec:
 
 #[test]
 fn listener_route_kinds_and_gateway_parameters_are_checked() {
-    let yaml = r#"
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: contour}
-spec: {controllerName: projectcontour.io/gateway-controller}
----
+    let yaml = &format!(
+        "{CLASS}---\n{}",
+        r#"
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: infra}
@@ -299,12 +311,9 @@ spec:
   - {name: only-invalid, port: 80, protocol: HTTP, allowedRoutes: {kinds: [{kind: InvalidRoute}]}}
   - {name: mixed, port: 81, protocol: HTTP, allowedRoutes: {kinds: [{kind: InvalidRoute}, {kind: HTTPRoute}]}}
   - {name: tls, port: 443, protocol: TLS, tls: {mode: Passthrough}}
-"#;
-    let s = snapshot(yaml);
-    let t = translate(&s, &Options::default());
-    let status = status::compute(&s, &Options::default(), &t.diagnostics, &status::attached_routes(&t.ir), |_| {
-        status::FleetState::Programmed
-    });
+"#
+    );
+    let (_, status) = translate_with_status(yaml, &Options::default());
     let gw = &status.gateways[0];
     let accepted = gw.conditions.iter().find(|c| c.type_ == "Accepted").expect("Accepted");
     assert_eq!((accepted.status, accepted.reason), (false, "InvalidParameters"));
@@ -320,11 +329,7 @@ spec:
 #[test]
 fn gateway_with_some_refused_listeners_is_accepted_with_listeners_not_valid() {
     // BASE's Gateway has two HTTP listeners and a UDP one, which is refused.
-    let s = snapshot(BASE);
-    let t = translate(&s, &Options::default());
-    let status = status::compute(&s, &Options::default(), &t.diagnostics, &status::attached_routes(&t.ir), |_| {
-        status::FleetState::Programmed
-    });
+    let (_, status) = translate_with_status(BASE, &Options::default());
     let accepted = status.gateways[0].conditions.iter().find(|c| c.type_ == "Accepted").expect("Accepted");
     assert_eq!((accepted.status, accepted.reason), (true, "ListenersNotValid"));
     let udp = status.gateways[0].listeners[2].conditions.iter().find(|c| c.type_ == "Accepted").unwrap();
@@ -333,12 +338,9 @@ fn gateway_with_some_refused_listeners_is_accepted_with_listeners_not_valid() {
 
 #[test]
 fn a_certificate_in_another_namespace_without_grant_says_ref_not_permitted() {
-    let yaml = r#"
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: contour}
-spec: {controllerName: projectcontour.io/gateway-controller}
----
+    let yaml = &format!(
+        "{CLASS}---\n{}",
+        r#"
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: infra}
@@ -352,12 +354,9 @@ kind: Secret
 metadata: {name: cert, namespace: web}
 type: kubernetes.io/tls
 stringData: {tls.crt: x, tls.key: y}
-"#;
-    let s = snapshot(yaml);
-    let t = translate(&s, &Options::default());
-    let status = status::compute(&s, &Options::default(), &t.diagnostics, &status::attached_routes(&t.ir), |_| {
-        status::FleetState::Programmed
-    });
+"#
+    );
+    let (_, status) = translate_with_status(yaml, &Options::default());
     let resolved = status.gateways[0].listeners[0].conditions.iter().find(|c| c.type_ == "ResolvedRefs").unwrap();
     assert_eq!((resolved.status, resolved.reason), (false, "RefNotPermitted"), "the specific reason wins");
 }
@@ -366,12 +365,7 @@ stringData: {tls.crt: x, tls.key: y}
 fn requested_addresses_are_checked() {
     let gateway = |addresses: &str| {
         format!(
-            r#"
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {{name: contour}}
-spec: {{controllerName: projectcontour.io/gateway-controller}}
----
+            r#"{CLASS}---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {{name: gw, namespace: infra}}
@@ -384,11 +378,7 @@ spec:
     };
     let host = Options { host_mode: true, ..Options::default() };
     let conditions = |yaml: &str| {
-        let s = snapshot(yaml);
-        let t = translate(&s, &host);
-        let status = status::compute(&s, &host, &t.diagnostics, &status::attached_routes(&t.ir), |_| {
-            status::FleetState::Programmed
-        });
+        let (_, status) = translate_with_status(yaml, &host);
         let c = |ty: &str| {
             let c = status.gateways[0].conditions.iter().find(|c| c.type_ == ty).cloned().unwrap();
             (c.status, c.reason)
