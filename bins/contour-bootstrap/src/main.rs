@@ -108,20 +108,19 @@ fn main() -> anyhow::Result<()> {
     for (path, json) in config.sds_files() {
         let dir = path.parent().unwrap_or(std::path::Path::new("."));
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        write_atomically(&path, &serde_json::to_string_pretty(&json)?)?;
+        write_in_place(&path, &serde_json::to_string_pretty(&json)?)?;
     }
     let json = serde_json::to_string_pretty(&config.to_json())?;
     if args.path.as_os_str() == "-" {
         writeln!(std::io::stdout(), "{json}")?;
         return Ok(());
     }
-    write_atomically(&args.path, &json)
+    write_in_place(&args.path, &json)
 }
 
-/// Writes then renames, so Envoy never reads half a file.
-fn write_atomically(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, format!("{text}\n")).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+/// Truncates and rewrites the file itself, as upstream does: a reader that opened PATH before
+/// (upstream's e2e framework hands over a temporary file it keeps open) sees the bootstrap.
+/// Envoy reads the file only once it starts, after this init step has finished.
+fn write_in_place(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, format!("{text}\n")).with_context(|| format!("writing {}", path.display()))
 }

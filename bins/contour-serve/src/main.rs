@@ -118,6 +118,10 @@ struct Args {
     /// and admin listeners bind to the Gateway's own address.
     #[arg(long)]
     gateway_host_mode: bool,
+    /// Upstream's static Gateway mode (contour.yaml `gateway.gatewayRef`): this Gateway alone is
+    /// served, by the default fleet.
+    #[arg(skip)]
+    gateway_ref: Option<objects::ObjectKey>,
     /// Write status without a Lease (a single replica).
     #[arg(long)]
     disable_leader_election: bool,
@@ -151,6 +155,33 @@ struct Args {
     /// Log format.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
+    /// Kinds not to watch, as upstream: extensionservices, tlsroutes, grpcroutes, tcproutes,
+    /// backendtlspolicies (repeatable or comma-separated).
+    #[arg(long, value_delimiter = ',', value_parser = ["extensionservices", "tlsroutes", "grpcroutes", "tcproutes", "backendtlspolicies"])]
+    disable_feature: Vec<String>,
+    /// Log the Kubernetes client's requests: 0 off, 1-5 debug, 6 and more trace.
+    #[arg(long, default_value_t = 0)]
+    kubernetes_debug: u32,
+    /// Upstream's client-side request rate limit. Accepted for compatibility; this client is not
+    /// throttled on its side (the API server's priority and fairness still applies).
+    #[arg(long, value_name = "QPS")]
+    kubernetes_client_qps: Option<f32>,
+    /// Upstream's client-side burst. Accepted for compatibility, like --kubernetes-client-qps.
+    #[arg(long, value_name = "N")]
+    kubernetes_client_burst: Option<u32>,
+    /// Envoy's HTTP access log path. Accepted; access logs are not configured yet.
+    #[arg(long, value_name = "PATH")]
+    envoy_http_access_log: Option<String>,
+    /// Envoy's HTTPS access log path. Accepted; access logs are not configured yet.
+    #[arg(long, value_name = "PATH")]
+    envoy_https_access_log: Option<String>,
+    /// Access log format (envoy or json). Accepted; access logs are not configured yet.
+    #[arg(long, value_parser = ["envoy", "json"])]
+    accesslog_format: Option<String>,
+    /// Expect the PROXY protocol on Envoy's listeners. Refused until it is supported: accepting
+    /// it silently would misread every connection's first bytes.
+    #[arg(long)]
+    use_proxy_protocol: bool,
     /// Log at debug level.
     #[arg(short, long)]
     debug: bool,
@@ -179,13 +210,32 @@ fn main() -> anyhow::Result<()> {
     settings::apply_file(&mut args, &explicit)?;
     // One TLS implementation everywhere: ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if args.debug { "debug" } else { "info" }));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        let base = if args.debug { "debug" } else { "info" };
+        match args.kubernetes_debug {
+            0 => tracing_subscriber::EnvFilter::new(base),
+            1..=5 => tracing_subscriber::EnvFilter::new(format!("{base},kube_client=debug")),
+            _ => tracing_subscriber::EnvFilter::new(format!("{base},kube_client=trace,hyper_util=debug")),
+        }
+    });
     let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if args.log_format == "json" {
         logs.json().init();
     } else {
         logs.init();
+    }
+    anyhow::ensure!(
+        !args.use_proxy_protocol,
+        "--use-proxy-protocol is not supported yet: Envoy's listeners would misread PROXY protocol headers"
+    );
+    for (flag, given) in [
+        ("--envoy-http-access-log", args.envoy_http_access_log.is_some()),
+        ("--envoy-https-access-log", args.envoy_https_access_log.is_some()),
+        ("--accesslog-format", args.accesslog_format.is_some()),
+    ] {
+        if given {
+            tracing::warn!(flag, "accepted, but Envoy access logs are not configured yet");
+        }
     }
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(args, explicit))
 }
@@ -203,6 +253,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
         gateway_api: frontends::gateway_api::Options {
             controller_name: args.gateway_controller_name.clone(),
             host_mode: args.gateway_host_mode,
+            static_gateway: args.gateway_ref.clone(),
         },
         httpproxy: frontends::httpproxy::Options {
             class_names: args.ingress_class_name.clone(),
@@ -226,7 +277,11 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
         holdoff_max: args.rebuild_holdoff_max,
     };
     let store = store::Store::new();
-    let server = xds_server::XdsServer::default();
+    // Upstream's Envoy manifests name the controller's namespace as their node cluster.
+    let server = xds_server::XdsServer::new(xds_server::Options {
+        default_fleet_aliases: vec![args.leader_election_resource_namespace.clone()],
+        ..Default::default()
+    });
     let xds_addr = SocketAddr::new(args.xds_address, args.xds_port);
     let xds_listener =
         tokio::net::TcpListener::bind(xds_addr).await.with_context(|| format!("binding xDS on {xds_addr}"))?;
@@ -259,8 +314,9 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             let options = status::Options { gateway_api, httpproxy, ingress };
             let (_, counters) =
                 status::spawn(client.clone(), controller.published(), server.clone(), options, leadership);
-            let source =
-                store::KubernetesSource::new(client, args.watch_namespaces.clone()).keep_service_status(envoy_service);
+            let source = store::KubernetesSource::new(client, args.watch_namespaces.clone())
+                .keep_service_status(envoy_service)
+                .disable(disabled_kinds(&args.disable_feature));
             let store = store.clone();
             tokio::spawn(async move {
                 if let Err(e) = source.run(store).await {
@@ -307,6 +363,22 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
     }
     info!("contour-serve stopped");
     Ok(())
+}
+
+/// The kinds upstream's `--disable-feature` values name.
+fn disabled_kinds(features: &[String]) -> Vec<objects::Kind> {
+    use objects::Kind;
+    features
+        .iter()
+        .filter_map(|f| match f.as_str() {
+            "extensionservices" => Some(Kind::ExtensionService),
+            "tlsroutes" => Some(Kind::TlsRoute),
+            "grpcroutes" => Some(Kind::GrpcRoute),
+            "tcproutes" => Some(Kind::TcpRoute),
+            "backendtlspolicies" => Some(Kind::BackendTlsPolicy),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Binds the metrics/health and debug servers.

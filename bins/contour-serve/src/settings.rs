@@ -22,9 +22,14 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     if !explicit.contains("kubeconfig") {
         args.kubeconfig = file.kubeconfig.map(Into::into).or(args.kubeconfig.take());
     }
+    // As upstream, the file's `debug: true` turns debug logging on and the flag cannot turn it off.
+    args.debug |= file.debug.unwrap_or(false);
     args.disable_permit_insecure = file.disable_permit_insecure.unwrap_or(false);
     if let Some(port) = file.network.as_ref().and_then(|n| n.admin_port) {
         args.envoy_admin_port = port;
+    }
+    if let Some(r) = file.gateway.and_then(|g| g.gateway_ref) {
+        args.gateway_ref = Some(static_gateway("gateway.gatewayRef", &r.namespace, &r.name)?);
     }
     if let Some(f) = file.tls.and_then(|t| t.fallback_certificate) {
         args.fallback_certificate = Some(ir::ObjectRef { namespace: f.namespace, name: f.name });
@@ -78,6 +83,10 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
         set_addr("spec.metrics.address", &m.address, &mut args.http_address, "http_address")?;
         set_port("spec.metrics.port", m.port, &mut args.http_port, "http_port")?;
     }
+    if let Some(g) = &spec.gateway {
+        let r = &g.gateway_ref;
+        args.gateway_ref = Some(static_gateway("spec.gateway.gatewayRef", &r.namespace, &r.name)?);
+    }
     if let Some(h) = &spec.httpproxy {
         if let Some(v) = h.disable_permit_insecure {
             args.disable_permit_insecure = v;
@@ -112,6 +121,14 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
         }
     }
     Ok(())
+}
+
+/// Upstream's static Gateway, checked as upstream does: both parts named.
+fn static_gateway(field: &str, namespace: &str, name: &str) -> anyhow::Result<objects::ObjectKey> {
+    if namespace.trim().is_empty() || name.trim().is_empty() {
+        bail!("{field}: both namespace and name must be set");
+    }
+    Ok(objects::ObjectKey::new(namespace, name))
 }
 
 #[cfg(test)]

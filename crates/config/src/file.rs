@@ -6,6 +6,9 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContourConfig {
+    /// Log at debug level (`-d/--debug` overrides it).
+    #[serde(default)]
+    pub debug: Option<bool>,
     /// Use the in-cluster configuration.
     #[serde(default)]
     pub incluster: Option<bool>,
@@ -18,9 +21,9 @@ pub struct ContourConfig {
     /// Client burst towards the API server.
     #[serde(default, rename = "kubernetesClientBurst")]
     pub kubernetes_client_burst: Option<u32>,
-    /// Server settings (empty upstream).
+    /// Server settings: upstream has none left (`xds-server-type` is gone), so only `{}` loads.
     #[serde(default)]
-    pub server: Option<serde_yaml::Mapping>,
+    pub server: Option<ServerConfig>,
     /// Gateway settings.
     #[serde(default)]
     pub gateway: Option<GatewayConfig>,
@@ -106,6 +109,11 @@ pub struct ContourConfig {
     #[serde(default, rename = "runtime-settings")]
     pub runtime_settings: Option<serde_yaml::Mapping>,
 }
+
+/// `server:`, empty as upstream's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {}
 
 /// `gateway:`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

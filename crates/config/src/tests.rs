@@ -38,3 +38,40 @@ fn errors_name_the_key() {
     let err = parse("contour.yaml", "accesslog-format: xml\n").unwrap_err().to_string();
     assert!(err.contains("accesslog-format"), "{err}");
 }
+
+/// What upstream's own tooling writes: its defaults marshalled, and its zero value.
+#[test]
+fn upstream_generated_files_load() {
+    let defaults = r#"
+debug: false
+kubeconfig: /home/user/.kube/config
+accesslog-format: envoy
+json-fields: ["@timestamp", authority, bytes_received, method, path, grpc_status, grpc_status_number]
+accesslog-level: info
+serverHeaderTransformation: overwrite
+timeouts:
+    connection-idle-timeout: 60s
+    connect-timeout: 2s
+envoy-service-namespace: projectcontour
+envoy-service-name: envoy
+default-http-versions: []
+cluster:
+    dns-lookup-family: auto
+network:
+    admin-port: 9001
+"#;
+    let c = parse("contour.yaml", defaults).unwrap();
+    assert_eq!(c.debug, Some(false));
+    assert_eq!(c.default_http_versions, Some(vec![]));
+    let c = parse("contour.yaml", "debug: true\ndefault-http-versions: []\nserver: {}\n").unwrap();
+    assert_eq!(c.debug, Some(true));
+}
+
+/// Upstream decodes strictly, and has no `server` keys left.
+#[test]
+fn keys_upstream_refuses_are_refused() {
+    let err = parse("contour.yaml", "server:\n  xds-server-type: envoy\n").unwrap_err().to_string();
+    assert!(err.contains("server") && err.contains("xds-server-type"), "{err}");
+    let err = parse("contour.yaml", "debugging: true\n").unwrap_err().to_string();
+    assert!(err.contains("debugging"), "{err}");
+}

@@ -40,12 +40,50 @@ pub struct Options {
     /// their listeners bind to the Gateway's own address, the one its Service's load-balancer
     /// status carries (else its first `spec.addresses` IP).
     pub host_mode: bool,
+    /// Upstream's static mode (contour.yaml `gateway.gatewayRef`): this Gateway alone is served,
+    /// whatever its class's controller, by the default fleet beside HTTPProxy and Ingress, with
+    /// listener ports mapped to Envoy's unprivileged ports as upstream does ([`container_port`]).
+    pub static_gateway: Option<objects::ObjectKey>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { controller_name: DEFAULT_CONTROLLER_NAME.into(), host_mode: false }
+        Self { controller_name: DEFAULT_CONTROLLER_NAME.into(), host_mode: false, static_gateway: None }
     }
+}
+
+impl Options {
+    /// Whether this controller serves the Gateway: the static one (its class must exist), else
+    /// any whose GatewayClass names our controller.
+    pub fn serves(&self, snapshot: &Snapshot, key: &objects::ObjectKey, gateway: &Gateway) -> bool {
+        let class = snapshot.gateway_classes.get(&objects::ObjectKey::new("", &gateway.spec.gateway_class_name));
+        match &self.static_gateway {
+            Some(only) => only == key && class.is_some(),
+            None => class.is_some_and(|c| c.spec.controller_name == self.controller_name),
+        }
+    }
+
+    /// The fleet that serves a Gateway: the default fleet in static mode, else its own.
+    pub fn fleet_id(&self, key: &objects::ObjectKey) -> String {
+        match &self.static_gateway {
+            Some(_) => ir::DEFAULT_FLEET.to_string(),
+            None => format!("{}/{}", key.namespace, key.name),
+        }
+    }
+}
+
+/// The port Envoy listens on for a static Gateway's listener port, as upstream maps it for a
+/// non-root Envoy: the port plus 8000, wrapped past 65535 and kept above the privileged range
+/// (80 → 8080, 443 → 8443).
+pub fn container_port(port: u16) -> u16 {
+    let mut mapped = u32::from(port) + 8000;
+    if mapped > 65535 {
+        mapped -= 65535;
+    }
+    if mapped <= 1023 {
+        mapped += 1023;
+    }
+    mapped as u16
 }
 
 /// Translations kept between builds, so an unchanged route costs a pointer comparison.
@@ -106,14 +144,10 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     let mut fleets = Vec::new();
     let mut gateways: Vec<(&str, &str, usize)> = Vec::new();
     for (key, gateway) in &snapshot.gateways {
-        let ours = snapshot
-            .gateway_classes
-            .get(&objects::ObjectKey::new("", &gateway.spec.gateway_class_name))
-            .is_some_and(|class| class.spec.controller_name == options.controller_name);
-        if !ours {
+        if !options.serves(snapshot, key, gateway) {
             continue;
         }
-        let fleet = listeners::translate_gateway(snapshot, key, gateway, options.host_mode, &mut diagnostics);
+        let fleet = listeners::translate_gateway(snapshot, key, gateway, options, &mut diagnostics);
         gateways.push((key.namespace.as_str(), key.name.as_str(), fleets.len()));
         fleets.push((Arc::clone(gateway), fleet));
     }

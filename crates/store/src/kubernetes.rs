@@ -40,6 +40,7 @@ pub struct KubernetesSource {
     client: kube::Client,
     namespaces: Vec<String>,
     context: std::sync::Arc<Context>,
+    disabled: BTreeSet<Kind>,
 }
 
 /// What trimming needs to know about the configuration.
@@ -231,7 +232,14 @@ type Stream = BoxStream<'static, (usize, Change)>;
 impl KubernetesSource {
     /// A source over `client`; `namespaces` restricts namespaced kinds (empty: all namespaces).
     pub fn new(client: kube::Client, namespaces: Vec<String>) -> Self {
-        Self { client, namespaces, context: Default::default() }
+        Self { client, namespaces, context: Default::default(), disabled: BTreeSet::new() }
+    }
+
+    /// Never watches these kinds (upstream's `--disable-feature`): their objects stay absent,
+    /// as when their CRD is not installed.
+    pub fn disable(mut self, kinds: impl IntoIterator<Item = Kind>) -> Self {
+        self.disabled.extend(kinds);
+        self
     }
 
     /// Keeps the load-balancer status of this Service (the Envoy Service), for Ingress status.
@@ -294,6 +302,10 @@ impl KubernetesSource {
         streams: &mut SelectAll<Stream>,
         scopes: &mut Vec<(Kind, Option<String>)>,
     ) -> Result<(), Error> {
+        if self.disabled.contains(&K::KIND) {
+            info!(kind = K::NAME, "disabled (--disable-feature); not watching it");
+            return Ok(());
+        }
         let apis: Vec<(Api<K>, Option<String>)> = if K::NAMESPACED && !self.namespaces.is_empty() {
             self.namespaces.iter().map(|ns| (K::api(self.client.clone(), Some(ns)), Some(ns.clone()))).collect()
         } else {

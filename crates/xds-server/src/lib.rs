@@ -35,11 +35,26 @@ pub struct Options {
     /// How long listeners and routes wait for Envoy to ask for the endpoints of new clusters
     /// before they are sent anyway.
     pub eds_wait: Duration,
+    /// Node clusters that also name the default fleet. Upstream's Envoy manifests set the node
+    /// cluster to the controller's namespace (`--service-cluster $(CONTOUR_NAMESPACE)`), so that
+    /// namespace goes here and those Envoys get the default fleet unchanged.
+    pub default_fleet_aliases: Vec<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { eds_wait: Duration::from_secs(5) }
+        Self { eds_wait: Duration::from_secs(5), default_fleet_aliases: Vec::new() }
+    }
+}
+
+impl Options {
+    /// The fleet an Envoy whose node names `cluster` belongs to.
+    pub fn fleet_of(&self, cluster: &str) -> String {
+        if cluster.is_empty() || self.default_fleet_aliases.iter().any(|a| a == cluster) {
+            DEFAULT_FLEET.to_string()
+        } else {
+            cluster.to_string()
+        }
     }
 }
 

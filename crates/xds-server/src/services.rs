@@ -33,7 +33,7 @@ use tracing::{debug, info, warn};
 
 use crate::protocol::{Delta, Protocol, Sotw};
 use crate::stream::{Feedback, StreamState};
-use crate::{DEFAULT_FLEET, Inner, ResourceType, XdsServer, index};
+use crate::{Inner, ResourceType, XdsServer, index};
 
 type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
@@ -94,7 +94,7 @@ async fn drive<P: Protocol>(
         return;
     };
     let node = P::node(&first).cloned().unwrap_or_default();
-    let fleet = if node.cluster.is_empty() { DEFAULT_FLEET.to_string() } else { node.cluster.clone() };
+    let fleet = inner.options.fleet_of(&node.cluster);
     inner.stats.connections.fetch_add(1, Ordering::Relaxed);
     inner.stats.streams_total.fetch_add(1, Ordering::Relaxed);
     let _guard = ConnectionGuard(Arc::clone(&inner));

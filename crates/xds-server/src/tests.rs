@@ -479,6 +479,21 @@ async fn an_unknown_fleet_gets_nothing_and_is_counted() {
     assert_eq!(server.stats().unknown_fleet, 1);
 }
 
+/// Upstream's Envoy manifests name the controller's namespace as node cluster.
+#[tokio::test]
+async fn an_alias_of_the_default_fleet_gets_the_default_fleet() {
+    let options = Options { default_fleet_aliases: vec!["projectcontour".into()], ..Options::default() };
+    let server = XdsServer::new(options);
+    server.set_fleets(fleets(crate::DEFAULT_FLEET, fleet(&["a"], &["a"], "v1", 1)));
+    server.set_ready();
+    let url = start(&server).await;
+    let mut envoy = FakeEnvoy::connect(&url, "projectcontour", false).await;
+    assert_eq!(types(&envoy.settle().await), [CDS, EDS, LDS, RDS]);
+    let mut other = FakeEnvoy::connect(&url, "other-namespace", false).await;
+    assert_eq!(other.settle().await, [], "only the alias maps to the default fleet");
+    assert_eq!(server.stats().unknown_fleet, 1);
+}
+
 #[tokio::test]
 async fn nothing_is_served_before_the_first_build() {
     let server = XdsServer::default();

@@ -19,11 +19,11 @@ pub(super) fn translate_gateway(
     snapshot: &Snapshot,
     key: &objects::ObjectKey,
     gateway: &Gateway,
-    host_mode: bool,
+    options: &super::Options,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> ir::Fleet {
+    let host_mode = options.host_mode;
     let origin = origin("Gateway", &gateway.metadata);
-    let namespace = origin.namespace.clone();
     let mut address = None;
     for (i, a) in gateway.spec.addresses.iter().flatten().enumerate() {
         let kind = a.r#type.as_deref().unwrap_or("IPAddress");
@@ -130,12 +130,12 @@ pub(super) fn translate_gateway(
         };
         if let Ok(tls) = tls(snapshot, gateway, spec, protocol, &field, diagnostics) {
             listener.tls = tls;
-            listener.port = port;
+            listener.port = if options.static_gateway.is_some() { super::container_port(port) } else { port };
         }
         listeners.push(listener);
     }
     flag_conflicts(&origin, &mut listeners, diagnostics);
-    ir::Fleet { id: format!("{}/{}", namespace, origin.name), address, origin: Some(origin), listeners }
+    ir::Fleet { id: options.fleet_id(key), address, origin: Some(origin), listeners }
 }
 
 /// Listeners on one port must agree on the protocol family, and their hostnames must differ.

@@ -138,14 +138,13 @@ pub fn compute(
     let mut out = StatusSet::default();
     let mut ours: Vec<&ObjectKey> = Vec::new();
     for (key, gateway) in &snapshot.gateways {
-        let class = snapshot.gateway_classes.get(&ObjectKey::new("", &gateway.spec.gateway_class_name));
-        if class.is_none_or(|c| c.spec.controller_name != options.controller_name) {
+        if !options.serves(snapshot, key, gateway) {
             continue;
         }
         ours.push(key);
         let generation = gateway.metadata.generation.unwrap_or(0);
         let found = by_object.get(&("Gateway", key.namespace.as_str(), key.name.as_str())).unwrap_or(&none);
-        let fleet_id = format!("{}/{}", key.namespace, key.name);
+        let fleet_id = options.fleet_id(key);
         let mut listeners = Vec::new();
         let mut valid_listeners = 0;
         let mut refused_listeners = 0;

@@ -455,3 +455,42 @@ spec:
         t.diagnostics
     );
 }
+
+/// Upstream's static mode: the named Gateway alone, on the default fleet, ports mapped.
+#[test]
+fn a_static_gateway_is_served_by_the_default_fleet_alone() {
+    let yaml = format!(
+        "{BASE}{}",
+        r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: infra}
+spec:
+  parentRefs: [{name: foreign}]
+  rules: [{backendRefs: [{name: echo, port: 80}]}]
+"#
+    );
+    let options = Options { static_gateway: Some(objects::ObjectKey::new("infra", "foreign")), ..Options::default() };
+    let (t, set) = translate_with_status(&yaml, &options);
+    assert_eq!(t.ir.fleets.len(), 1, "only the named Gateway, whatever its class");
+    let fleet = &t.ir.fleets[0];
+    assert_eq!(fleet.id, ir::DEFAULT_FLEET);
+    assert_eq!(fleet.listeners[0].port, 8080, "port 80 becomes Envoy's 8080");
+    assert_eq!(fleet.listeners[0].http_routes.len(), 1);
+    let gateways: Vec<_> = set.gateways.iter().map(|g| g.key.name.as_str()).collect();
+    assert_eq!(gateways, ["foreign"], "status for the static Gateway only");
+    assert_eq!(set.gateways[0].listeners[0].attached_routes, 1);
+
+    let missing = Options { static_gateway: Some(objects::ObjectKey::new("infra", "absent")), ..Options::default() };
+    assert!(translate(&snapshot(BASE), &missing).ir.fleets.is_empty());
+}
+
+#[test]
+fn static_gateway_ports_map_as_upstream() {
+    for (port, mapped) in
+        [(80, 8080), (443, 8443), (8080, 16080), (1, 8001), (57535, 65535), (57536, 1024), (65535, 8000)]
+    {
+        assert_eq!(container_port(port), mapped, "{port}");
+    }
+}
