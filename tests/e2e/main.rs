@@ -2,6 +2,7 @@
 
 mod certgen;
 mod deploy;
+mod dropin;
 mod harness;
 mod httpproxy;
 mod ingress;

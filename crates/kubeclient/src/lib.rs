@@ -1,7 +1,16 @@
 //! How every binary finds its cluster, as upstream's flags say: `--incluster` (the service
 //! account), `--kubeconfig` (or `$KUBECONFIG`), else kube's usual inference.
+//!
+//! A kubeconfig whose client certificate is X.509 version 1 (what `openssl x509 -req` makes
+//! without extensions) is accepted, as Go clients accept it: rustls' own check of the pair
+//! parses the certificate with a v3-only parser, so for such a pair the TLS stack is built here
+//! with the same layers kube uses, minus that check. The API server still verifies the
+//! certificate; nothing is trusted that was not before.
 
 use std::path::Path;
+use std::sync::Arc;
+
+mod v1_identity;
 
 /// Why no client could be made.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +33,9 @@ pub enum Error {
     /// The configuration did not make a client.
     #[error("creating the Kubernetes client: {0}")]
     Client(#[source] kube::Error),
+    /// The client certificate or key of the configuration cannot be used.
+    #[error("the kubeconfig's client certificate: {0}")]
+    Identity(String),
 }
 
 /// A client for the cluster: in-cluster when `incluster`, else from `kubeconfig`, else inferred.
@@ -37,5 +49,26 @@ pub async fn connect(kubeconfig: Option<&Path>, incluster: bool) -> Result<kube:
         }
         (None, false) => kube::Config::infer().await.map_err(Error::Infer)?,
     };
-    kube::Client::try_from(config).map_err(Error::Client)
+    client_for(config)
+}
+
+/// A client for a configuration, accepting X.509 v1 client certificates.
+pub fn client_for(config: kube::Config) -> Result<kube::Client, Error> {
+    match kube::Client::try_from(config.clone()) {
+        Ok(client) => Ok(client),
+        Err(e) if is_unsupported_cert_version(&e) => v1_identity::client(config).map(Arc::unwrap_or_clone),
+        Err(e) => Err(Error::Client(e)),
+    }
+}
+
+/// rustls refusing the client certificate for its X.509 version.
+fn is_unsupported_cert_version(e: &kube::Error) -> bool {
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    while let Some(s) = source {
+        if s.to_string().contains("UnsupportedCertVersion") {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }

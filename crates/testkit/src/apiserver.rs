@@ -126,6 +126,65 @@ impl ApiServer {
         Ok(())
     }
 
+    /// A kubeconfig for `system:masters` whose client certificate is X.509 version 1, made as
+    /// people make them: `openssl x509 -req` without extensions.
+    pub async fn v1_certificate_kubeconfig(&self) -> anyhow::Result<PathBuf> {
+        let d = |name: &str| self.dir.join(name);
+        let run = |args: Vec<String>| async move {
+            let out = tokio::process::Command::new("openssl").args(&args).output().await?;
+            anyhow::ensure!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            anyhow::Ok(())
+        };
+        let p = |path: PathBuf| path.display().to_string();
+        run(vec![
+            "req".into(),
+            "-new".into(),
+            "-newkey".into(),
+            "ec".into(),
+            "-pkeyopt".into(),
+            "ec_paramgen_curve:P-256".into(),
+            "-nodes".into(),
+            "-keyout".into(),
+            p(d("v1-key.pem")),
+            "-subj".into(),
+            "/CN=v1-admin/O=system:masters".into(),
+            "-out".into(),
+            p(d("v1.csr")),
+        ])
+        .await?;
+        run(vec![
+            "x509".into(),
+            "-req".into(),
+            "-in".into(),
+            p(d("v1.csr")),
+            "-CA".into(),
+            p(d("ca.pem")),
+            "-CAkey".into(),
+            p(d("ca-key.pem")),
+            "-set_serial".into(),
+            "7".into(),
+            "-days".into(),
+            "1".into(),
+            "-out".into(),
+            p(d("v1.pem")),
+        ])
+        .await?;
+        let kubeconfig = d("v1-kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: https://{}\n    certificate-authority: {}\n\
+                 users:\n- name: v1\n  user:\n    client-certificate: {}\n    client-key: {}\n\
+                 contexts:\n- name: test\n  context: {{cluster: test, user: v1}}\ncurrent-context: test\n",
+                self.address,
+                p(d("ca.pem")),
+                p(d("v1.pem")),
+                p(d("v1-key.pem"))
+            ),
+        )?;
+        Ok(kubeconfig)
+    }
+
     /// Stops the API server and etcd (their data stays), as an outage would.
     pub async fn stop(&mut self) {
         for child in [self.apiserver.take(), self.etcd.take()].into_iter().flatten() {
@@ -258,7 +317,9 @@ fn write_pki(dir: &Path, address: SocketAddr) -> anyhow::Result<()> {
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.distinguished_name.push(DnType::CommonName, "contour-test-ca");
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+    let ca_key = KeyPair::generate()?;
+    std::fs::write(dir.join("ca-key.pem"), ca_key.serialize_pem())?;
+    let ca = CertifiedIssuer::self_signed(ca_params, ca_key)?;
 
     let mut serving = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])?;
     serving.distinguished_name.push(DnType::CommonName, "kube-apiserver");

@@ -1,0 +1,88 @@
+//! What an upstream Contour user's files and habits meet: the `contour` command, the bootstrap
+//! file written in place, and kubeconfigs made the way people make them.
+
+use std::io::Read;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ListParams};
+use testkit::{ApiServer, workspace_binary};
+
+/// `contour bootstrap PATH` rewrites PATH itself: a reader that opened it before (upstream's
+/// e2e framework keeps its temporary file open) reads the bootstrap through its own handle.
+#[tokio::test]
+async fn contour_bootstrap_writes_the_file_a_reader_already_holds() -> anyhow::Result<()> {
+    let path =
+        std::env::temp_dir().join(format!("contour-bootstrap-{}-{}.json", std::process::id(), testkit::free_port()));
+    std::fs::write(&path, "")?;
+    let mut held = std::fs::File::open(&path)?;
+    let out = tokio::process::Command::new(workspace_binary("contour")?)
+        .args(["bootstrap"])
+        .arg(&path)
+        .args([
+            "--xds-address=127.0.0.1",
+            "--xds-port=8001",
+            "--xds-resource-version=v3",
+            "--admin-address=/admin/admin.sock",
+        ])
+        .output()
+        .await?;
+    assert!(out.status.success(), "contour bootstrap: {}", String::from_utf8_lossy(&out.stderr));
+    let mut text = String::new();
+    held.read_to_string(&mut text)?;
+    let json: serde_json::Value = serde_json::from_str(&text)?;
+    assert!(json["static_resources"]["clusters"].is_array(), "the held handle reads the bootstrap: {text}");
+    let _ = std::fs::remove_file(&path);
+    Ok(())
+}
+
+/// Each upstream subcommand reaches the binary that does its job, with its flags.
+#[tokio::test]
+async fn the_contour_command_runs_our_binaries() -> anyhow::Result<()> {
+    let contour = workspace_binary("contour")?;
+    let run = |args: &'static [&'static str]| {
+        let contour = contour.clone();
+        async move { tokio::process::Command::new(contour).args(args).output().await }
+    };
+    let out = run(&["version"]).await?;
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("version: v"));
+    for (args, usage) in [
+        (&["serve", "--incluster", "--xds-address=0.0.0.0", "--help"][..], "Usage: contour-serve"),
+        (&["envoy", "shutdown-manager", "--serve-port=8090", "--help"][..], "Usage: contour-shutdown-manager serve"),
+        (&["envoy", "shutdown", "--check-delay=30s", "--help"][..], "Usage: contour-shutdown-manager shutdown"),
+        (&["certgen", "--kube", "--secrets-format=compact", "--help"][..], "Usage: contour-certgen"),
+    ] {
+        let out = run(args).await?;
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "contour {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(help.contains(usage), "{args:?}: {help}");
+    }
+    let out = run(&["serve", "--no-such-flag"]).await?;
+    assert_eq!(out.status.code(), Some(2), "our binary's own refusal comes back");
+    Ok(())
+}
+
+/// A client certificate made by `openssl x509 -req` (X.509 v1) works, as it does for Go clients:
+/// certgen reaches the API server with it.
+#[tokio::test]
+async fn a_kubeconfig_with_an_x509_v1_client_certificate_is_accepted() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    let kubeconfig = api.v1_certificate_kubeconfig().await?;
+    let text = tokio::process::Command::new("openssl")
+        .args(["x509", "-noout", "-text", "-in"])
+        .arg(api.dir.join("v1.pem"))
+        .output()
+        .await?;
+    assert!(String::from_utf8_lossy(&text.stdout).contains("Version: 1 (0x0)"), "the fixture is a v1 certificate");
+
+    let client = kubeclient::connect(Some(&kubeconfig), false).await?;
+    let namespaces: Api<Namespace> = Api::all(client);
+    assert!(!namespaces.list(&ListParams::default()).await?.items.is_empty());
+
+    let out = tokio::process::Command::new(workspace_binary("contour-certgen")?)
+        .args(["--kube", "--namespace=default", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .await?;
+    assert!(out.status.success(), "certgen with a v1 certificate: {}", String::from_utf8_lossy(&out.stderr));
+    Ok(())
+}
