@@ -6,4 +6,7 @@
 
 mod plan;
 
-pub use plan::{ContainerPlan, Images, Lookup, PlanError, PodFile, PodPlan, image_repository, plan};
+pub use plan::{
+    ContainerPlan, HostPort, Images, Lookup, Mount, PlanError, PodFile, PodPlan, ProbeTiming, Readiness,
+    image_repository, plan,
+};

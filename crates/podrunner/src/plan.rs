@@ -1,13 +1,15 @@
 //! Pod → processes: the binary for each container's image, its arguments and environment as the
 //! kubelet would compute them (values, field and resource references, Secret and ConfigMap keys,
-//! `$(VAR)` expansion), and its volumes as files in the pod's own directory. Paths under a
-//! volume's mount path are rewritten into that directory, so pods that mount the same path never
-//! share files.
+//! `$(VAR)` expansion), its volumes as files in the pod's own directory with the mount points
+//! they appear at (each container runs in a mount namespace of its own, so paths written inside
+//! files work and pods that mount the same path never share files), its readiness probe, and
+//! the pod's host ports.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, EnvVar, KeyToPath, Pod, Secret, Volume};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, EnvVar, KeyToPath, Pod, Probe, Secret, Volume};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 /// Why a pod cannot run here; each names the container or volume and the field.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -112,6 +114,73 @@ pub struct ContainerPlan {
     pub args: Vec<String>,
     /// The environment, in order.
     pub env: Vec<(String, String)>,
+    /// Volumes, bound at their mount paths inside the container's mount namespace.
+    pub mounts: Vec<Mount>,
+    /// When the container counts as ready.
+    pub readiness: Readiness,
+}
+
+/// A volume directory (or, with `subPath`, a file or directory in it) at a path in the container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// The source, absolute (inside the pod's directory).
+    pub source: PathBuf,
+    /// Where the container sees it.
+    pub target: String,
+    /// Bound read-only.
+    pub read_only: bool,
+}
+
+/// A container's readiness, as its probe says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
+    /// No probe (or one that runs a command, which has no binary here): ready once the process
+    /// listens on a socket.
+    Listening,
+    /// `httpGet`: a GET of the path answered with 200–399.
+    Http {
+        /// The port, named ports resolved.
+        port: u16,
+        /// The path.
+        path: String,
+        /// `HTTPS` (certificates not checked, as the kubelet does).
+        https: bool,
+        /// The `Host` header, when set.
+        host_header: Option<String>,
+        /// When probing starts, how often, and how many failures turn it unready.
+        timing: ProbeTiming,
+    },
+    /// `tcpSocket`: the port accepts a connection.
+    Tcp {
+        /// The port, named ports resolved.
+        port: u16,
+        /// Timing.
+        timing: ProbeTiming,
+    },
+}
+
+/// A probe's schedule, with the kubelet's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeTiming {
+    /// Seconds before the first probe.
+    pub initial_delay: u32,
+    /// Seconds between probes.
+    pub period: u32,
+    /// Seconds a probe may take.
+    pub timeout: u32,
+    /// Consecutive failures that make the container unready.
+    pub failure_threshold: u32,
+    /// Consecutive successes that make it ready again.
+    pub success_threshold: u32,
+}
+
+/// A host port the pod asks for: connections to it on the host reach the pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostPort {
+    /// The port on the host.
+    pub host: u16,
+    /// The container port it forwards to.
+    pub container: u16,
 }
 
 /// Everything to do for one pod.
@@ -121,8 +190,12 @@ pub struct PodPlan {
     pub files: Vec<PodFile>,
     /// Volume directories to create (emptyDir and every volume), relative to the pod's directory.
     pub dirs: Vec<PathBuf>,
-    /// The containers, in order (init containers are not run).
+    /// Init containers, run one after the other to completion before the containers start.
+    pub init_containers: Vec<ContainerPlan>,
+    /// The containers, in order.
     pub containers: Vec<ContainerPlan>,
+    /// TCP host ports.
+    pub host_ports: Vec<HostPort>,
 }
 
 /// Where a volume's files live, relative to the pod's directory.
@@ -138,21 +211,91 @@ pub fn plan(pod: &Pod, lookup: &dyn Lookup, images: &Images, pod_dir: &Path) -> 
         out.dirs.push(volume_dir(&volume.name));
         out.files.extend(volume_files(volume, lookup)?);
     }
+    for (index, container) in spec.init_containers.iter().flatten().enumerate() {
+        let c = container_plan(pod, container, lookup, images, pod_dir, &format!("initContainers[{index}]"))?;
+        out.init_containers.push(c);
+    }
     for (index, container) in spec.containers.iter().enumerate() {
-        let image = container.image.clone().unwrap_or_default();
-        let program = images
-            .binary(&image)
-            .ok_or_else(|| PlanError::UnknownImage { container: container.name.clone(), image: image.clone() })?;
-        let field = format!("containers[{index}]");
-        let env = environment(pod, container, lookup, &field)?;
-        let mounts = mounts(container, pod_dir);
-        let expand = |s: &String| rewrite_paths(&expand_vars(s, &env), &mounts);
-        let command = container.command.iter().flatten().skip(1);
-        let args = command.chain(container.args.iter().flatten()).map(expand).collect();
-        let env = env.iter().map(|(k, v)| (k.clone(), rewrite_paths(v, &mounts))).collect();
-        out.containers.push(ContainerPlan { name: container.name.clone(), program: program.to_path_buf(), args, env });
+        out.containers.push(container_plan(pod, container, lookup, images, pod_dir, &format!("containers[{index}]"))?);
+        for port in container.ports.iter().flatten() {
+            let tcp = port.protocol.as_deref().is_none_or(|p| p == "TCP");
+            let host = port.host_port.and_then(|p| u16::try_from(p).ok()).filter(|p| *p > 0);
+            if let (true, Some(host), Ok(container)) = (tcp, host, u16::try_from(port.container_port)) {
+                out.host_ports.push(HostPort { host, container });
+            }
+        }
     }
     Ok(out)
+}
+
+fn container_plan(
+    pod: &Pod,
+    container: &Container,
+    lookup: &dyn Lookup,
+    images: &Images,
+    pod_dir: &Path,
+    field: &str,
+) -> Result<ContainerPlan, PlanError> {
+    let image = container.image.clone().unwrap_or_default();
+    let program = images
+        .binary(&image)
+        .ok_or_else(|| PlanError::UnknownImage { container: container.name.clone(), image: image.clone() })?;
+    let env = environment(pod, container, lookup, field)?;
+    let expand = |s: &String| expand_vars(s, &env);
+    let command = container.command.iter().flatten().skip(1);
+    let args = command.chain(container.args.iter().flatten()).map(expand).collect();
+    let readiness = readiness(container, container.readiness_probe.as_ref(), field)?;
+    Ok(ContainerPlan {
+        name: container.name.clone(),
+        program: program.to_path_buf(),
+        args,
+        env,
+        mounts: mounts(container, pod_dir, field)?,
+        readiness,
+    })
+}
+
+/// The probe's check and schedule; a command probe falls back to "listening" (its binary is
+/// part of an image that is not here).
+fn readiness(container: &Container, probe: Option<&Probe>, field: &str) -> Result<Readiness, PlanError> {
+    let Some(probe) = probe else { return Ok(Readiness::Listening) };
+    let timing = ProbeTiming {
+        initial_delay: probe.initial_delay_seconds.unwrap_or(0).max(0) as u32,
+        period: probe.period_seconds.unwrap_or(10).max(1) as u32,
+        timeout: probe.timeout_seconds.unwrap_or(1).max(1) as u32,
+        failure_threshold: probe.failure_threshold.unwrap_or(3).max(1) as u32,
+        success_threshold: probe.success_threshold.unwrap_or(1).max(1) as u32,
+    };
+    let port_of = |port: &IntOrString, at: &str| -> Result<u16, PlanError> {
+        let number = match port {
+            IntOrString::Int(n) => Some(*n),
+            IntOrString::String(name) => container
+                .ports
+                .iter()
+                .flatten()
+                .find(|p| p.name.as_deref() == Some(name.as_str()))
+                .map(|p| p.container_port),
+        };
+        number
+            .and_then(|n| u16::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| PlanError::Unsupported { field: format!("{field}.readinessProbe.{at}.port") })
+    };
+    if let Some(http) = &probe.http_get {
+        let host_header =
+            http.http_headers.iter().flatten().find(|h| h.name.eq_ignore_ascii_case("host")).map(|h| h.value.clone());
+        return Ok(Readiness::Http {
+            port: port_of(&http.port, "httpGet")?,
+            path: http.path.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "/".into()),
+            https: http.scheme.as_deref() == Some("HTTPS"),
+            host_header,
+            timing,
+        });
+    }
+    if let Some(tcp) = &probe.tcp_socket {
+        return Ok(Readiness::Tcp { port: port_of(&tcp.port, "tcpSocket")?, timing });
+    }
+    Ok(Readiness::Listening)
 }
 
 /// The files of a Secret, ConfigMap or projected volume.
@@ -373,48 +516,27 @@ fn expand_vars(text: &str, env: &[(String, String)]) -> String {
     out
 }
 
-/// (mount path, directory it maps to) for each of the container's volume mounts, longest first.
-fn mounts(container: &Container, pod_dir: &Path) -> Vec<(String, String)> {
-    let mut mounts: Vec<(String, String)> = container
+/// Each of the container's volume mounts: the volume's directory in the pod (or the `subPath`
+/// in it) at the mount path.
+fn mounts(container: &Container, pod_dir: &Path, field: &str) -> Result<Vec<Mount>, PlanError> {
+    container
         .volume_mounts
         .iter()
         .flatten()
         .map(|m| {
-            let mut dir = pod_dir.join(volume_dir(&m.name));
+            let mut source = pod_dir.join(volume_dir(&m.name));
             if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty()) {
-                dir = dir.join(sub);
-            }
-            (m.mount_path.trim_end_matches('/').to_string(), dir.display().to_string())
-        })
-        .collect();
-    mounts.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
-    mounts
-}
-
-/// A path under a mount path, wherever it stands in a value (`/etc/x/crt`, `--cert=/etc/x/crt`),
-/// names the same path in the pod's directory.
-fn rewrite_paths(value: &str, mounts: &[(String, String)]) -> String {
-    let is_path_char = |c: char| c.is_alphanumeric() || matches!(c, '/' | '.' | '-' | '_');
-    let mut out = String::with_capacity(value.len());
-    let mut i = 0;
-    'scan: while i < value.len() {
-        let before = value[..i].chars().next_back();
-        if before.is_none_or(|c| !is_path_char(c)) {
-            for (mount, dir) in mounts {
-                if let Some(rest) = value[i..].strip_prefix(mount.as_str())
-                    && rest.chars().next().is_none_or(|c| c == '/' || !is_path_char(c))
-                {
-                    out.push_str(dir);
-                    i += mount.len();
-                    continue 'scan;
+                if sub.starts_with('/') || sub.split('/').any(|c| c == "..") {
+                    return Err(PlanError::Unsupported { field: format!("{field}.volumeMounts[{}].subPath", m.name) });
                 }
+                source = source.join(sub);
             }
-        }
-        let c = value[i..].chars().next().expect("in bounds");
-        out.push(c);
-        i += c.len_utf8();
-    }
-    out
+            if !m.mount_path.starts_with('/') {
+                return Err(PlanError::Unsupported { field: format!("{field}.volumeMounts[{}].mountPath", m.name) });
+            }
+            Ok(Mount { source, target: m.mount_path.clone(), read_only: m.read_only.unwrap_or(false) })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -86,9 +86,18 @@ fn a_backend_pod_runs_with_its_environment_and_its_secret_as_files() {
     assert_eq!(env(c, "NAMESPACE"), Some("gateway-conformance-infra"));
     assert_eq!(env(c, "POD_IP"), Some("10.244.0.7"));
     assert_eq!(env(c, "APP"), Some("tls-backend"));
-    // Paths under the mount point name the pod's own copy of the Secret.
-    assert_eq!(env(c, "TLS_SERVER_CERT"), Some("/state/pods/5e0c/volumes/secret-volume/crt"));
-    assert_eq!(c.args, vec!["--cert=/state/pods/5e0c/volumes/secret-volume/crt".to_string()]);
+    // Paths stay as written: the pod's own copy of the Secret is bound at the mount path.
+    assert_eq!(env(c, "TLS_SERVER_CERT"), Some("/etc/secret-volume/crt"));
+    assert_eq!(c.args, vec!["--cert=/etc/secret-volume/crt".to_string()]);
+    assert_eq!(
+        c.mounts,
+        vec![Mount {
+            source: "/state/pods/5e0c/volumes/secret-volume".into(),
+            target: "/etc/secret-volume".into(),
+            read_only: false
+        }]
+    );
+    assert_eq!(c.readiness, Readiness::Listening, "no probe");
     assert_eq!(env(c, "GREETING"), Some("hello tls-backend-7d9c $(POD_NAME) $(UNSET)"));
     let files: Vec<_> = plan.files.iter().map(|f| (f.path.display().to_string(), f.contents.clone())).collect();
     assert_eq!(
@@ -153,14 +162,63 @@ fn image_repositories_drop_host_tag_and_digest() {
     assert_eq!(image_repository("busybox"), "busybox");
 }
 
+/// Upstream's Envoy DaemonSet: the bootstrap init container, probes on named and numbered
+/// ports, host ports, and `$(VAR)` in arguments.
 #[test]
-fn only_whole_mount_paths_are_rewritten() {
-    let mounts = vec![("/etc/secret-volume".to_string(), "/p/volumes/s".to_string())];
-    assert_eq!(rewrite_paths("/etc/secret-volume", &mounts), "/p/volumes/s");
+fn init_containers_probes_and_host_ports() {
+    let yaml = r#"
+metadata: {name: envoy-x, namespace: projectcontour}
+spec:
+  initContainers:
+  - name: envoy-initconfig
+    image: ghcr.io/projectcontour/contour:v1.33.8
+    command: [contour]
+    args: [bootstrap, /config/envoy.json, --xds-address=contour]
+    volumeMounts: [{name: envoy-config, mountPath: /config}, {name: certs, mountPath: /certs, readOnly: true}]
+    env: [{name: CONTOUR_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}]
+  containers:
+  - name: envoy
+    image: docker.io/envoyproxy/envoy:distroless-v1.38.9
+    command: [envoy]
+    args: [-c, /config/envoy.json, --service-cluster $(CONTOUR_NAMESPACE)]
+    env: [{name: CONTOUR_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}]
+    ports:
+    - {name: http, containerPort: 8080, hostPort: 80, protocol: TCP}
+    - {name: https, containerPort: 8443, hostPort: 443}
+    - {name: metrics, containerPort: 8002}
+    readinessProbe: {httpGet: {path: /ready, port: 8002}, initialDelaySeconds: 3, periodSeconds: 4}
+    volumeMounts: [{name: envoy-config, mountPath: /config}, {name: envoy-admin, mountPath: /admin}]
+  - name: shutdown-manager
+    image: ghcr.io/projectcontour/contour:v1.33.8
+    command: [/bin/contour]
+    args: [envoy, shutdown-manager]
+    ports: [{name: sdm, containerPort: 8090}]
+    readinessProbe: {tcpSocket: {port: sdm}}
+  volumes:
+  - {name: envoy-config, emptyDir: {}}
+  - {name: envoy-admin, emptyDir: {}}
+  - {name: certs, emptyDir: {}}
+"#;
+    let images = images().with("projectcontour/contour", "/bin/contour-rs").with("envoyproxy/envoy", "/bin/envoy");
+    let plan = plan(&pod(yaml), &objects(), &images, Path::new("/p")).expect("plan");
+    let init = &plan.init_containers[0];
+    assert_eq!(init.program, Path::new("/bin/contour-rs"));
+    assert_eq!(init.args, ["bootstrap", "/config/envoy.json", "--xds-address=contour"]);
+    assert_eq!(init.mounts[1], Mount { source: "/p/volumes/certs".into(), target: "/certs".into(), read_only: true });
+    let envoy = &plan.containers[0];
+    assert_eq!(envoy.args, ["-c", "/config/envoy.json", "--service-cluster projectcontour"]);
+    let timing = ProbeTiming { initial_delay: 3, period: 4, timeout: 1, failure_threshold: 3, success_threshold: 1 };
     assert_eq!(
-        rewrite_paths("a=/etc/secret-volume/crt,b=/etc/secret-volume/key", &mounts),
-        "a=/p/volumes/s/crt,b=/p/volumes/s/key"
+        envoy.readiness,
+        Readiness::Http { port: 8002, path: "/ready".into(), https: false, host_header: None, timing }
     );
-    assert_eq!(rewrite_paths("/etc/secret-volume-2/crt", &mounts), "/etc/secret-volume-2/crt");
-    assert_eq!(rewrite_paths("/x/etc/secret-volume/crt", &mounts), "/x/etc/secret-volume/crt");
+    assert!(matches!(plan.containers[1].readiness, Readiness::Tcp { port: 8090, .. }), "named port resolved");
+    assert_eq!(plan.host_ports, [HostPort { host: 80, container: 8080 }, HostPort { host: 443, container: 8443 }]);
+
+    let escape = yaml.replace("mountPath: /admin}", "mountPath: /admin, subPath: ../../etc}");
+    assert!(matches!(plan_of(&escape, &images), Err(PlanError::Unsupported { field }) if field.contains("subPath")));
+}
+
+fn plan_of(yaml: &str, images: &Images) -> Result<PodPlan, PlanError> {
+    plan(&pod(yaml), &objects(), images, Path::new("/p"))
 }

@@ -54,7 +54,7 @@ fn block_for<'a>(blocks: &'a [Block], name: &str) -> Option<&'a Block> {
 }
 
 /// The question's name (lowercase, with the root dot) and where the question section ends.
-fn question(packet: &[u8]) -> Option<(String, usize)> {
+pub(crate) fn question(packet: &[u8]) -> Option<(String, usize)> {
     if packet.len() < 12 || u16::from_be_bytes([packet[4], packet[5]]) != 1 {
         return None;
     }

@@ -1,15 +1,19 @@
 //! podrunner: the local conformance cluster's node, as far as processes go. kwok plays the
 //! kubelet towards the API server (node status, pod IPs, `pods/log`); this runs every pod kwok
 //! places on the node as real processes in a network namespace of its own at the pod's IP, on a
-//! bridge it creates, and marks the pod Ready once a process listens.
+//! bridge it creates, keeps its readiness from its probes, forwards its host ports from
+//! loopback, and answers the pods' DNS queries for cluster names.
 //!
 //! Started as `coredns` (a symlink the runner makes), it is the stand-in for CoreDNS instead: it
 //! answers the Corefile's `whoami` zones and refuses everything else, so nothing is ever
 //! forwarded off the machine.
 
+mod cluster_dns;
 mod dns;
 mod net;
 mod pod;
+mod ports;
+mod probe;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -80,6 +84,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         images = images.with(repo, bin);
     }
     net::remove_stale()?;
+    pod::remove_created_mount_points(&args.state_dir);
     net::bridge(&args.bridge, gateway, prefix)?;
 
     let client = kube::Client::try_default().await.context("no kubeconfig")?;
@@ -91,6 +96,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         gateway,
         prefix,
     });
+    let dns = tokio::spawn(cluster_dns::serve(client.clone(), gateway));
     let pods: kube::Api<Pod> = kube::Api::all(client);
     let config = watcher::Config::default().fields(&format!("spec.nodeName={}", args.node_name));
     let mut events = watcher::watcher(pods, config).boxed();
@@ -142,6 +148,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    dns.abort();
+    pod::remove_created_mount_points(&args.state_dir);
     net::remove_stale()?;
     net::remove_bridge(&args.bridge);
     Ok(())

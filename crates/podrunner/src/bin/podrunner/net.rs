@@ -1,6 +1,9 @@
-//! The pod network: one bridge on the host, one network namespace and veth pair per pod.
-//! Everything is named with a prefix of its own, so a restarted runner can find and remove what a
-//! previous one left behind.
+//! The pod network: one bridge on the host, one network namespace and veth pair per pod, and no
+//! route out of the pod network (pods reach each other and the host's bridge address only).
+//! Each pod's resolv.conf (`/etc/netns/NAME/resolv.conf`, which `ip netns exec` binds over
+//! /etc/resolv.conf) names the runner's cluster DNS on the bridge address with the kubelet's
+//! search path. Everything is named with a prefix of its own, so a restarted runner can find and
+//! remove what a previous one left behind.
 
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
@@ -37,6 +40,7 @@ pub fn remove_stale() -> anyhow::Result<()> {
         let name = line.split_whitespace().next().unwrap_or_default();
         if name.starts_with(PREFIX) {
             let _ = ip(&["netns", "del", name]);
+            let _ = std::fs::remove_dir_all(format!("/etc/netns/{name}"));
         }
     }
     Ok(())
@@ -50,8 +54,16 @@ pub struct PodNet {
 }
 
 impl PodNet {
-    /// Creates the namespace for the pod with `uid` at `address`, joined to `bridge`.
-    pub fn create(uid: &str, address: Ipv4Addr, bridge: &str, gateway: Ipv4Addr, prefix: u8) -> anyhow::Result<Self> {
+    /// Creates the namespace for the pod with `uid` in `namespace` at `address`, joined to
+    /// `bridge`.
+    pub fn create(
+        uid: &str,
+        namespace: &str,
+        address: Ipv4Addr,
+        bridge: &str,
+        gateway: Ipv4Addr,
+        prefix: u8,
+    ) -> anyhow::Result<Self> {
         let tag: String = uid.chars().filter(char::is_ascii_alphanumeric).take(10).collect();
         let me = Self { netns: format!("{PREFIX}{tag}"), host_if: format!("g{tag}h") };
         let pod_if = format!("g{tag}p");
@@ -70,7 +82,9 @@ impl PodNet {
         exec(&["link", "set", "lo", "up"])?;
         exec(&["addr", "add", &format!("{address}/{prefix}"), "dev", &pod_if])?;
         exec(&["link", "set", &pod_if, "up"])?;
-        exec(&["route", "add", "default", "via", &gateway.to_string()])?;
+        let etc = format!("/etc/netns/{}", me.netns);
+        std::fs::create_dir_all(&etc).with_context(|| format!("creating {etc}"))?;
+        std::fs::write(format!("{etc}/resolv.conf"), resolv_conf(namespace, gateway))?;
         Ok(me)
     }
 }
@@ -79,5 +93,15 @@ impl Drop for PodNet {
     fn drop(&mut self) {
         let _ = ip(&["link", "del", &self.host_if]);
         let _ = ip(&["netns", "del", &self.netns]);
+        let _ = std::fs::remove_dir_all(format!("/etc/netns/{}", self.netns));
     }
 }
+
+/// The kubelet's resolv.conf for a pod of `namespace` (ClusterFirst), with the cluster DNS at
+/// `server`.
+pub fn resolv_conf(namespace: &str, server: Ipv4Addr) -> String {
+    format!("search {namespace}.svc.{DOMAIN} svc.{DOMAIN} {DOMAIN}\nnameserver {server}\noptions ndots:5\n")
+}
+
+/// The cluster domain.
+pub const DOMAIN: &str = "cluster.local";

@@ -1,5 +1,6 @@
-//! One pod's life: files, namespace, processes with CRI-format logs, kwok `Logs` object,
-//! Ready once listening; everything undone when the pod goes.
+//! One pod's life: files, namespace, init containers to completion, then the containers with
+//! CRI-format logs and a kwok `Logs` object, readiness from their probes for as long as the pod
+//! lives, host ports forwarded from loopback; everything undone when the pod goes.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
-use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::process::{Child, Command};
@@ -30,8 +31,8 @@ pub struct Shared {
 
 /// How often a container that exits is started again before the runner gives up on it.
 const MAX_RESTARTS: u32 = 5;
-/// How long a container may take to listen.
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long an init container may run.
+const INIT_TIMEOUT: Duration = Duration::from_secs(120);
 
 struct Objects {
     secrets: BTreeMap<String, Secret>,
@@ -78,15 +79,20 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<b
     };
     if let Some(running) = processes.as_mut() {
         tracing::info!(pod = %name, netns = %running.netns, "started");
-        tokio::select! {
-            r = mark_ready(&shared, &pod, running) => if let Err(e) = r {
-                tracing::error!(pod = %name, error = format!("{e:#}"), "not ready");
-            },
-            _ = cancelled.wait_for(|c| *c) => {}
-        }
+        let probes = tokio::spawn(crate::probe::watch(
+            shared.client.clone(),
+            pod.clone(),
+            running.containers.iter().map(|c| c.plan.clone()).collect(),
+            Arc::clone(&running.pids),
+        ));
+        let forwards = crate::ports::forward(&name, running.address, &running.host_ports);
         tokio::select! {
             _ = supervise(&name, running) => {}
             _ = cancelled.wait_for(|c| *c) => {}
+        }
+        probes.abort();
+        for f in forwards {
+            f.abort();
         }
     }
     if let Some(running) = processes.as_mut() {
@@ -109,10 +115,16 @@ struct Container {
     restarts: u32,
 }
 
+/// Each container's current process id (`None` while it is down), for the probes.
+pub type Pids = Arc<std::sync::Mutex<Vec<Option<u32>>>>;
+
 struct Running {
     netns: String,
     dir: PathBuf,
+    address: Ipv4Addr,
     containers: Vec<Container>,
+    pids: Pids,
+    host_ports: Vec<podrunner::HostPort>,
 }
 
 async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>) -> anyhow::Result<Running> {
@@ -140,12 +152,23 @@ async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>)
         .context("pod IP is not IPv4")?;
     if net.is_none() {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        *net = Some(PodNet::create(uid, address, &shared.bridge, shared.gateway, shared.prefix)?);
+        *net = Some(PodNet::create(uid, &namespace, address, &shared.bridge, shared.gateway, shared.prefix)?);
     }
     let netns = net.as_ref().expect("just set").netns.clone();
 
-    let mut containers = Vec::new();
     let mut logs = Vec::new();
+    for c in &plan.init_containers {
+        let path = logs_dir.join(format!("{}.log", c.name));
+        let file = tokio::fs::OpenOptions::new().create(true).append(true).open(&path).await?;
+        let log = Arc::new(Mutex::new(file));
+        let mut child = spawn(&netns, dir, c, &log)?;
+        let status = tokio::time::timeout(INIT_TIMEOUT, child.wait())
+            .await
+            .with_context(|| format!("init container {} did not finish", c.name))??;
+        anyhow::ensure!(status.success(), "init container {} failed: {status}", c.name);
+        logs.push(serde_json::json!({"containers": [c.name], "logsFile": path, "follow": false}));
+    }
+    let mut containers = Vec::new();
     for c in plan.containers {
         let path = logs_dir.join(format!("{}.log", c.name));
         let file = tokio::fs::OpenOptions::new().create(true).append(true).open(&path).await?;
@@ -166,7 +189,8 @@ async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>)
     let api = logs_api(&shared.client, &namespace);
     let _ = api.delete(&name, &DeleteParams::default()).await;
     api.create(&PostParams::default(), &object).await.context("creating the Logs object")?;
-    Ok(Running { netns, dir: dir.to_path_buf(), containers })
+    let pids = Arc::new(std::sync::Mutex::new(containers.iter().map(|c| c.child.id()).collect()));
+    Ok(Running { netns, dir: dir.to_path_buf(), address, containers, pids, host_ports: plan.host_ports })
 }
 
 async fn lookup(client: &kube::Client, namespace: &str) -> anyhow::Result<Objects> {
@@ -185,18 +209,54 @@ fn logs_api(client: &kube::Client, namespace: &str) -> kube::Api<DynamicObject> 
     kube::Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk_with_plural(&gvk, "logs"))
 }
 
-/// Starts one container in the pod's namespace; its output goes to `log` in CRI format.
+/// What runs inside `ip netns exec` (which gives every process a mount namespace of its own,
+/// slave to the host's, and binds /etc/netns/NAME/resolv.conf over /etc/resolv.conf): bind each
+/// volume at its mount path, then exec the program. A missing mount point is created empty on
+/// the host (which sees nothing of the binds) and listed in $CREATED, for the runner to remove
+/// when it stops. Arguments: SOURCE TARGET rw|ro ... -- PROGRAM ARGS.
+const ENTER: &str = r#"set -e
+point() {
+  missing="" d="$1"
+  while [ ! -e "$d" ]; do missing="$d
+$missing"; d="$(dirname "$d")"; done
+  printf '%s' "$missing" | while IFS= read -r m; do
+    [ -n "$m" ] || continue
+    if [ "$m" = "$1" ] && [ "$2" = file ]; then : >"$m"; else mkdir "$m"; fi
+    printf '%s\n' "$m" >>"$CREATED"
+  done
+}
+while [ "$1" != -- ]; do
+  src="$1" dst="$2" mode="$3"; shift 3
+  if [ -d "$src" ]; then point "$dst" dir; else point "$dst" file; fi
+  mount --bind "$src" "$dst"
+  if [ "$mode" = ro ]; then mount -o remount,bind,ro "$dst"; fi
+done
+shift
+exec "$@""#;
+
+/// Starts one container in the pod's network namespace and its own mount namespace; its output
+/// goes to `log` in CRI format.
 fn spawn(
     netns: &str,
     dir: &Path,
     c: &podrunner::ContainerPlan,
     log: &Arc<Mutex<tokio::fs::File>>,
 ) -> anyhow::Result<Child> {
+    let mut binds: Vec<String> = Vec::new();
+    for m in &c.mounts {
+        binds.push(m.source.display().to_string());
+        binds.push(m.target.clone());
+        binds.push(if m.read_only { "ro" } else { "rw" }.to_string());
+    }
     let mut child = Command::new("ip")
-        .args(["netns", "exec", netns])
+        .args(["netns", "exec", netns, "sh", "-c", ENTER, "sh"])
+        .args(&binds)
+        .arg("--")
         .arg(&c.program)
         .args(&c.args)
         .env_clear()
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("CREATED", created_mount_points(dir))
         .envs(c.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -210,6 +270,34 @@ fn spawn(
     tokio::spawn(copy_lines(out, "stdout", Arc::clone(log)));
     tokio::spawn(copy_lines(err, "stderr", Arc::clone(log)));
     Ok(child)
+}
+
+/// The file listing mount points created on the host: beside the runner's `pods` directory.
+fn created_mount_points(pod_dir: &Path) -> PathBuf {
+    pod_dir.parent().and_then(Path::parent).unwrap_or(pod_dir).join("created-mount-points")
+}
+
+/// Removes the mount points containers created on the host, deepest first, if they are still
+/// empty (another runner's process may still use a shared one: then it stays).
+pub fn remove_created_mount_points(state_dir: &Path) {
+    let list = state_dir.join("created-mount-points");
+    let mut paths: Vec<String> =
+        std::fs::read_to_string(&list).unwrap_or_default().lines().map(str::to_string).collect();
+    paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    paths.dedup();
+    for p in paths {
+        let path = Path::new(&p);
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => {
+                let _ = std::fs::remove_dir(path);
+            }
+            Ok(m) if m.len() == 0 => {
+                let _ = std::fs::remove_file(path);
+            }
+            _ => {}
+        }
+    }
+    let _ = std::fs::remove_file(list);
 }
 
 /// Copies lines into the log in the CRI format kwok (and the kubelet) read:
@@ -231,65 +319,6 @@ fn cri_time(t: k8s_openapi::jiff::Timestamp) -> String {
     format!("{}.{:09}Z", whole.trim_end_matches('Z'), t.subsec_nanosecond())
 }
 
-/// Waits until every container listens on something (TCP listen or UDP bound, as seen in its
-/// own network namespace), then sets the pod's Ready condition.
-async fn mark_ready(shared: &Shared, pod: &Pod, running: &Running) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
-    for c in &running.containers {
-        let pid = c.child.id().context("container exited")?;
-        while !listening(pid) {
-            anyhow::ensure!(tokio::time::Instant::now() < deadline, "{} does not listen", c.plan.name);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-    // Servers open their ports one after the other; give the rest a moment.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    let cond = |t: &str| serde_json::json!({"type": t, "status": "True", "lastTransitionTime": now});
-    let statuses: Vec<_> = running
-        .containers
-        .iter()
-        .map(|c| {
-            let image = pod
-                .spec
-                .iter()
-                .flat_map(|s| s.containers.iter())
-                .find(|x| x.name == c.plan.name)
-                .and_then(|x| x.image.clone())
-                .unwrap_or_default();
-            serde_json::json!({
-                "name": c.plan.name, "image": image, "imageID": image, "ready": true, "started": true,
-                "restartCount": c.restarts, "state": {"running": {"startedAt": now}},
-            })
-        })
-        .collect();
-    let patch = serde_json::json!({"status": {
-        "conditions": [cond("Initialized"), cond("ContainersReady"), cond("Ready"), cond("PodScheduled")],
-        "containerStatuses": statuses,
-    }});
-    let api: kube::Api<Pod> =
-        kube::Api::namespaced(shared.client.clone(), pod.metadata.namespace.as_deref().unwrap_or_default());
-    api.patch_status(
-        pod.metadata.name.as_deref().unwrap_or_default(),
-        &PatchParams::default(),
-        &Patch::Strategic(patch),
-    )
-    .await
-    .context("marking Ready")?;
-    tracing::info!(pod = pod.metadata.name.as_deref().unwrap_or_default(), "ready");
-    Ok(())
-}
-
-/// Whether the process (in its own network namespace) has a listening TCP socket or a bound
-/// UDP socket.
-fn listening(pid: u32) -> bool {
-    let table = |name: &str| std::fs::read_to_string(format!("/proc/{pid}/net/{name}")).unwrap_or_default();
-    let tcp_listen =
-        ["tcp", "tcp6"].iter().any(|t| table(t).lines().skip(1).any(|l| l.split_whitespace().nth(3) == Some("0A")));
-    let udp_bound = ["udp", "udp6"].iter().any(|t| table(t).lines().nth(1).is_some());
-    tcp_listen || udp_bound
-}
-
 /// Restarts containers that exit, a bounded number of times; returns when one gave up.
 async fn supervise(name: &str, running: &mut Running) {
     loop {
@@ -302,6 +331,7 @@ async fn supervise(name: &str, running: &mut Running) {
             futures::future::select_all(waits).await.0
         };
         let (netns, dir) = (running.netns.clone(), running.dir.clone());
+        running.pids.lock().expect("pids lock")[index] = None;
         let c = &mut running.containers[index];
         tracing::warn!(pod = %name, container = %c.plan.name, status = ?status, "container exited");
         if c.restarts >= MAX_RESTARTS {
@@ -312,7 +342,10 @@ async fn supervise(name: &str, running: &mut Running) {
         c.restarts += 1;
         tokio::time::sleep(Duration::from_secs(1)).await;
         match spawn(&netns, &dir, &c.plan, &c.log) {
-            Ok(child) => c.child = child,
+            Ok(child) => {
+                running.pids.lock().expect("pids lock")[index] = child.id();
+                c.child = child;
+            }
             Err(e) => {
                 tracing::error!(pod = %name, error = format!("{e:#}"), "restart failed");
                 std::future::pending::<()>().await;

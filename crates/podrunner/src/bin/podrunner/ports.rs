@@ -1,0 +1,35 @@
+//! Host ports: a pod's `hostPort` is served on the host's loopback and relayed to the pod, as a
+//! node's host port would be (only loopback: nothing here is reachable from off the machine).
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use tokio::task::JoinHandle;
+
+/// Starts one relay per host port; abort the handles to stop them.
+pub fn forward(pod: &str, address: Ipv4Addr, ports: &[podrunner::HostPort]) -> Vec<JoinHandle<()>> {
+    ports
+        .iter()
+        .map(|p| {
+            let (pod, p) = (pod.to_string(), *p);
+            tokio::spawn(async move {
+                let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, p.host));
+                let listener = match tokio::net::TcpListener::bind(listen).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::warn!(%pod, %listen, error = %e, "host port unavailable");
+                        return;
+                    }
+                };
+                tracing::info!(%pod, %listen, to = p.container, "host port");
+                let target = SocketAddr::from((address, p.container));
+                while let Ok((mut inbound, _)) = listener.accept().await {
+                    tokio::spawn(async move {
+                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                            let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                    });
+                }
+            })
+        })
+        .collect()
+}
