@@ -86,3 +86,53 @@ async fn a_kubeconfig_with_an_x509_v1_client_certificate_is_accepted() -> anyhow
     assert!(out.status.success(), "certgen with a v1 certificate: {}", String::from_utf8_lossy(&out.stderr));
     Ok(())
 }
+
+/// Upstream's Envoy names the controller's namespace as its node cluster: it gets the default
+/// fleet, and with it the stats listener its readiness probe asks, before any route exists. And
+/// `contour serve` stops promptly on SIGTERM while that Envoy holds its xDS stream open
+/// (upstream's e2e framework allows a minute; a graceful wait would never end).
+#[tokio::test]
+async fn upstreams_envoy_is_served_and_serve_stops_on_sigterm() -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("contour-dropin-{}-{}", std::process::id(), testkit::free_port()));
+    std::fs::create_dir_all(&dir)?;
+    let (xds, metrics, debug, stats) =
+        (testkit::free_port(), testkit::free_port(), testkit::free_port(), testkit::free_port());
+    let mut serve = tokio::process::Command::new(workspace_binary("contour")?)
+        .arg("serve")
+        .arg(format!("--from-dir={}", dir.display()))
+        .args([
+            "--insecure",
+            &format!("--xds-port={xds}"),
+            "--http-address=127.0.0.1",
+            &format!("--http-port={metrics}"),
+        ])
+        .args([
+            "--health-address=127.0.0.1",
+            &format!("--health-port={metrics}"),
+            &format!("--debug-http-port={debug}"),
+        ])
+        .args(["--stats-address=127.0.0.1", &format!("--stats-port={stats}")])
+        .args([&format!("--envoy-service-http-port={}", testkit::free_port())])
+        .args([&format!("--envoy-service-https-port={}", testkit::free_port())])
+        .env("CONTOUR_NAMESPACE", "projectcontour")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let bootstrap = bootstrap::Bootstrap { xds_port: xds, fleet: "projectcontour".into(), ..Default::default() };
+    let _envoy = testkit::Envoy::start(bootstrap).await?;
+    let ready = testkit::eventually(std::time::Duration::from_secs(30), || async move {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], stats));
+        testkit::request(addr, &testkit::Request::get("x", "/ready")).await.ok().filter(|r| r.status == 200)
+    })
+    .await;
+    assert!(ready.is_some(), "Envoy of node cluster projectcontour never answered /ready on its stats listener");
+
+    let started = std::time::Instant::now();
+    testkit::signal(serve.id().unwrap_or_default(), "TERM")?;
+    let status = tokio::time::timeout(std::time::Duration::from_secs(10), serve.wait()).await;
+    assert!(status.is_ok(), "contour serve still runs 10 s after SIGTERM");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "stopping took {:?}", started.elapsed());
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

@@ -113,6 +113,19 @@ impl Pipeline {
             frontends::gateway_api::translate_cached(snapshot, &options.gateway_api, &mut self.translate);
         translation.merge(frontends::httpproxy::translate_cached(snapshot, &options.httpproxy, &mut self.proxies));
         translation.merge(frontends::ingress::translate_cached(snapshot, &options.ingress, &mut self.ingresses));
+        // The default fleet always exists, empty or not, as upstream's single configuration does:
+        // its Envoys get their stats and admin listeners (and so turn ready) before any route.
+        translation.merge(frontends::Translation {
+            ir: ir::Ir {
+                fleets: vec![ir::Fleet {
+                    id: ir::DEFAULT_FLEET.into(),
+                    address: None,
+                    origin: None,
+                    listeners: Vec::new(),
+                }],
+            },
+            diagnostics: Vec::new(),
+        });
         let translate = clock.elapsed();
         let attached = frontends::gateway_api::status::attached_routes(&translation.ir);
         let dag = dag::build_cached(&translation.ir, snapshot, translation.diagnostics, &mut self.dag);

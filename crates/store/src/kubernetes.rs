@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::stream::{BoxStream, SelectAll};
 use futures::{FutureExt, StreamExt};
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use objects::types::*;
@@ -61,6 +61,10 @@ trait Watched: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Deb
     fn config() -> watcher::Config {
         watcher::Config::default().any_semantic()
     }
+    /// Older API versions to read the kind through when the API server does not serve ours:
+    /// upstream Contour's own CRD bundle (Gateway API 1.3) serves ReferenceGrant as v1beta1
+    /// only and TLSRoute as v1alpha2. Their schemas are the same as far as we read them.
+    const OLDER_VERSIONS: &'static [&'static str] = &[];
 }
 
 macro_rules! scoped_api {
@@ -81,10 +85,14 @@ macro_rules! scoped_api {
 
 macro_rules! watched {
     ($ty:ty, $kind:ident, $name:literal, $namespaced:tt, $variant:ident) => {
+        watched!($ty, $kind, $name, $namespaced, $variant, []);
+    };
+    ($ty:ty, $kind:ident, $name:literal, $namespaced:tt, $variant:ident, [$($older:literal),*]) => {
         impl Watched for $ty {
             const KIND: Kind = Kind::$kind;
             const NAME: &'static str = $name;
             const NAMESPACED: bool = $namespaced;
+            const OLDER_VERSIONS: &'static [&'static str] = &[$($older),*];
             fn into_object(mut self, _cx: &Context) -> Option<Object> {
                 trim(&mut self.metadata);
                 self.status = None;
@@ -98,11 +106,11 @@ macro_rules! watched {
 watched!(GatewayClass, GatewayClass, "GatewayClass", false, GatewayClass);
 watched!(Gateway, Gateway, "Gateway", true, Gateway);
 watched!(HTTPRoute, HttpRoute, "HTTPRoute", true, HttpRoute);
-watched!(TLSRoute, TlsRoute, "TLSRoute", true, TlsRoute);
+watched!(TLSRoute, TlsRoute, "TLSRoute", true, TlsRoute, ["v1alpha3", "v1alpha2"]);
 watched!(TCPRoute, TcpRoute, "TCPRoute", true, TcpRoute);
 watched!(UDPRoute, UdpRoute, "UDPRoute", true, UdpRoute);
 watched!(GRPCRoute, GrpcRoute, "GRPCRoute", true, GrpcRoute);
-watched!(BackendTLSPolicy, BackendTlsPolicy, "BackendTLSPolicy", true, BackendTlsPolicy);
+watched!(BackendTLSPolicy, BackendTlsPolicy, "BackendTLSPolicy", true, BackendTlsPolicy, ["v1alpha3"]);
 watched!(Ingress, Ingress, "Ingress", true, Ingress);
 watched!(HTTPProxy, HttpProxy, "HTTPProxy", true, HttpProxy);
 watched!(ExtensionService, ExtensionService, "ExtensionService", true, ExtensionService);
@@ -139,6 +147,7 @@ watched!(Namespace, Namespace, "Namespace", false, Namespace);
 
 impl Watched for ReferenceGrant {
     scoped_api!(true);
+    const OLDER_VERSIONS: &'static [&'static str] = &["v1beta1"];
     const KIND: Kind = Kind::ReferenceGrant;
     const NAME: &'static str = "ReferenceGrant";
     const NAMESPACED: bool = true;
@@ -204,6 +213,25 @@ impl Watched for Secret {
         let selector = IGNORED_SECRET_TYPES.map(|t| format!("type!={t}")).join(",");
         watcher::Config::default().any_semantic().fields(&selector)
     }
+}
+
+/// An event read through an older API version, as the kind's own type; an object that does not
+/// fit the type is dropped with a warning naming it.
+fn typed<K: Watched>(event: Event<DynamicObject>) -> Option<Event<K>> {
+    let convert = |o: DynamicObject| -> Option<K> {
+        let name = ObjectKey::of(&o.metadata);
+        let parsed = serde_json::to_value(&o).and_then(serde_json::from_value::<K>);
+        parsed
+            .map_err(|e| warn!(kind = K::NAME, object = %name, error = %e, "unreadable at this version; ignored"))
+            .ok()
+    };
+    Some(match event {
+        Event::Init => Event::Init,
+        Event::InitApply(o) => Event::InitApply(convert(o)?),
+        Event::InitDone => Event::InitDone,
+        Event::Apply(o) => Event::Apply(convert(o)?),
+        Event::Delete(o) => Event::Delete(convert(o)?),
+    })
 }
 
 /// Drops what never changes the output but changes on every write.
@@ -297,6 +325,28 @@ impl KubernetesSource {
         Ok(())
     }
 
+    /// The first of the kind's older versions the API server serves.
+    async fn older_version<K: Watched>(&self, namespace: Option<&str>) -> Result<Option<ApiResource>, Error> {
+        let base = ApiResource::erase::<K>(&());
+        for version in K::OLDER_VERSIONS {
+            let resource = ApiResource {
+                version: version.to_string(),
+                api_version: format!("{}/{version}", base.group),
+                ..base.clone()
+            };
+            let api: Api<DynamicObject> = match namespace {
+                Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+                None => Api::all_with(self.client.clone(), &resource),
+            };
+            match api.list_metadata(&ListParams::default().limit(1)).await {
+                Ok(_) => return Ok(Some(resource)),
+                Err(kube::Error::Api(e)) if e.code == 404 => continue,
+                Err(source) => return Err(Error::Discovery { kind: K::NAME, source }),
+            }
+        }
+        Ok(None)
+    }
+
     async fn add<K: Watched>(
         &self,
         streams: &mut SelectAll<Stream>,
@@ -312,19 +362,46 @@ impl KubernetesSource {
             vec![(K::api(self.client.clone(), None), None)]
         };
         for (api, scope) in apis {
-            match api.list_metadata(&ListParams::default().limit(1)).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => {
-                    info!(kind = K::NAME, "not served by the API server (CRD absent?); not watching it");
-                    return Ok(());
-                }
+            let version = match api.list_metadata(&ListParams::default().limit(1)).await {
+                Ok(_) => None,
+                Err(kube::Error::Api(e)) if e.code == 404 => match self.older_version::<K>(scope.as_deref()).await? {
+                    Some(older) => {
+                        info!(
+                            kind = K::NAME,
+                            version = older.version,
+                            "served only at an older version; watching that"
+                        );
+                        Some(older)
+                    }
+                    None => {
+                        info!(kind = K::NAME, "not served by the API server (CRD absent?); not watching it");
+                        return Ok(());
+                    }
+                },
                 Err(source) => return Err(Error::Discovery { kind: K::NAME, source }),
-            }
+            };
             let index = scopes.len();
-            scopes.push((K::KIND, scope));
+            scopes.push((K::KIND, scope.clone()));
             let cx = std::sync::Arc::clone(&self.context);
-            let stream = watcher::watcher(api, K::config())
-                .backoff(WatchBackoff::default())
+            let events: BoxStream<'static, Result<Event<K>, watcher::Error>> = match version {
+                None => watcher::watcher(api, K::config()).backoff(WatchBackoff::default()).boxed(),
+                Some(resource) => {
+                    let api: Api<DynamicObject> = match &scope {
+                        Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+                        None => Api::all_with(self.client.clone(), &resource),
+                    };
+                    watcher::watcher(api, K::config())
+                        .backoff(WatchBackoff::default())
+                        .filter_map(|event| async move {
+                            match event {
+                                Ok(e) => typed::<K>(e).map(Ok),
+                                Err(e) => Some(Err(e)),
+                            }
+                        })
+                        .boxed()
+                }
+            };
+            let stream = events
                 .filter_map(move |event| {
                     let cx = std::sync::Arc::clone(&cx);
                     async move {

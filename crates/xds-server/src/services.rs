@@ -41,10 +41,34 @@ type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 pub async fn serve(
     server: XdsServer,
     listener: tokio::net::TcpListener,
-    shutdown: impl std::future::Future<Output = ()> + Send,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    routes(server).serve_with_incoming_shutdown(incoming, shutdown).await
+    bounded(shutdown, |stop| routes(server).serve_with_incoming_shutdown(incoming, stop)).await
+}
+
+/// How long open xDS streams get to finish after shutdown starts. Envoy never ends its streams
+/// itself, so a graceful stop alone would wait forever; after the grace the connections are
+/// dropped and Envoy reconnects (to another replica, or to this one once it is back).
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Runs `serve` with a shutdown signal, and stops it for good [`SHUTDOWN_GRACE`] after the
+/// signal.
+async fn bounded<F>(
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    serve: impl FnOnce(futures::future::Shared<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>) -> F,
+) -> Result<(), tonic::transport::Error>
+where
+    F: std::future::Future<Output = Result<(), tonic::transport::Error>>,
+{
+    use futures::FutureExt as _;
+    let boxed: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> = Box::pin(shutdown);
+    let stop = boxed.shared();
+    let deadline = stop.clone().then(|()| tokio::time::sleep(SHUTDOWN_GRACE));
+    tokio::select! {
+        result = serve(stop) => result,
+        () = deadline => Ok(()),
+    }
 }
 
 /// [`serve`] with mTLS: TLS 1.3, client certificates verified against the CA bundle, files
@@ -53,10 +77,10 @@ pub async fn serve_tls(
     server: XdsServer,
     listener: tokio::net::TcpListener,
     tls: std::sync::Arc<crate::Reloading>,
-    shutdown: impl std::future::Future<Output = ()> + Send,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
     let incoming = ReceiverStream::new(crate::tls::accept(listener, tls));
-    routes(server).serve_with_incoming_shutdown(incoming, shutdown).await
+    bounded(shutdown, |stop| routes(server).serve_with_incoming_shutdown(incoming, stop)).await
 }
 
 fn routes(server: XdsServer) -> tonic::transport::server::Router {
