@@ -37,14 +37,14 @@ fn is_not_objects(path: &Path) -> bool {
         || std::fs::read_to_string(path).is_ok_and(|t| t.starts_with("# Standalone only"))
 }
 
-fn documents(text: &str) -> Vec<serde_json::Value> {
+pub(crate) fn documents(text: &str) -> Vec<serde_json::Value> {
     serde_yaml::Deserializer::from_str(text)
         .filter_map(|d| <serde_json::Value as serde::Deserialize>::deserialize(d).ok())
         .filter(|v| !v.is_null())
         .collect()
 }
 
-fn read(path: &Path) -> anyhow::Result<String> {
+pub(crate) fn read(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
@@ -121,7 +121,7 @@ async fn every_manifest_is_accepted_by_the_api_server() -> anyhow::Result<()> {
 }
 
 /// Every container of every workload in `text`: (command then args), preStop exec commands too.
-fn command_lines(text: &str) -> Vec<Vec<String>> {
+pub(crate) fn command_lines(text: &str) -> Vec<Vec<String>> {
     let strings = |v: &serde_json::Value| -> Vec<String> {
         v.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_string)).collect()
     };

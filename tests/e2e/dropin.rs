@@ -136,3 +136,68 @@ async fn upstreams_envoy_is_served_and_serve_stops_on_sigterm() -> anyhow::Resul
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+/// Upstream's quickstart manifest (examples/render/contour.yaml of the pinned contour module).
+fn upstream_quickstart() -> anyhow::Result<String> {
+    let dir = std::env::var("CONTOUR_UPSTREAM")
+        .map_err(|_| anyhow::anyhow!("CONTOUR_UPSTREAM is not set: run the tests through hack/test"))?;
+    crate::deploy::read(&std::path::Path::new(&dir).join("examples/render/contour.yaml"))
+}
+
+/// The quickstart manifest with only the image changed: the API server takes every object, and
+/// every command line of every container running our image (preStop hooks too) is one our
+/// `contour` accepts; its contour.yaml loads.
+#[tokio::test]
+async fn upstreams_quickstart_manifest_works_with_only_the_image_changed() -> anyhow::Result<()> {
+    let original = upstream_quickstart()?;
+    let image = regex_free_image(&original).ok_or_else(|| anyhow::anyhow!("no contour image in the manifest"))?;
+    let ours = original.replace(&image, "contour-rs:latest");
+    assert_ne!(ours, original);
+
+    // kubectl, as a user runs it (it reads YAML 1.1: `defaultMode: 0644` is octal).
+    let api = ApiServer::start().await?;
+    let file = api.dir.join("quickstart.yaml");
+    std::fs::write(&file, &ours)?;
+    let kubectl = std::env::var("CONTOUR_KUBECTL")
+        .map_err(|_| anyhow::anyhow!("CONTOUR_KUBECTL is not set: run the tests through hack/test"))?;
+    let run = |args: Vec<String>| {
+        let (kubectl, kubeconfig) = (kubectl.clone(), api.kubeconfig.clone());
+        async move { tokio::process::Command::new(kubectl).arg("--kubeconfig").arg(kubeconfig).args(args).output().await }
+    };
+    let out = run(vec!["create".into(), "namespace".into(), "projectcontour".into()]).await?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let args = ["apply", "--server-side", "--dry-run=server", "-f"].map(String::from);
+    let out = run(args.into_iter().chain([file.display().to_string()]).collect()).await?;
+    assert!(out.status.success(), "the quickstart manifest refused: {}", String::from_utf8_lossy(&out.stderr));
+    let docs = crate::deploy::documents(&ours);
+    let applied = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("(server dry run)")).count();
+    assert_eq!(applied, docs.len(), "every object: {}", String::from_utf8_lossy(&out.stdout));
+
+    let mut checked = 0;
+    for line in crate::deploy::command_lines(&ours) {
+        let Some(first) = line.first() else { continue };
+        if !first.ends_with("contour") {
+            continue;
+        }
+        let args: Vec<String> = line[1..].iter().map(|a| a.replace("$(CONTOUR_NAMESPACE)", "projectcontour")).collect();
+        let out = tokio::process::Command::new(workspace_binary("contour")?).args(&args).arg("--help").output().await?;
+        assert!(out.status.success(), "contour {args:?} refused: {}", String::from_utf8_lossy(&out.stderr));
+        checked += 1;
+    }
+    assert!(checked >= 5, "certgen, serve, bootstrap, shutdown-manager and the shutdown hook: {checked}");
+
+    let config_map =
+        docs.iter().find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == "contour").expect("ConfigMap");
+    let text = config_map["data"]["contour.yaml"].as_str().expect("contour.yaml");
+    config::parse("contour.yaml", text).map_err(|e| anyhow::anyhow!("upstream's contour.yaml: {e}"))?;
+    Ok(())
+}
+
+/// The contour image reference the manifest uses.
+fn regex_free_image(text: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("image: "))
+        .find(|i| i.contains("projectcontour/contour:"))
+        .map(str::to_string)
+}

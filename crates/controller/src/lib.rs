@@ -202,13 +202,20 @@ impl Controller {
         Arc::clone(&self.counters)
     }
 
+    /// Whether `snapshot` differs from the last one applied in EndpointSlices alone.
+    fn only_endpoints_changed(&self, snapshot: &Snapshot) -> bool {
+        self.last
+            .as_ref()
+            .is_some_and(|(previous, _)| previous.changed_kinds(snapshot) == BTreeSet::from([Kind::EndpointSlice]))
+    }
+
     /// Brings the server up to date with a snapshot: EDS only when only EndpointSlices changed,
-    /// a full rebuild otherwise.
-    pub fn apply(&mut self, snapshot: Arc<Snapshot>) {
+    /// a full rebuild otherwise. Returns whether it rebuilt.
+    pub fn apply(&mut self, snapshot: Arc<Snapshot>) -> bool {
         if let Some((previous, dag)) = &self.last {
             let changed = previous.changed_kinds(&snapshot);
             if changed.is_empty() {
-                return;
+                return false;
             }
             if changed == BTreeSet::from([Kind::EndpointSlice]) {
                 for (id, eds) in self.pipeline.endpoints(dag, &snapshot) {
@@ -216,7 +223,7 @@ impl Controller {
                 }
                 self.counters.endpoint_updates.fetch_add(1, Ordering::Relaxed);
                 self.last = self.last.take().map(|(_, dag)| (snapshot, dag));
-                return;
+                return false;
             }
         }
         let started = std::time::Instant::now();
@@ -251,33 +258,58 @@ impl Controller {
         };
         self.published.send_replace(Some(Arc::new(published)));
         self.last = Some((snapshot, dag));
+        true
     }
 
-    /// Waits for the store to sync, builds, marks the server ready, then follows every change
-    /// with the holdoff. Returns when the store is gone.
+    /// Waits for the store to sync, builds, marks the server ready, then follows every change.
+    /// Returns when the store is gone.
+    ///
+    /// - Endpoint churn skips the holdoff: a change of EndpointSlices alone goes to EDS after
+    ///   [`ENDPOINT_COALESCE`], which takes in a burst of slice events. Traffic leaves a dead pod
+    ///   as soon as Envoy hears of it.
+    /// - The first change after a quiet period (no rebuild for `holdoff_max`) rebuilds at once,
+    ///   as upstream does; changes that follow within `holdoff_max` are a burst, rebuilt after
+    ///   `holdoff` of quiet and at most `holdoff_max` after the burst began.
     pub async fn run(mut self, store: Store) {
         let mut rx = store.subscribe();
         store.wait_synced().await;
         self.apply(Arc::clone(&rx.borrow_and_update()));
         self.server.set_ready();
+        let mut last_rebuild = Instant::now();
         while rx.changed().await.is_ok() {
+            if self.only_endpoints_changed(&rx.borrow()) {
+                tokio::time::sleep(ENDPOINT_COALESCE).await;
+                let snapshot = Arc::clone(&rx.borrow_and_update());
+                if self.only_endpoints_changed(&snapshot) {
+                    self.apply(snapshot);
+                    continue;
+                }
+                // Something else changed meanwhile: that needs a rebuild, below.
+            }
             let first = Instant::now();
-            let mut last = first;
-            loop {
-                let deadline = (last + self.options.holdoff).min(first + self.options.holdoff_max);
-                tokio::select! {
-                    changed = rx.changed() => {
-                        if changed.is_err() { return; }
-                        last = Instant::now();
+            if first.duration_since(last_rebuild) < self.options.holdoff_max {
+                let mut last = first;
+                loop {
+                    let deadline = (last + self.options.holdoff).min(first + self.options.holdoff_max);
+                    tokio::select! {
+                        changed = rx.changed() => {
+                            if changed.is_err() { return; }
+                            last = Instant::now();
+                        }
+                        _ = tokio::time::sleep_until(deadline) => break,
                     }
-                    _ = tokio::time::sleep_until(deadline) => break,
                 }
             }
             let snapshot = Arc::clone(&rx.borrow_and_update());
-            self.apply(snapshot);
+            if self.apply(snapshot) {
+                last_rebuild = Instant::now();
+            }
         }
     }
 }
+
+/// How long an EndpointSlice-only change waits for more of its burst before it goes to EDS.
+pub const ENDPOINT_COALESCE: Duration = Duration::from_millis(5);
 
 #[cfg(test)]
 mod tests;

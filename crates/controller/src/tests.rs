@@ -185,3 +185,38 @@ spec: {rules: [{host: b.test, http: {paths: [{path: /, pathType: Prefix, backend
         previous = cached_equals_fresh(&mut pipeline, &previous, yaml, i);
     }
 }
+
+/// Endpoint churn goes to EDS within milliseconds, not after the rebuild holdoff; a change after
+/// a quiet period rebuilds at once.
+#[tokio::test(start_paused = true)]
+async fn endpoints_skip_the_holdoff_and_a_quiet_change_rebuilds_at_once() {
+    let store = Store::new();
+    let c = Controller::new(Options::default(), XdsServer::default());
+    let counters = c.counters();
+    store.replace(snapshot(FIXTURE));
+    store.set_synced();
+    tokio::spawn(c.run(store.clone()));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 1);
+
+    // A burst of three slice changes 1 ms apart: one EDS update, 5 ms after the first.
+    for port in [9001, 9002, 9003] {
+        store.replace(snapshot(&FIXTURE.replace("9000", &port.to_string())));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(4)).await;
+    assert_eq!(counters.endpoint_updates.load(Ordering::Relaxed), 1, "well before the 100 ms holdoff");
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 1, "no rebuild for endpoints");
+
+    // Quiet for longer than the longest holdoff: the next change rebuilds without waiting.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    store.replace(snapshot(&FIXTURE.replace("9000", "9003").replace("port: 80}", "port: 81}")));
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 2, "leading edge");
+    // The next one is part of a burst: it waits for the holdoff.
+    store.replace(snapshot(&FIXTURE.replace("9000", "9003").replace("port: 80}", "port: 82}")));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 2, "debounced");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 3);
+}
