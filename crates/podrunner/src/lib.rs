@@ -5,6 +5,7 @@
 //! binaries that stand in for images become what to run and which files to write first.
 
 mod plan;
+pub mod process;
 
 pub use plan::{
     ContainerPlan, HostPort, Images, Lookup, Mount, PlanError, PodFile, PodPlan, ProbeTiming, Readiness,

@@ -61,11 +61,7 @@ fn main() -> anyhow::Result<()> {
     if std::path::Path::new(&argv0).file_name().is_some_and(|n| n == "coredns") {
         return dns::main();
     }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
+    podrunner::process::init_logs();
     let args = Args::parse();
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(args))
 }
@@ -103,7 +99,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mut running: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     tracing::info!(node = %args.node_name, bridge = %args.bridge, "running pods");
-    let mut stop = std::pin::pin!(shutdown());
+    let mut stop = std::pin::pin!(podrunner::process::shutdown());
     loop {
         let event = tokio::select! {
             _ = &mut stop => break,
@@ -170,12 +166,4 @@ fn reconcile(shared: &Arc<pod::Shared>, running: &mut BTreeMap<String, watch::Se
     let (cancel, cancelled) = watch::channel(false);
     running.insert(uid, cancel);
     tokio::spawn(pod::run(Arc::clone(shared), p, cancelled));
-}
-
-async fn shutdown() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }
