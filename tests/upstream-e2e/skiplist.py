@@ -19,8 +19,13 @@ def entries(path, suite, mode):
             yield e
 
 
+def go_escape(text):
+    """Escapes RE2's metacharacters only (RE2 refuses escaped letters and spaces)."""
+    return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text)
+
+
 def regex(path, suite, mode):
-    return "|".join(re.escape(e["spec"]) for e in entries(path, suite, mode))
+    return "|".join(go_escape(e["spec"]) for e in entries(path, suite, mode))
 
 
 def summary(path, mode, reports):
@@ -28,8 +33,9 @@ def summary(path, mode, reports):
     for report in reports:
         with open(report) as f:
             suites = json.load(f)
+        # Reports are named SUITE-MODE.json by run.
+        name = report.rsplit("/", 1)[-1].rsplit("-", 1)[0]
         for s in suites:
-            name = s["SuitePath"].rstrip("/").split("/")[-1]
             specs = [r for r in s.get("SpecReports") or [] if r.get("LeafNodeType") == "It"]
             count = {"passed": 0, "failed": 0, "skipped": 0, "pending": 0}
             failed = []

@@ -254,6 +254,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             controller_name: args.gateway_controller_name.clone(),
             host_mode: args.gateway_host_mode,
             static_gateway: args.gateway_ref.clone(),
+            envoy_service: Some(objects::ObjectKey::new(&args.envoy_service_namespace, &args.envoy_service_name)),
         },
         httpproxy: frontends::httpproxy::Options {
             class_names: args.ingress_class_name.clone(),

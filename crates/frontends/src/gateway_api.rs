@@ -44,11 +44,19 @@ pub struct Options {
     /// whatever its class's controller, by the default fleet beside HTTPProxy and Ingress, with
     /// listener ports mapped to Envoy's unprivileged ports as upstream does ([`container_port`]).
     pub static_gateway: Option<objects::ObjectKey>,
+    /// The Envoy Service (`--envoy-service-namespace/name`): in static mode its load-balancer
+    /// addresses are the Gateway's, as upstream writes them.
+    pub envoy_service: Option<objects::ObjectKey>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { controller_name: DEFAULT_CONTROLLER_NAME.into(), host_mode: false, static_gateway: None }
+        Self {
+            controller_name: DEFAULT_CONTROLLER_NAME.into(),
+            host_mode: false,
+            static_gateway: None,
+            envoy_service: None,
+        }
     }
 }
 

@@ -131,6 +131,12 @@ fn route(route: &Route) -> r::Route {
             ..Default::default()
         }),
     };
+    let mut action = action;
+    if let (r::route::Action::Route(forward), Some(host)) = (&mut action, host_header(&route.request_headers))
+        && forward.host_rewrite_specifier.is_none()
+    {
+        forward.host_rewrite_specifier = Some(r::route_action::HostRewriteSpecifier::HostRewriteLiteral(host.clone()));
+    }
     r::Route {
         name: format!("{}/{}/{}", route.origin.kind, route.origin.namespace, route.origin.name),
         r#match: Some(route_match(&route.matcher)),
@@ -213,6 +219,7 @@ fn forward(
                 .iter()
                 .map(|b| {
                     let f = b.filters.as_deref().cloned().unwrap_or_default();
+                    let host = f.host_rewrite.clone().or_else(|| host_header(&f.request).cloned());
                     r::weighted_cluster::ClusterWeight {
                         name: name(b),
                         weight: Some(UInt32Value { value: b.weight }),
@@ -220,8 +227,7 @@ fn forward(
                         request_headers_to_remove: f.request.remove,
                         response_headers_to_add: header_options(&f.response),
                         response_headers_to_remove: f.response.remove,
-                        host_rewrite_specifier: f
-                            .host_rewrite
+                        host_rewrite_specifier: host
                             .map(r::weighted_cluster::cluster_weight::HostRewriteSpecifier::HostRewriteLiteral),
                         ..Default::default()
                     }
@@ -415,7 +421,19 @@ fn header_options(m: &ir::HeaderModifier) -> Vec<HeaderValueOption> {
         .iter()
         .map(|h| option(h, header_value_option::HeaderAppendAction::OverwriteIfExistsOrAdd))
         .chain(m.add.iter().map(|h| option(h, header_value_option::HeaderAppendAction::AppendIfExistsOrAdd)))
+        .filter(|o| o.header.as_ref().is_none_or(|h| !is_host(&h.key)))
         .collect()
+}
+
+/// `Host` (or `:authority`), which Envoy refuses among headers to add: setting it is a host
+/// rewrite, as upstream translates a Host header modifier.
+fn is_host(name: &str) -> bool {
+    name.eq_ignore_ascii_case("host") || name == ":authority"
+}
+
+/// The Host a header modifier sets or adds, if any (the last one wins).
+fn host_header(m: &ir::HeaderModifier) -> Option<&String> {
+    m.set.iter().chain(&m.add).filter(|(k, _)| is_host(k)).map(|(_, v)| v).last()
 }
 
 fn string_match(m: &StringMatch, ignore_case: bool) -> StringMatcher {

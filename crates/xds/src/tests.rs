@@ -195,3 +195,27 @@ spec:
     assert_eq!(hcm.forward_client_cert_details, ForwardClientCertDetails::SanitizeSet as i32);
     assert_eq!(hcm.set_current_client_cert_details.unwrap().subject.map(|b| b.value), Some(true));
 }
+
+/// Envoy refuses `host` among headers to add (the whole RouteConfiguration would be NACKed): a
+/// header modifier that sets Host is a host rewrite, as upstream translates it.
+#[test]
+fn a_host_header_modifier_is_a_host_rewrite() {
+    let yaml = FIXTURE.replace(
+        "  hostnames: [admin.example.com]\n  rules: [{backendRefs: [{name: web, port: 80}]}]",
+        "  hostnames: [admin.example.com]\n  rules:\n  - filters: [{type: RequestHeaderModifier, requestHeaderModifier: {add: [{name: Host, value: rewritten.com}, {name: x-a, value: b}]}}]\n    backendRefs: [{name: web, port: 80}]",
+    );
+    let a = compiled(&yaml);
+    let rc: RouteConfiguration =
+        prost::Message::decode(a.of(ResourceType::Route)["http-9090"].body.value.as_slice()).unwrap();
+    let route = &rc.virtual_hosts[0].routes[0];
+    let Some(envoy_types::pb::envoy::config::route::v3::route::Action::Route(action)) = &route.action else { panic!() };
+    assert_eq!(
+        action.host_rewrite_specifier,
+        Some(envoy_types::pb::envoy::config::route::v3::route_action::HostRewriteSpecifier::HostRewriteLiteral(
+            "rewritten.com".into()
+        ))
+    );
+    let added: Vec<_> =
+        route.request_headers_to_add.iter().filter_map(|h| h.header.as_ref()).map(|h| h.key.as_str()).collect();
+    assert_eq!(added, ["x-a"], "no host header op for Envoy to refuse");
+}

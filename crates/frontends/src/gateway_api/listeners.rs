@@ -64,7 +64,7 @@ pub(super) fn translate_gateway(
         }
     }
     if host_mode {
-        address = super::status::addresses(snapshot, key, gateway).iter().find_map(|(_, a)| a.parse().ok());
+        address = super::status::addresses(snapshot, options, key, gateway).iter().find_map(|(_, a)| a.parse().ok());
     }
 
     if let Some(p) = gateway.spec.infrastructure.as_ref().and_then(|i| i.parameters_ref.as_ref()) {

@@ -209,7 +209,7 @@ pub fn compute(
                 conditions,
             });
         }
-        let addresses = addresses(snapshot, key, gateway);
+        let addresses = addresses(snapshot, options, key, gateway);
         let mut conditions = Vec::new();
         if valid_listeners == 0 && !gateway.spec.listeners.is_empty() {
             conditions.push(cond("Accepted", false, "ListenersNotValid", "No listener is valid", generation));
@@ -226,7 +226,9 @@ pub fn compute(
         let unusable = found.iter().find(|d| d.reason == "AddressNotUsable");
         let programmed = if let Some(d) = unusable {
             cond("Programmed", false, "AddressNotUsable", format!("{}: {}", d.field, d.message), generation)
-        } else if addresses.is_empty() {
+        } else if addresses.is_empty() && !(options.static_gateway.is_some() && no_spec_addresses(gateway)) {
+            // A static Gateway that asks for no address is programmed without one, as upstream
+            // does: its Envoy Service may have no load balancer at all.
             cond("Programmed", false, "AddressNotAssigned", "No address assigned to the Gateway yet", generation)
         } else {
             match fleet(&fleet_id) {
@@ -315,18 +317,26 @@ pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
 /// Gateway asks for (standalone and host mode).
 pub(super) fn addresses(
     snapshot: &Snapshot,
+    options: &Options,
     key: &ObjectKey,
     gateway: &objects::types::Gateway,
 ) -> Vec<(&'static str, String)> {
     let start = ObjectKey::new(key.namespace.clone(), "");
-    let from_service: Vec<(&'static str, String)> = snapshot
-        .services
-        .range(start..)
-        .take_while(|(k, _)| k.namespace == key.namespace)
-        .filter(|(_, s)| s.metadata.labels.as_ref().and_then(|l| l.get(GATEWAY_NAME_LABEL)) == Some(&key.name))
-        .flat_map(|(_, s)| {
-            s.status.iter().flat_map(|st| st.load_balancer.iter().flat_map(|lb| lb.ingress.iter().flatten()))
-        })
+    // A static Gateway's addresses are the Envoy Service's; a provisioned one's, its own Service's.
+    let services: Vec<&objects::types::Service> = match (&options.static_gateway, &options.envoy_service) {
+        (Some(_), Some(envoy)) => snapshot.services.get(envoy).map(|s| &**s).into_iter().collect(),
+        (Some(_), None) => Vec::new(),
+        (None, _) => snapshot
+            .services
+            .range(start..)
+            .take_while(|(k, _)| k.namespace == key.namespace)
+            .filter(|(_, s)| s.metadata.labels.as_ref().and_then(|l| l.get(GATEWAY_NAME_LABEL)) == Some(&key.name))
+            .map(|(_, s)| &**s)
+            .collect(),
+    };
+    let from_service: Vec<(&'static str, String)> = services
+        .into_iter()
+        .flat_map(|s| s.status.iter().flat_map(|st| st.load_balancer.iter().flat_map(|lb| lb.ingress.iter().flatten())))
         .filter_map(|i| match (&i.ip, &i.hostname) {
             (Some(ip), _) => Some(("IPAddress", ip.clone())),
             (None, Some(host)) => Some(("Hostname", host.clone())),
@@ -346,6 +356,10 @@ pub(super) fn addresses(
         .filter(|v| v.parse::<std::net::IpAddr>().is_ok())
         .map(|v| ("IPAddress", v))
         .collect()
+}
+
+fn no_spec_addresses(gateway: &objects::types::Gateway) -> bool {
+    gateway.spec.addresses.as_ref().is_none_or(Vec::is_empty)
 }
 
 /// Routes attached per `(fleet, listener)`, from the IR.

@@ -481,6 +481,24 @@ spec:
     let gateways: Vec<_> = set.gateways.iter().map(|g| g.key.name.as_str()).collect();
     assert_eq!(gateways, ["foreign"], "status for the static Gateway only");
     assert_eq!(set.gateways[0].listeners[0].attached_routes, 1);
+    let programmed = set.gateways[0].conditions.iter().find(|c| c.type_ == "Programmed").expect("Programmed");
+    assert!(programmed.status, "no address asked for, none needed: {programmed:?}");
+
+    // Its addresses are the Envoy Service's load balancer's.
+    let with_service = format!(
+        "{yaml}{}",
+        r#"
+---
+apiVersion: v1
+kind: Service
+metadata: {name: envoy, namespace: projectcontour}
+spec: {ports: [{port: 80}]}
+status: {loadBalancer: {ingress: [{ip: 10.0.0.7}]}}
+"#
+    );
+    let envoy = Options { envoy_service: Some(objects::ObjectKey::new("projectcontour", "envoy")), ..options.clone() };
+    let (_, set) = translate_with_status(&with_service, &envoy);
+    assert_eq!(set.gateways[0].addresses, [("IPAddress", "10.0.0.7".to_string())]);
 
     let missing = Options { static_gateway: Some(objects::ObjectKey::new("infra", "absent")), ..Options::default() };
     assert!(translate(&snapshot(BASE), &missing).ir.fleets.is_empty());
