@@ -433,7 +433,7 @@ fn is_host(name: &str) -> bool {
 
 /// The Host a header modifier sets or adds, if any (the last one wins).
 fn host_header(m: &ir::HeaderModifier) -> Option<&String> {
-    m.set.iter().chain(&m.add).filter(|(k, _)| is_host(k)).map(|(_, v)| v).last()
+    m.set.iter().chain(&m.add).filter(|(k, _)| is_host(k)).map(|(_, v)| v).next_back()
 }
 
 fn string_match(m: &StringMatch, ignore_case: bool) -> StringMatcher {
