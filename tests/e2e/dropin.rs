@@ -201,3 +201,54 @@ fn regex_free_image(text: &str) -> Option<String> {
         .find(|i| i.contains("projectcontour/contour:"))
         .map(str::to_string)
 }
+
+/// `contour cli lds` watches a controller's listeners as upstream's debug client does: the
+/// default fleet's stats listener is printed, and the response is ACKed.
+#[tokio::test]
+async fn contour_cli_prints_the_default_fleets_listeners() -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("contour-cli-{}-{}", std::process::id(), testkit::free_port()));
+    std::fs::create_dir_all(&dir)?;
+    let (xds, metrics) = (testkit::free_port(), testkit::free_port());
+    let _serve = tokio::process::Command::new(workspace_binary("contour-serve")?)
+        .arg(format!("--from-dir={}", dir.display()))
+        .args([
+            "--insecure",
+            &format!("--xds-port={xds}"),
+            "--http-address=127.0.0.1",
+            &format!("--http-port={metrics}"),
+        ])
+        .args(["--health-address=127.0.0.1", &format!("--health-port={metrics}")])
+        .args([&format!("--debug-http-port={}", testkit::free_port())])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    // The client watches until it is stopped: read what it prints until the listener and the
+    // ACK show up, or give up after 20 s (it retries connecting while the controller starts).
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !(seen.contains("stats-health") && seen.contains("sending ACK")) && tokio::time::Instant::now() < deadline {
+        let mut cli = tokio::process::Command::new(workspace_binary("contour")?)
+            .args(["cli", "lds", "--contour", &format!("127.0.0.1:{xds}")])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()?;
+        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(cli.stdout.take().expect("piped")));
+        let read = async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                seen.push_str(&line);
+                seen.push('\n');
+                if seen.contains("stats-health") && seen.contains("sending ACK") {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), read).await;
+        let _ = cli.start_kill();
+    }
+    assert!(seen.contains("stats-health"), "the stats listener printed: {seen}");
+    assert!(seen.contains("sending ACK"), "the response ACKed: {seen}");
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

@@ -29,6 +29,7 @@ Commands (each runs one of the contour-rs binaries beside this one):
   envoy shutdown-manager   the Envoy pod's drain sidecar (contour-shutdown-manager serve)
   envoy shutdown           drain Envoy, run as a preStop hook (contour-shutdown-manager shutdown)
   gateway-provisioner      the GatewayClass provisioner (contour-provisioner)
+  cli {cds|eds|lds|rds|sds} [names]   watch xDS resources on a controller (contour-cli)
   version                  build information
 ";
 
@@ -82,11 +83,7 @@ pub fn dispatch(args: &[OsString]) -> Dispatch {
         },
         "version" => Dispatch::Print(version()),
         "help" | "--help" | "-h" => Dispatch::Print(USAGE.into()),
-        "cli" => Dispatch::Usage(
-            "contour cli (the xDS debug client) is not available in contour-rs yet; \
-             the controller's /debug endpoints on --debug-http-address show its state"
-                .into(),
-        ),
+        "cli" => run("contour-cli", tail()),
         other => Dispatch::Usage(format!("unknown command {other:?}")),
     }
 }
@@ -165,6 +162,6 @@ mod tests {
         assert!(matches!(run(""), Dispatch::Usage(_)));
         assert!(matches!(run("serv"), Dispatch::Usage(m) if m.contains("serv")));
         assert!(matches!(run("envoy drain"), Dispatch::Usage(m) if m.contains("drain")));
-        assert!(matches!(run("cli lds"), Dispatch::Usage(m) if m.contains("not available")));
+        assert_eq!(run("cli lds --contour 127.0.0.1:8001"), exec("contour-cli", "lds --contour 127.0.0.1:8001"));
     }
 }
