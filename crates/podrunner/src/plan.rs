@@ -385,7 +385,8 @@ fn environment(
     lookup: &dyn Lookup,
     field: &str,
 ) -> Result<Vec<(String, String)>, PlanError> {
-    let mut env: Vec<(String, String)> = Vec::new();
+    // The container runtime's own: the pod's hostname (its own UTS namespace has it too).
+    let mut env: Vec<(String, String)> = vec![("HOSTNAME".into(), hostname(pod))];
     let set = |env: &mut Vec<(String, String)>, name: String, value: String| {
         env.retain(|(k, _)| *k != name);
         env.push((name, value));
@@ -420,6 +421,18 @@ fn environment(
         }
     }
     Ok(env)
+}
+
+/// The pod's hostname: `spec.hostname`, else its name (at most 63 characters, as the kubelet
+/// cuts it).
+fn hostname(pod: &Pod) -> String {
+    let name = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.hostname.clone())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| pod.metadata.name.clone().unwrap_or_default());
+    name.chars().take(63).collect::<String>().trim_end_matches(['-', '.']).to_string()
 }
 
 /// One variable's value; `None` when an optional reference is absent.

@@ -83,6 +83,7 @@ fn a_backend_pod_runs_with_its_environment_and_its_secret_as_files() {
     let c = &plan.containers[0];
     assert_eq!(c.program, Path::new("/cache/echo-basic"));
     assert_eq!(env(c, "POD_NAME"), Some("tls-backend-7d9c"));
+    assert_eq!(env(c, "HOSTNAME"), Some("tls-backend-7d9c"), "the runtime's variable: the pod's hostname");
     assert_eq!(env(c, "NAMESPACE"), Some("gateway-conformance-infra"));
     assert_eq!(env(c, "POD_IP"), Some("10.244.0.7"));
     assert_eq!(env(c, "APP"), Some("tls-backend"));

@@ -213,7 +213,8 @@ fn logs_api(client: &kube::Client, namespace: &str) -> kube::Api<DynamicObject> 
 /// slave to the host's, and binds /etc/netns/NAME/resolv.conf over /etc/resolv.conf): bind each
 /// volume at its mount path, then exec the program. A missing mount point is created empty on
 /// the host (which sees nothing of the binds) and listed in $CREATED, for the runner to remove
-/// when it stops. Arguments: SOURCE TARGET rw|ro ... -- PROGRAM ARGS.
+/// when it stops. The container has a UTS namespace of its own named after the pod ($HOSTNAME).
+/// Arguments: SOURCE TARGET rw|ro ... -- PROGRAM ARGS.
 const ENTER: &str = r#"set -e
 point() {
   missing="" d="$1"
@@ -232,6 +233,7 @@ while [ "$1" != -- ]; do
   if [ "$mode" = ro ]; then mount -o remount,bind,ro "$dst"; fi
 done
 shift
+hostname "$HOSTNAME"
 exec "$@""#;
 
 /// Starts one container in the pod's network namespace and its own mount namespace; its output
@@ -249,7 +251,7 @@ fn spawn(
         binds.push(if m.read_only { "ro" } else { "rw" }.to_string());
     }
     let mut child = Command::new("ip")
-        .args(["netns", "exec", netns, "sh", "-c", ENTER, "sh"])
+        .args(["netns", "exec", netns, "unshare", "--uts", "sh", "-c", ENTER, "sh"])
         .args(&binds)
         .arg("--")
         .arg(&c.program)
