@@ -494,3 +494,31 @@ async fn health_checks_go_to_the_health_port() -> anyhow::Result<()> {
     assert!(sick.hits.load(std::sync::atomic::Ordering::SeqCst) > 0, "health checks reached the health port");
     h.assert_no_nacks().await
 }
+
+/// When every endpoint fails its health checks the route answers 503, as upstream's clusters do
+/// (no panic mode that would send traffic to the failing endpoints anyway).
+#[tokio::test]
+async fn a_route_whose_only_endpoint_fails_its_health_check_answers_503() -> anyhow::Result<()> {
+    let alpha = Backend::start("alpha").await?;
+    let sick = Backend::start_flaky("sick", usize::MAX).await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: pool, namespace: default}\nspec: {ports: [{name: http, port: 80}, {name: health, port: 81}]}\n".to_string(),
+        format!(
+            "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: pool-a, namespace: default, labels: {{kubernetes.io/service-name: pool}}}}\naddressType: IPv4\nports: [{{name: http, port: {}}}, {{name: health, port: {}}}]\nendpoints: [{{addresses: [127.0.0.1]}}]\n",
+            alpha.addr.port(),
+            sick.addr.port()
+        ),
+        proxy(
+            "checked",
+            "  virtualhost: {fqdn: hc.test}
+  routes:
+  - healthCheckPolicy: {path: /healthz, intervalSeconds: 1, timeoutSeconds: 1, unhealthyThresholdCount: 1, healthyThresholdCount: 1}
+    services: [{name: pool, port: 80, healthPort: 81}]",
+        ),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    h.until(http, &Request::get("hc.test", "/"), |r| r.status == 503).await?;
+    h.assert_no_nacks().await
+}

@@ -86,6 +86,12 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
         }),
         circuit_breakers: circuit_breakers(&c.circuit_breakers),
         health_checks: c.policy.health_check.iter().map(health_check).collect(),
+        // As upstream: no panic mode. When every endpoint fails its health checks, requests get
+        // a 503 instead of being sent to the failing endpoints anyway.
+        common_lb_config: Some(cluster::CommonLbConfig {
+            healthy_panic_threshold: Some(Percent { value: 0.0 }),
+            ..Default::default()
+        }),
         typed_extension_protocol_options,
         transport_socket: upstream_tls(c),
         ..Default::default()
