@@ -93,32 +93,8 @@ async fn a_kubeconfig_with_an_x509_v1_client_certificate_is_accepted() -> anyhow
 /// (upstream's e2e framework allows a minute; a graceful wait would never end).
 #[tokio::test]
 async fn upstreams_envoy_is_served_and_serve_stops_on_sigterm() -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!("contour-dropin-{}-{}", std::process::id(), testkit::free_port()));
-    std::fs::create_dir_all(&dir)?;
-    let (xds, metrics, debug, stats) =
-        (testkit::free_port(), testkit::free_port(), testkit::free_port(), testkit::free_port());
-    let mut serve = tokio::process::Command::new(workspace_binary("contour")?)
-        .arg("serve")
-        .arg(format!("--from-dir={}", dir.display()))
-        .args([
-            "--insecure",
-            &format!("--xds-port={xds}"),
-            "--http-address=127.0.0.1",
-            &format!("--http-port={metrics}"),
-        ])
-        .args([
-            "--health-address=127.0.0.1",
-            &format!("--health-port={metrics}"),
-            &format!("--debug-http-port={debug}"),
-        ])
-        .args(["--stats-address=127.0.0.1", &format!("--stats-port={stats}")])
-        .args([&format!("--envoy-service-http-port={}", testkit::free_port())])
-        .args([&format!("--envoy-service-https-port={}", testkit::free_port())])
-        .env("CONTOUR_NAMESPACE", "projectcontour")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
+    let mut serve = Serve::start()?;
+    let (xds, stats) = (serve.xds, serve.stats);
     let bootstrap = bootstrap::Bootstrap { xds_port: xds, fleet: "projectcontour".into(), ..Default::default() };
     let _envoy = testkit::Envoy::start(bootstrap).await?;
     let ready = testkit::eventually(std::time::Duration::from_secs(30), || async move {
@@ -129,11 +105,10 @@ async fn upstreams_envoy_is_served_and_serve_stops_on_sigterm() -> anyhow::Resul
     assert!(ready.is_some(), "Envoy of node cluster projectcontour never answered /ready on its stats listener");
 
     let started = std::time::Instant::now();
-    testkit::signal(serve.id().unwrap_or_default(), "TERM")?;
-    let status = tokio::time::timeout(std::time::Duration::from_secs(10), serve.wait()).await;
+    testkit::signal(serve.child.id().unwrap_or_default(), "TERM")?;
+    let status = tokio::time::timeout(std::time::Duration::from_secs(10), serve.child.wait()).await;
     assert!(status.is_ok(), "contour serve still runs 10 s after SIGTERM");
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "stopping took {:?}", started.elapsed());
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -206,23 +181,8 @@ fn regex_free_image(text: &str) -> Option<String> {
 /// default fleet's stats listener is printed, and the response is ACKed.
 #[tokio::test]
 async fn contour_cli_prints_the_default_fleets_listeners() -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!("contour-cli-{}-{}", std::process::id(), testkit::free_port()));
-    std::fs::create_dir_all(&dir)?;
-    let (xds, metrics) = (testkit::free_port(), testkit::free_port());
-    let _serve = tokio::process::Command::new(workspace_binary("contour-serve")?)
-        .arg(format!("--from-dir={}", dir.display()))
-        .args([
-            "--insecure",
-            &format!("--xds-port={xds}"),
-            "--http-address=127.0.0.1",
-            &format!("--http-port={metrics}"),
-        ])
-        .args(["--health-address=127.0.0.1", &format!("--health-port={metrics}")])
-        .args([&format!("--debug-http-port={}", testkit::free_port())])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
+    let serve = Serve::start()?;
+    let xds = serve.xds;
     // The client watches until it is stopped: read what it prints until the listener and the
     // ACK show up, or give up after 20 s (it retries connecting while the controller starts).
     let mut seen = String::new();
@@ -249,6 +209,50 @@ async fn contour_cli_prints_the_default_fleets_listeners() -> anyhow::Result<()>
     }
     assert!(seen.contains("stats-health"), "the stats listener printed: {seen}");
     assert!(seen.contains("sending ACK"), "the response ACKed: {seen}");
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// `contour serve` in standalone mode on an empty directory, every port its own, as upstream's
+/// manifests run it (through the `contour` command, with `CONTOUR_NAMESPACE` set).
+struct Serve {
+    child: tokio::process::Child,
+    xds: u16,
+    stats: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Serve {
+    fn start() -> anyhow::Result<Self> {
+        let port = testkit::free_port;
+        let (xds, metrics, stats) = (port(), port(), port());
+        let dir = std::env::temp_dir().join(format!("contour-dropin-{}-{xds}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let child = tokio::process::Command::new(workspace_binary("contour")?)
+            .arg("serve")
+            .arg(format!("--from-dir={}", dir.display()))
+            .args(["--insecure", &format!("--xds-port={xds}"), "--http-address=127.0.0.1"])
+            .args([
+                &format!("--http-port={metrics}"),
+                "--health-address=127.0.0.1",
+                &format!("--health-port={metrics}"),
+            ])
+            .args([
+                &format!("--debug-http-port={}", port()),
+                "--stats-address=127.0.0.1",
+                &format!("--stats-port={stats}"),
+            ])
+            .args([&format!("--envoy-service-http-port={}", port()), &format!("--envoy-service-https-port={}", port())])
+            .env("CONTOUR_NAMESPACE", "projectcontour")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()?;
+        Ok(Self { child, xds, stats, dir })
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

@@ -461,24 +461,10 @@ async fn health_checks_go_to_the_health_port() -> anyhow::Result<()> {
     let (http, https) = (testkit::free_port(), testkit::free_port());
     // Two slices of one Service: alpha's health port is served by the sick backend, beta checks
     // itself. Only health checks on the health port can tell them apart.
-    let slice = |name: &str, traffic: u16, health: u16| {
-        format!(
-            "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {name}, namespace: default, labels: {{kubernetes.io/service-name: pool}}}}\naddressType: IPv4\nports: [{{name: http, port: {traffic}}}, {{name: health, port: {health}}}]\nendpoints: [{{addresses: [127.0.0.1]}}]\n"
-        )
-    };
-    let yaml = [
-        "---\napiVersion: v1\nkind: Service\nmetadata: {name: pool, namespace: default}\nspec: {ports: [{name: http, port: 80}, {name: health, port: 81}]}\n".to_string(),
-        slice("pool-a", alpha.addr.port(), sick.addr.port()),
-        slice("pool-b", beta.addr.port(), beta.addr.port()),
-        proxy(
-            "checked",
-            "  virtualhost: {fqdn: hc.test}
-  routes:
-  - healthCheckPolicy: {path: /healthz, intervalSeconds: 1, timeoutSeconds: 1, unhealthyThresholdCount: 1, healthyThresholdCount: 1}
-    services: [{name: pool, port: 80, healthPort: 81}]",
-        ),
-    ]
-    .concat();
+    let yaml = health_checked_pool(&[
+        ("pool-a", alpha.addr.port(), sick.addr.port()),
+        ("pool-b", beta.addr.port(), beta.addr.port()),
+    ]);
     let h = Harness::start_default_fleet(&yaml, http, https).await?;
     h.until(http, &Request::get("hc.test", "/"), |r| r.status == 200).await?;
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -502,23 +488,28 @@ async fn a_route_whose_only_endpoint_fails_its_health_check_answers_503() -> any
     let alpha = Backend::start("alpha").await?;
     let sick = Backend::start_flaky("sick", usize::MAX).await?;
     let (http, https) = (testkit::free_port(), testkit::free_port());
-    let yaml = [
-        "---\napiVersion: v1\nkind: Service\nmetadata: {name: pool, namespace: default}\nspec: {ports: [{name: http, port: 80}, {name: health, port: 81}]}\n".to_string(),
-        format!(
-            "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: pool-a, namespace: default, labels: {{kubernetes.io/service-name: pool}}}}\naddressType: IPv4\nports: [{{name: http, port: {}}}, {{name: health, port: {}}}]\nendpoints: [{{addresses: [127.0.0.1]}}]\n",
-            alpha.addr.port(),
-            sick.addr.port()
-        ),
-        proxy(
-            "checked",
-            "  virtualhost: {fqdn: hc.test}
-  routes:
-  - healthCheckPolicy: {path: /healthz, intervalSeconds: 1, timeoutSeconds: 1, unhealthyThresholdCount: 1, healthyThresholdCount: 1}
-    services: [{name: pool, port: 80, healthPort: 81}]",
-        ),
-    ]
-    .concat();
+    let yaml = health_checked_pool(&[("pool-a", alpha.addr.port(), sick.addr.port())]);
     let h = Harness::start_default_fleet(&yaml, http, https).await?;
     h.until(http, &Request::get("hc.test", "/"), |r| r.status == 503).await?;
     h.assert_no_nacks().await
+}
+
+/// Service `pool` (traffic port 80, health port 81) with one EndpointSlice per `(name, traffic
+/// port, health port)` on loopback, behind an HTTPProxy for `hc.test` whose route health-checks
+/// `/healthz` on the health port every second.
+fn health_checked_pool(slices: &[(&str, u16, u16)]) -> String {
+    let mut yaml = "---\napiVersion: v1\nkind: Service\nmetadata: {name: pool, namespace: default}\nspec: {ports: [{name: http, port: 80}, {name: health, port: 81}]}\n".to_string();
+    for (name, traffic, health) in slices {
+        yaml.push_str(&format!(
+            "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {name}, namespace: default, labels: {{kubernetes.io/service-name: pool}}}}\naddressType: IPv4\nports: [{{name: http, port: {traffic}}}, {{name: health, port: {health}}}]\nendpoints: [{{addresses: [127.0.0.1]}}]\n"
+        ));
+    }
+    yaml.push_str(&proxy(
+        "checked",
+        "  virtualhost: {fqdn: hc.test}
+  routes:
+  - healthCheckPolicy: {path: /healthz, intervalSeconds: 1, timeoutSeconds: 1, unhealthyThresholdCount: 1, healthyThresholdCount: 1}
+    services: [{name: pool, port: 80, healthPort: 81}]",
+    ));
+    yaml
 }
