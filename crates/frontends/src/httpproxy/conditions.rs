@@ -109,19 +109,32 @@ pub(super) fn check_query<'a>(conditions: impl IntoIterator<Item = &'a MatchCond
 
 /// The path of a merged chain: path strings concatenated, runs of `/` collapsed. A regex anywhere
 /// makes it a regex; otherwise the last condition decides (an exact path, else a string prefix).
+///
+/// In a regex chain the included prefixes are quoted (a `.` in `/v1.0` is no wildcard) and lose
+/// their trailing `/`, and a child regex after them is grouped (`/team(?:/x|/admin/.*)`), so its
+/// `|` cannot reach outside the delegated prefix, as upstream merges them.
 pub(super) fn merged_path<'a>(conditions: impl IntoIterator<Item = &'a MatchCondition>) -> PathMatch {
+    let conditions: Vec<&MatchCondition> = conditions.into_iter().collect();
+    let regex = conditions.iter().any(|c| set(&c.regex).is_some());
     let mut path = String::new();
-    let (mut regex, mut exact) = (false, false);
+    let mut exact = false;
     for c in conditions {
         exact = false;
         if let Some(p) = set(&c.prefix) {
-            path.push_str(p);
+            if regex {
+                path.push_str(&quote_regex(p.trim_end_matches('/')));
+            } else {
+                path.push_str(p);
+            }
         } else if let Some(p) = set(&c.exact) {
             path.push_str(p);
             exact = true;
         } else if let Some(p) = set(&c.regex) {
-            path.push_str(p);
-            regex = true;
+            if path.is_empty() {
+                path.push_str(p);
+            } else {
+                path.push_str(&format!("(?:{p})"));
+            }
         }
     }
     let mut collapsed = String::with_capacity(path.len());
@@ -136,6 +149,18 @@ pub(super) fn merged_path<'a>(conditions: impl IntoIterator<Item = &'a MatchCond
         (false, false, true) => PathMatch::Exact(collapsed),
         (false, false, false) => PathMatch::StringPrefix(collapsed),
     }
+}
+
+/// `text` as a regex matching itself.
+fn quote_regex(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(ch) {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
 }
 
 /// The IR match of a merged chain (already checked).
@@ -204,4 +229,37 @@ pub(super) fn include_key(block: &[MatchCondition]) -> Option<(PathMatch, Vec<He
     let mut query = m.query;
     query.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
     Some((m.path, headers, query))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(conditions: &[&str]) -> PathMatch {
+        let parsed: Vec<MatchCondition> =
+            conditions.iter().map(|c| serde_json::from_str(c).expect("condition")).collect();
+        merged_path(parsed.iter())
+    }
+
+    /// Upstream's e2e `include-regex-condition` cases: a child regex stays inside its prefix.
+    #[test]
+    fn a_child_regex_is_grouped_under_its_quoted_prefix() {
+        let under = |prefix: &str, regex: &str| {
+            chain(&[&format!(r#"{{"prefix": "{prefix}"}}"#), &format!(r#"{{"regex": "{regex}"}}"#)])
+        };
+        assert_eq!(under("/echo1", "/x|/admin/.*"), PathMatch::Regex("/echo1(?:/x|/admin/.*)".into()));
+        assert_eq!(under("/echo1/", "/us-west-1/.*"), PathMatch::Regex("/echo1(?:/us-west-1/.*)".into()));
+        assert_eq!(under("/v1.0", "/us-west-1/.*"), PathMatch::Regex("/v1\\.0(?:/us-west-1/.*)".into()));
+        // Envoy matches a route regex against the whole path.
+        let matches = |pattern: &PathMatch, path: &str| match pattern {
+            PathMatch::Regex(r) => regex::Regex::new(&format!("^(?:{r})$")).expect("valid").is_match(path),
+            _ => false,
+        };
+        let admin = under("/echo1", "/x|/admin/.*");
+        assert!(matches(&admin, "/echo1/admin/secret") && matches(&admin, "/echo1/x"));
+        assert!(!matches(&admin, "/admin/secret"), "the alternation cannot leave /echo1");
+        assert!(!matches(&under("/v1.0", "/us-west-1/.*"), "/v1X0/us-west-1/test"), "the dot is literal");
+        // Without a regex the chain is a plain string prefix, as before.
+        assert_eq!(chain(&[r#"{"prefix": "/a/"}"#, r#"{"prefix": "/b"}"#]), PathMatch::StringPrefix("/a/b".into()));
+    }
 }
