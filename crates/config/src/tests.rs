@@ -44,7 +44,7 @@ fn errors_name_the_key() {
 fn upstream_generated_files_load() {
     let defaults = r#"
 debug: false
-kubeconfig: /home/user/.kube/config
+kubeconfig: kubeconfig.yaml
 accesslog-format: envoy
 json-fields: ["@timestamp", authority, bytes_received, method, path, grpc_status, grpc_status_number]
 accesslog-level: info

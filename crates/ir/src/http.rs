@@ -62,6 +62,19 @@ pub enum PathMatch {
     Regex(String),
 }
 
+/// `text` as an RE2 pattern matching exactly itself (the metacharacters escaped), for building a
+/// regex around a literal such as a path prefix.
+pub fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A string condition on a header or query parameter value.
 #[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
 pub enum StringMatch {

@@ -11,7 +11,7 @@ mod policy;
 pub use diagnostic::{Diagnostic, Severity};
 pub use http::{
     HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, PathMatch, PathModifier, QueryMatch,
-    Redirect, RequestMirror, StringMatch, UrlRewrite,
+    Redirect, RequestMirror, StringMatch, UrlRewrite, regex_escape,
 };
 pub use policy::{
     BackendOptions, ClusterPolicy, CrossScheme, HashPolicy, HealthCheck, InternalRedirect, LoadBalancer, RetryPolicy,

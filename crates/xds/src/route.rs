@@ -362,7 +362,7 @@ fn prefix_rewrite(
     let prefix = prefix.trim_end_matches('/');
     let replacement = if replacement.len() > 1 { replacement.trim_end_matches('/') } else { replacement };
     if replacement == "/" || replacement.is_empty() {
-        *regex_out = Some(substitute(&format!("^{}/*", regex_escape(prefix)), "/"));
+        *regex_out = Some(substitute(&format!("^{}/*", ir::regex_escape(prefix)), "/"));
     } else {
         *prefix_out = replacement.to_string();
     }
@@ -457,15 +457,4 @@ fn regex(pattern: &str) -> RegexMatcher {
 
 fn substitute(pattern: &str, substitution: &str) -> RegexMatchAndSubstitute {
     RegexMatchAndSubstitute { pattern: Some(regex(pattern)), substitution: substitution.to_string() }
-}
-
-fn regex_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }

@@ -122,7 +122,7 @@ pub(super) fn merged_path<'a>(conditions: impl IntoIterator<Item = &'a MatchCond
         exact = false;
         if let Some(p) = set(&c.prefix) {
             if regex {
-                path.push_str(&quote_regex(p.trim_end_matches('/')));
+                path.push_str(&ir::regex_escape(p.trim_end_matches('/')));
             } else {
                 path.push_str(p);
             }
@@ -149,18 +149,6 @@ pub(super) fn merged_path<'a>(conditions: impl IntoIterator<Item = &'a MatchCond
         (false, false, true) => PathMatch::Exact(collapsed),
         (false, false, false) => PathMatch::StringPrefix(collapsed),
     }
-}
-
-/// `text` as a regex matching itself.
-fn quote_regex(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        if "\\.+*?()|[]{}^$".contains(ch) {
-            out.push('\\');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// The IR match of a merged chain (already checked).
