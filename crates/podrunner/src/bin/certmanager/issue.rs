@@ -42,6 +42,9 @@ pub fn issue(spec: &Value, signer: &Signer) -> anyhow::Result<Bundle> {
     for o in strings(&spec["subject"]["organizations"]) {
         params.distinguished_name.push(DnType::OrganizationName, o);
     }
+    // rcgen keeps one value per attribute type (the last unit named): subjects that differ only
+    // in an earlier unit collide. Issuers are told apart by key identifiers below, as X.509
+    // stacks do, so a certificate from a look-alike CA still fails as "unknown CA".
     for ou in strings(&spec["subject"]["organizationalUnits"]) {
         params.distinguished_name.push(DnType::OrganizationalUnitName, ou);
     }
@@ -85,6 +88,9 @@ pub fn issue(spec: &Value, signer: &Signer) -> anyhow::Result<Bundle> {
     let days = spec["duration"].as_str().and_then(duration_days).unwrap_or(90);
     params.not_before = now - time::Duration::minutes(5);
     params.not_after = now + time::Duration::days(days);
+    // The issuer's key identifier, as Go's x509 (and so cert-manager) writes it: verifiers match
+    // a certificate to its CA by it, not by the subject name alone.
+    params.use_authority_key_identifier_extension = matches!(signer, Signer::Ca { .. });
     let key = KeyPair::generate().context("generating a key")?;
     let (cert, ca) = match signer {
         Signer::SelfSigned => {
@@ -112,4 +118,55 @@ pub fn issue(spec: &Value, signer: &Signer) -> anyhow::Result<Bundle> {
 fn duration_days(text: &str) -> Option<i64> {
     let hours: f64 = text.strip_suffix('h')?.parse().ok()?;
     Some(((hours / 24.0).ceil() as i64).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ca(unit: &str) -> Bundle {
+        let spec = serde_json::json!({
+            "isCA": true, "commonName": "issuer",
+            "subject": {"organizationalUnits": ["io", unit, "testsuite"]},
+        });
+        issue(&spec, &Signer::SelfSigned).unwrap()
+    }
+
+    /// `openssl verify` of `leaf` against `ca`: its output.
+    fn verify(ca: &str, leaf: &str) -> String {
+        static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("certmanager-standin-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ca.pem"), ca).unwrap();
+        std::fs::write(dir.join("leaf.pem"), leaf).unwrap();
+        let out = std::process::Command::new("openssl")
+            .args(["verify", "-CAfile", "ca.pem", "leaf.pem"])
+            .current_dir(&dir)
+            .output()
+            .expect("openssl");
+        let _ = std::fs::remove_dir_all(&dir);
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    }
+
+    /// upstream's client-cert-auth spec: two CAs named alike; a client certificate from the other
+    /// one must fail as an unknown CA, not as a bad signature from the right one.
+    #[test]
+    fn a_look_alike_ca_is_an_unknown_issuer() {
+        let (ours, theirs) = (ca("projectcontour"), ca("notprojectcontour"));
+        let client = |ca: &Bundle| {
+            let spec = serde_json::json!({"commonName": "client", "usages": ["client auth"]});
+            issue(&spec, &Signer::Ca { cert: ca.cert.clone(), key: ca.key.clone() }).unwrap()
+        };
+        assert!(verify(&ours.cert, &client(&ours).cert).contains("leaf.pem: OK"));
+        let foreign = verify(&ours.cert, &client(&theirs).cert);
+        assert!(foreign.contains("unable to get local issuer certificate"), "{foreign}");
+    }
+
+    #[test]
+    fn go_durations_round_up_to_days() {
+        assert_eq!(duration_days("2160h"), Some(90));
+        assert_eq!(duration_days("1h"), Some(1));
+        assert_eq!(duration_days("soon"), None);
+    }
 }
