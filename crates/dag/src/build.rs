@@ -351,11 +351,30 @@ impl Builder<'_> {
                 diagnostics.extend(p.diagnostics.iter().cloned());
             }
             let clusters: Arc<[Cluster]> = clusters.into_values().cloned().collect();
+            let conflicts = crate::conflict::conflicting_rules(&routes);
+            let dropped: FxHashSet<(usize, usize)> = conflicts.iter().map(|c| c.rule).collect();
+            for c in &conflicts {
+                let (route, kept) = (routes[c.rule.0], routes[c.kept.0]);
+                diagnostics.push(Diagnostic {
+                    origin: Origin::clone(&route.origin),
+                    severity: Severity::Error,
+                    condition: "",
+                    field: format!("spec.rules[{}]", c.rule.1),
+                    reason: ir::RULE_MATCH_CONFLICT,
+                    message: format!(
+                        "dropped from host {:?}: a match repeats one of {} {}/{} spec.rules[{}], which takes precedence",
+                        key.1, kept.origin.kind, kept.origin.namespace, kept.origin.name, c.kept.1
+                    ),
+                });
+            }
             let diagnostics: Arc<[Diagnostic]> = diagnostics.into();
             // Precedence as a plain key; ties fall back to member order (namespace/name), rule, match.
             let mut entries = Vec::new();
             for (i, (route, p)) in routes.iter().zip(&parts).enumerate() {
                 for (r, rule) in route.rules.iter().enumerate() {
+                    if dropped.contains(&(i, r)) {
+                        continue;
+                    }
                     for (m, matcher) in rule.matches.iter().enumerate() {
                         let built = self.for_listener(route, &p.routes[r][m]);
                         entries.push((precedence_key(matcher, route.created, i, r, m), built));

@@ -5,6 +5,7 @@
 //! diagnostic naming the object and field; the rest keeps working.
 
 mod build;
+mod conflict;
 mod dot;
 mod endpoints;
 mod order;

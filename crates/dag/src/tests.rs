@@ -269,3 +269,109 @@ spec:
     // abc.foo.example.com belongs to the narrow listener: the wide listener's route does not get it.
     assert_eq!(hosts, [("*.example.com", vec!["wide"]), ("*.foo.example.com", vec!["narrow"])]);
 }
+
+/// Upstream's rule conflicts: a rule whose match repeats an older rule's on the same host is
+/// dropped; its route is not accepted when every rule is dropped, partly invalid when some are.
+#[test]
+fn rules_repeating_an_older_match_are_dropped_and_reported() {
+    let route = |name: &str, created: &str, hosts: &str, rules: &str| {
+        format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: {name}, namespace: default, creationTimestamp: \"{created}\"}}\nspec:\n  parentRefs: [{{name: gw}}]\n  hostnames: [{hosts}]\n  rules:\n{rules}"
+        )
+    };
+    let rule = |query: &str, backend: &str| {
+        format!("  - matches: [{{queryParams: [{query}]}}]\n    backendRefs: [{{name: {backend}, port: 80}}]\n")
+    };
+    let (whale, dolphin) = ("{name: animal, value: whale}", "{name: animal, value: dolphin}");
+    let other = "{name: b, value: '2'}, {name: a, value: '1'}";
+    let yaml = [
+        format!("{CLASS}---\n{}", "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: default}\nspec:\n  gatewayClassName: contour\n  listeners: [{name: http, port: 80, protocol: HTTP}]\n"),
+        route("first", "2026-01-01T00:00:00Z", "a.example.com", &(rule(whale, "one") + &rule(dolphin, "two"))),
+        // Newer, every rule repeats one of "first": not accepted.
+        route("all", "2026-01-02T00:00:00Z", "a.example.com", &rule(whale, "three")),
+        // Newer, one rule repeats: partly invalid; its other rule is new and kept.
+        route("some", "2026-01-03T00:00:00Z", "a.example.com", &(rule(dolphin, "three") + &rule(other, "three"))),
+        // Same match, another host: no conflict.
+        route("elsewhere", "2026-01-04T00:00:00Z", "b.example.com", &rule(whale, "three")),
+        // A rule repeating an earlier rule of the same route, conditions reordered.
+        route("itself", "2026-01-05T00:00:00Z", "c.example.com", &(rule(other, "one") + &rule("{name: a, value: '1'}, {name: b, value: '2'}", "two"))),
+    ]
+    .concat();
+    let s = snapshot(&yaml);
+    let t = frontends::gateway_api::translate(&s, &Default::default());
+    let dag = build(&t.ir, &s, t.diagnostics);
+    let ListenerKind::Http(table) = &dag.fleets["default/gw"].listeners[0].kind else { panic!("http") };
+    // Each served route as "route?name=value&...".
+    let served = |host: &str| -> Vec<String> {
+        let vhost = table.virtual_hosts.iter().find(|v| v.hostname == host).expect(host);
+        let mut out: Vec<String> = vhost
+            .routes
+            .iter()
+            .map(|r| {
+                let query: Vec<String> = r
+                    .matcher
+                    .query
+                    .iter()
+                    .map(|q| match &q.value {
+                        ir::StringMatch::Exact(v) => format!("{}={v}", q.name),
+                        other => format!("{}{other:?}", q.name),
+                    })
+                    .collect();
+                format!("{}?{}", r.origin.name, query.join("&"))
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    assert_eq!(served("a.example.com"), ["first?animal=dolphin", "first?animal=whale", "some?b=2&a=1"]);
+    assert_eq!(served("b.example.com"), ["elsewhere?animal=whale"]);
+    assert_eq!(served("c.example.com"), ["itself?b=2&a=1"]);
+    let dropped: Vec<(&str, &str)> = dag
+        .diagnostics
+        .iter()
+        .filter(|d| d.reason == ir::RULE_MATCH_CONFLICT)
+        .map(|d| (d.origin.name.as_str(), d.field.as_str()))
+        .collect();
+    assert_eq!(dropped.len(), 3, "{dropped:?}");
+    for expected in [("all", "spec.rules[0]"), ("some", "spec.rules[0]"), ("itself", "spec.rules[1]")] {
+        assert!(dropped.contains(&expected), "{expected:?} in {dropped:?}");
+    }
+
+    let set = frontends::gateway_api::status::compute(
+        &s,
+        &Default::default(),
+        &dag.diagnostics,
+        &frontends::gateway_api::status::attached_routes(&t.ir),
+        |_| frontends::gateway_api::status::FleetState::Programmed,
+    );
+    let conditions = |name: &str| -> Vec<(String, bool, String, String)> {
+        let route = set.routes.iter().find(|r| r.key.name == name).expect(name);
+        route.parents[0]
+            .conditions
+            .iter()
+            .map(|c| (c.type_.to_string(), c.status, c.reason.to_string(), c.message.clone()))
+            .collect()
+    };
+    let all = conditions("all");
+    assert_eq!(
+        all[0],
+        (
+            "Accepted".into(),
+            false,
+            "RuleMatchConflict".into(),
+            "HTTPRoute's Match has conflict with other HTTPRoute's Match".into()
+        )
+    );
+    assert!(!all.iter().any(|c| c.0 == "PartiallyInvalid"), "{all:?}");
+    let some = conditions("some");
+    assert_eq!((some[0].0.as_str(), some[0].1), ("Accepted", true));
+    assert!(some.contains(&(
+        "PartiallyInvalid".into(),
+        true,
+        "RuleMatchPartiallyConflict".into(),
+        "Dropped Rule: some of HTTPRoute's rule(s) has(ve) been dropped because of conflict against other HTTPRoute's rule(s)".into()
+    )));
+    for fine in ["first", "elsewhere"] {
+        assert_eq!(conditions(fine).len(), 2, "{fine}: Accepted and ResolvedRefs only");
+    }
+}

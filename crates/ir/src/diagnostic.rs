@@ -2,6 +2,10 @@
 
 use crate::Origin;
 
+/// The reason of a Gateway API rule dropped because a match of it repeats an older rule's on
+/// the same virtual host (upstream Contour's): the DAG finds it, the route status reports it.
+pub const RULE_MATCH_CONFLICT: &str = "RuleMatchConflict";
+
 /// How bad a problem is.
 #[derive(Debug, serde::Serialize, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {

@@ -8,7 +8,7 @@ pub mod hostname;
 mod http;
 mod policy;
 
-pub use diagnostic::{Diagnostic, Severity};
+pub use diagnostic::{Diagnostic, RULE_MATCH_CONFLICT, Severity};
 pub use http::{
     HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, PathMatch, PathModifier, QueryMatch,
     Redirect, RequestMirror, StringMatch, UrlRewrite, regex_escape,

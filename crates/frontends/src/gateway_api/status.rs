@@ -2,9 +2,9 @@
 //! computed from the objects and from what the pipeline found (diagnostics, attachments, and
 //! whether the fleet's Envoys accepted the configuration). Pure; the writer lives elsewhere.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use ir::Diagnostic;
+use ir::{Diagnostic, RULE_MATCH_CONFLICT};
 use objects::{ObjectKey, Snapshot};
 
 use super::{GROUP, Options, ParentRef};
@@ -259,14 +259,25 @@ pub fn compute(
     let is_ours = |p: &ParentRef| {
         p.group == GROUP && p.kind == "Gateway" && ours.iter().any(|k| k.namespace == p.namespace && k.name == p.name)
     };
-    let http =
-        snapshot.http_routes.iter().map(|(k, r)| ("HTTPRoute", k, &r.metadata, super::http_route::parent_refs(r)));
-    let grpc =
-        snapshot.grpc_routes.iter().map(|(k, r)| ("GRPCRoute", k, &r.metadata, super::grpc_route::parent_refs(r)));
-    let tls = snapshot.tls_routes.iter().map(|(k, r)| ("TLSRoute", k, &r.metadata, super::tls_route::parent_refs(r)));
-    for (kind, key, meta, parents) in http.chain(grpc).chain(tls) {
+    let rules = |r: Option<usize>| r.unwrap_or(0);
+    let http = snapshot.http_routes.iter().map(|(k, r)| {
+        let n = rules(r.spec.rules.as_ref().map(Vec::len));
+        ("HTTPRoute", k, &r.metadata, super::http_route::parent_refs(r), n)
+    });
+    let grpc = snapshot.grpc_routes.iter().map(|(k, r)| {
+        let n = rules(r.spec.rules.as_ref().map(Vec::len));
+        ("GRPCRoute", k, &r.metadata, super::grpc_route::parent_refs(r), n)
+    });
+    let tls =
+        snapshot.tls_routes.iter().map(|(k, r)| ("TLSRoute", k, &r.metadata, super::tls_route::parent_refs(r), 0));
+    for (kind, key, meta, parents, rule_count) in http.chain(grpc).chain(tls) {
         let generation = meta.generation.unwrap_or(0);
         let found = by_object.get(&(kind, key.namespace.as_str(), key.name.as_str())).unwrap_or(&none);
+        // Rules dropped because their matches repeat an older rule's (the DAG finds them per
+        // virtual host): all of them and the route is not accepted, some and it is partly invalid.
+        let dropped: BTreeSet<&str> =
+            found.iter().filter(|d| d.reason == RULE_MATCH_CONFLICT).map(|d| d.field.as_str()).collect();
+        let all_dropped = rule_count > 0 && dropped.len() >= rule_count;
         let mut entries = Vec::new();
         for (i, parent) in parents.iter().enumerate() {
             if !is_ours(parent) {
@@ -278,6 +289,9 @@ pub fn compute(
                 None => match found.iter().find(|d| d.reason == "UnsupportedValue") {
                     Some(d) => {
                         cond("Accepted", false, "UnsupportedValue", format!("{}: {}", d.field, d.message), generation)
+                    }
+                    None if all_dropped => {
+                        cond("Accepted", false, RULE_MATCH_CONFLICT, conflict_message(kind), generation)
                     }
                     None => cond("Accepted", true, "Accepted", "Accepted by the Gateway", generation),
                 },
@@ -298,7 +312,18 @@ pub fn compute(
                     section_name: parent.section_name.clone(),
                     port: parent.port,
                 },
-                conditions: vec![accepted, resolved],
+                conditions: if dropped.is_empty() || all_dropped {
+                    vec![accepted, resolved]
+                } else {
+                    let partly = cond(
+                        "PartiallyInvalid",
+                        true,
+                        RULE_MATCH_PARTIALLY_CONFLICT,
+                        partial_conflict_message(kind),
+                        generation,
+                    );
+                    vec![accepted, resolved, partly]
+                },
             });
         }
         if !entries.is_empty() {
@@ -307,6 +332,21 @@ pub fn compute(
         }
     }
     out
+}
+
+/// The reason of PartiallyInvalid=True when some rules are dropped, upstream's.
+pub const RULE_MATCH_PARTIALLY_CONFLICT: &str = "RuleMatchPartiallyConflict";
+
+/// Accepted=False's message when every rule is dropped, in upstream's words (tools compare it).
+fn conflict_message(kind: &str) -> String {
+    format!("{kind}'s Match has conflict with other {kind}'s Match")
+}
+
+/// PartiallyInvalid's message, in upstream's words.
+fn partial_conflict_message(kind: &str) -> String {
+    format!(
+        "Dropped Rule: some of {kind}'s rule(s) has(ve) been dropped because of conflict against other {kind}'s rule(s)"
+    )
 }
 
 /// The label the provisioner puts on a Gateway's Service.
