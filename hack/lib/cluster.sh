@@ -128,9 +128,12 @@ EOF
     --authentication-kubeconfig "$KUBECONFIG" --authorization-kubeconfig "$KUBECONFIG" \
     --leader-elect=false --bind-address 127.0.0.1 --secure-port 0 --kube-api-qps 200 --kube-api-burst 400
 
-  log "kwok's Logs CRD"
+  # Logs answer `kubectl logs`; PortForwards (the pod runner keeps one per pod) answer
+  # `kubectl port-forward`.
+  log "kwok's Logs and PortForward CRDs"
   k apply --server-side -f "$KWOK_DIR/crds/kwok.x-k8s.io_logs.yaml" >/dev/null
-  wait_for "the Logs CRD" 60 k get logs.kwok.x-k8s.io -A
+  k apply --server-side -f "$KWOK_DIR/crds/kwok.x-k8s.io_portforwards.yaml" >/dev/null
+  wait_for "the Logs and PortForward CRDs" 60 sh -c "'$KUBECTL' get logs.kwok.x-k8s.io -A && '$KUBECTL' get portforwards.kwok.x-k8s.io -A"
 
   # --- the node -----------------------------------------------------------------------------------
   log "node $NODE: kwok and the pod runner"
@@ -149,7 +152,7 @@ EOF
     --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake --node-ip 127.0.0.1 \
     --node-port "$KWOK_PORT" --server-address "127.0.0.1:$KWOK_PORT" \
     --tls-cert-file "$P/kwok.pem" --tls-private-key-file "$P/kwok-key.pem" \
-    --enable-crds Logs --node-lease-duration-seconds 40 --cidr 10.244.1.0/24
+    --enable-crds Logs,PortForward --node-lease-duration-seconds 40 --cidr 10.244.1.0/24
   local images=()
   for i in "${PODRUNNER_IMAGES[@]}"; do images+=(--image "$i"); done
   start podrunner "$BIN/podrunner" --node-name "$NODE" --state-dir "$WORK/pods" "${images[@]}"

@@ -2,7 +2,8 @@
 //! kubelet towards the API server (node status, pod IPs, `pods/log`); this runs every pod kwok
 //! places on the node as real processes in a network namespace of its own at the pod's IP, on a
 //! bridge it creates, keeps its readiness from its probes, forwards its host ports from
-//! loopback, and answers the pods' DNS queries for cluster names.
+//! loopback, publishes its listening ports for `kubectl port-forward` through kwok, and answers
+//! the pods' DNS queries for cluster names.
 //!
 //! Started as `coredns` (a symlink the runner makes), it is the stand-in for CoreDNS instead: it
 //! answers the Corefile's `whoami` zones and refuses everything else, so nothing is ever
@@ -12,6 +13,7 @@ mod cluster_dns;
 mod dns;
 mod net;
 mod pod;
+mod port_forward;
 mod ports;
 mod probe;
 
@@ -60,6 +62,12 @@ fn main() -> anyhow::Result<()> {
     let argv0 = std::env::args().next().unwrap_or_default();
     if std::path::Path::new(&argv0).file_name().is_some_and(|n| n == "coredns") {
         return dns::main();
+    }
+    // kwok's port-forward command (see port_forward.rs).
+    if let [_, pipe, target] = std::env::args().collect::<Vec<_>>().as_slice()
+        && pipe == "pipe"
+    {
+        return port_forward::pipe(target);
     }
     podrunner::process::init_logs();
     let args = Args::parse();

@@ -1,6 +1,7 @@
 //! One pod's life: files, namespace, init containers to completion, then the containers with
 //! CRI-format logs and a kwok `Logs` object, readiness from their probes for as long as the pod
-//! lives, host ports forwarded from loopback; everything undone when the pod goes.
+//! lives, host ports forwarded from loopback, a kwok `PortForward` object for its listening
+//! ports; everything undone when the pod goes.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -86,11 +87,19 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<b
             Arc::clone(&running.pids),
         ));
         let forwards = crate::ports::forward(&name, running.address, &running.host_ports);
+        let port_forward = tokio::spawn(crate::port_forward::publish(
+            shared.client.clone(),
+            pod.metadata.namespace.clone().unwrap_or_default(),
+            pod.metadata.name.clone().unwrap_or_default(),
+            running.netns.clone(),
+            Arc::clone(&running.pids),
+        ));
         tokio::select! {
             _ = supervise(&name, running) => {}
             _ = cancelled.wait_for(|c| *c) => {}
         }
         probes.abort();
+        port_forward.abort();
         for f in forwards {
             f.abort();
         }
@@ -104,6 +113,12 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<b
     drop(net);
     let logs = logs_api(&shared.client, pod.metadata.namespace.as_deref().unwrap_or_default());
     let _ = logs.delete(pod.metadata.name.as_deref().unwrap_or_default(), &DeleteParams::default()).await;
+    crate::port_forward::remove(
+        &shared.client,
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default(),
+    )
+    .await;
     let _ = tokio::fs::remove_dir_all(&dir).await;
     tracing::info!(pod = %name, "stopped");
 }
