@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::stream::{BoxStream, SelectAll};
 use futures::{FutureExt, StreamExt};
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use objects::types::*;
@@ -33,6 +33,38 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+}
+
+/// What the API server serves, from its discovery documents: the group versions (one request)
+/// and the resources of each group version asked about (one request each, only for group
+/// versions that exist). A kind whose CRD is absent costs no failed request, nor a warning.
+#[derive(Debug, Default)]
+struct Served {
+    group_versions: Option<BTreeSet<String>>,
+    resources: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Served {
+    async fn serves(&mut self, client: &kube::Client, resource: &ApiResource) -> Result<bool, kube::Error> {
+        if !resource.group.is_empty() {
+            if self.group_versions.is_none() {
+                let groups = client.list_api_groups().await?;
+                let all = groups.groups.iter().flat_map(|g| g.versions.iter().map(|v| v.group_version.clone()));
+                self.group_versions = Some(all.collect());
+            }
+            if !self.group_versions.as_ref().is_some_and(|gv| gv.contains(&resource.api_version)) {
+                return Ok(false);
+            }
+        }
+        if !self.resources.contains_key(&resource.api_version) {
+            let list = match resource.group.as_str() {
+                "" => client.list_core_api_resources(&resource.version).await?,
+                _ => client.list_api_group_resources(&resource.api_version).await?,
+            };
+            self.resources.insert(resource.api_version.clone(), list.resources.into_iter().map(|r| r.name).collect());
+        }
+        Ok(self.resources.get(&resource.api_version).is_some_and(|names| names.contains(&resource.plural)))
+    }
 }
 
 /// Watches the cluster and keeps the store current.
@@ -282,25 +314,26 @@ impl KubernetesSource {
     pub async fn run(self, store: Store) -> Result<(), Error> {
         let mut streams: SelectAll<Stream> = SelectAll::new();
         let mut scopes: Vec<(Kind, Option<String>)> = Vec::new();
-        self.add::<GatewayClass>(&mut streams, &mut scopes).await?;
-        self.add::<Gateway>(&mut streams, &mut scopes).await?;
-        self.add::<HTTPRoute>(&mut streams, &mut scopes).await?;
-        self.add::<TLSRoute>(&mut streams, &mut scopes).await?;
-        self.add::<TCPRoute>(&mut streams, &mut scopes).await?;
-        self.add::<UDPRoute>(&mut streams, &mut scopes).await?;
-        self.add::<GRPCRoute>(&mut streams, &mut scopes).await?;
-        self.add::<BackendTLSPolicy>(&mut streams, &mut scopes).await?;
-        self.add::<Ingress>(&mut streams, &mut scopes).await?;
-        self.add::<IngressClass>(&mut streams, &mut scopes).await?;
-        self.add::<HTTPProxy>(&mut streams, &mut scopes).await?;
-        self.add::<ExtensionService>(&mut streams, &mut scopes).await?;
-        self.add::<TLSCertificateDelegation>(&mut streams, &mut scopes).await?;
-        self.add::<ReferenceGrant>(&mut streams, &mut scopes).await?;
-        self.add::<Service>(&mut streams, &mut scopes).await?;
-        self.add::<EndpointSlice>(&mut streams, &mut scopes).await?;
-        self.add::<Secret>(&mut streams, &mut scopes).await?;
-        self.add::<ConfigMap>(&mut streams, &mut scopes).await?;
-        self.add::<Namespace>(&mut streams, &mut scopes).await?;
+        let mut served = Served::default();
+        self.add::<GatewayClass>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<Gateway>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<HTTPRoute>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<TLSRoute>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<TCPRoute>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<UDPRoute>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<GRPCRoute>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<BackendTLSPolicy>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<Ingress>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<IngressClass>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<HTTPProxy>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<ExtensionService>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<TLSCertificateDelegation>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<ReferenceGrant>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<Service>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<EndpointSlice>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<Secret>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<ConfigMap>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<Namespace>(&mut streams, &mut scopes, &mut served).await?;
 
         let mut working = Snapshot::default();
         let mut listing: BTreeMap<usize, Vec<Object>> = BTreeMap::new();
@@ -325,22 +358,23 @@ impl KubernetesSource {
         Ok(())
     }
 
-    /// The first of the kind's older versions the API server serves.
-    async fn older_version<K: Watched>(&self, namespace: Option<&str>) -> Result<Option<ApiResource>, Error> {
+    /// The version of `K` to watch: its own, else the first of its older versions the API server
+    /// serves; `None` when it serves none (its CRD is absent).
+    async fn served_version<K: Watched>(&self, served: &mut Served) -> Result<Option<ApiResource>, Error> {
         let base = ApiResource::erase::<K>(&());
-        for version in K::OLDER_VERSIONS {
+        let versions = std::iter::once(base.version.as_str()).chain(K::OLDER_VERSIONS.iter().copied());
+        for version in versions {
             let resource = ApiResource {
                 version: version.to_string(),
-                api_version: format!("{}/{version}", base.group),
+                api_version: match base.group.as_str() {
+                    "" => version.to_string(),
+                    group => format!("{group}/{version}"),
+                },
                 ..base.clone()
             };
-            let api: Api<DynamicObject> = match namespace {
-                Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
-                None => Api::all_with(self.client.clone(), &resource),
-            };
-            match api.list_metadata(&ListParams::default().limit(1)).await {
-                Ok(_) => return Ok(Some(resource)),
-                Err(kube::Error::Api(e)) if e.code == 404 => continue,
+            match served.serves(&self.client, &resource).await {
+                Ok(true) => return Ok(Some(resource)),
+                Ok(false) => continue,
                 Err(source) => return Err(Error::Discovery { kind: K::NAME, source }),
             }
         }
@@ -351,35 +385,30 @@ impl KubernetesSource {
         &self,
         streams: &mut SelectAll<Stream>,
         scopes: &mut Vec<(Kind, Option<String>)>,
+        served: &mut Served,
     ) -> Result<(), Error> {
         if self.disabled.contains(&K::KIND) {
             info!(kind = K::NAME, "disabled (--disable-feature); not watching it");
             return Ok(());
         }
+        let version = match self.served_version::<K>(served).await? {
+            Some(resource) if resource.version == ApiResource::erase::<K>(&()).version => None,
+            Some(older) => {
+                info!(kind = K::NAME, version = older.version, "served only at an older version; watching that");
+                Some(older)
+            }
+            None => {
+                info!(kind = K::NAME, "not served by the API server (CRD absent?); not watching it");
+                return Ok(());
+            }
+        };
         let apis: Vec<(Api<K>, Option<String>)> = if K::NAMESPACED && !self.namespaces.is_empty() {
             self.namespaces.iter().map(|ns| (K::api(self.client.clone(), Some(ns)), Some(ns.clone()))).collect()
         } else {
             vec![(K::api(self.client.clone(), None), None)]
         };
         for (api, scope) in apis {
-            let version = match api.list_metadata(&ListParams::default().limit(1)).await {
-                Ok(_) => None,
-                Err(kube::Error::Api(e)) if e.code == 404 => match self.older_version::<K>(scope.as_deref()).await? {
-                    Some(older) => {
-                        info!(
-                            kind = K::NAME,
-                            version = older.version,
-                            "served only at an older version; watching that"
-                        );
-                        Some(older)
-                    }
-                    None => {
-                        info!(kind = K::NAME, "not served by the API server (CRD absent?); not watching it");
-                        return Ok(());
-                    }
-                },
-                Err(source) => return Err(Error::Discovery { kind: K::NAME, source }),
-            };
+            let version = version.clone();
             let index = scopes.len();
             scopes.push((K::KIND, scope.clone()));
             let cx = std::sync::Arc::clone(&self.context);
