@@ -1,5 +1,5 @@
 //! Readiness for a pod's whole life, as the kubelet keeps it: each container's probe on its
-//! schedule (`httpGet`, `tcpSocket`; without one, or with a command probe, "a socket is
+//! schedule (retried quickly until its first success) (`httpGet`, `tcpSocket`; without one, or with a command probe, "a socket is
 //! listening"), and the pod's Ready condition and container statuses written whenever the
 //! verdict changes.
 
@@ -58,7 +58,12 @@ pub async fn watch(client: kube::Client, pod: Pod, containers: Vec<ContainerPlan
                 Some(pid) => check(&c.readiness, address, pid).await,
             };
             let t = timing(&c.readiness);
-            state.next = Instant::now() + t.map_or(LISTEN_PERIOD, |t| Duration::from_secs(u64::from(t.period)));
+            let period = t.map_or(LISTEN_PERIOD, |t| Duration::from_secs(u64::from(t.period)));
+            // Until a container is first ready, a failed probe is retried at once rather than a
+            // whole period later (the kubelet waits the period): pods turn Ready as soon as they
+            // serve, and suites do not wait out a period for a server that was still starting.
+            let starting = !state.ready && !ok;
+            state.next = Instant::now() + if starting { period.min(LISTEN_PERIOD) } else { period };
             if ok {
                 state.successes += 1;
                 state.failures = 0;
