@@ -31,10 +31,15 @@ def regex(path, suite, mode):
 def summary(path, mode, reports):
     total_failed = 0
     for report in reports:
-        with open(report) as f:
-            suites = json.load(f)
         # Reports are named SUITE-MODE.json by run.
         name = report.rsplit("/", 1)[-1].rsplit("-", 1)[0]
+        try:
+            with open(report) as f:
+                suites = json.load(f)
+        except (OSError, ValueError):
+            print(f"{name} ({mode}): no report: the suite did not finish (its log: logs/last-{name}-{mode}.log)")
+            total_failed += 1
+            continue
         for s in suites:
             specs = [r for r in s.get("SpecReports") or [] if r.get("LeafNodeType") == "It"]
             count = {"passed": 0, "failed": 0, "skipped": 0, "pending": 0}

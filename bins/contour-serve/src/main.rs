@@ -57,6 +57,9 @@ struct Args {
     /// Ignore `permitInsecure` on HTTPProxy routes (contour.yaml `disablePermitInsecure`).
     #[arg(skip)]
     disable_permit_insecure: bool,
+    /// Keep repeated slashes in request paths (contour.yaml `disableMergeSlashes`).
+    #[arg(skip)]
+    disable_merge_slashes: bool,
     /// The certificate for TLS clients without SNI (contour.yaml `tls.fallback-certificate`).
     #[arg(skip)]
     fallback_certificate: Option<ir::ObjectRef>,
@@ -273,6 +276,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             default_address: args.envoy_service_http_address,
             stats_listener: Some(SocketAddr::new(args.stats_address, args.stats_port)),
             admin_listener: Some(SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), args.envoy_admin_port)),
+            merge_slashes: !args.disable_merge_slashes,
         },
         holdoff: args.rebuild_holdoff,
         holdoff_max: args.rebuild_holdoff_max,

@@ -25,6 +25,7 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     // As upstream, the file's `debug: true` turns debug logging on and the flag cannot turn it off.
     args.debug |= file.debug.unwrap_or(false);
     args.disable_permit_insecure = file.disable_permit_insecure.unwrap_or(false);
+    args.disable_merge_slashes = file.disable_merge_slashes.unwrap_or(false);
     if let Some(port) = file.network.as_ref().and_then(|n| n.admin_port) {
         args.envoy_admin_port = port;
     }
@@ -101,6 +102,9 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
         }
     }
     if let Some(e) = &spec.envoy {
+        if let Some(v) = e.listener.as_ref().and_then(|l| l.disable_merge_slashes) {
+            args.disable_merge_slashes = v;
+        }
         if let Some(l) = &e.http {
             set_addr(
                 "spec.envoy.http.address",
@@ -154,5 +158,21 @@ mod tests {
             serde_json::from_value(serde_json::json!({"metrics": {"port": 70000}})).unwrap();
         let err = apply_spec(&mut args, &explicit, &bad).unwrap_err().to_string();
         assert!(err.contains("spec.metrics.port"), "{err}");
+    }
+
+    #[test]
+    fn merge_slashes_follow_the_file_and_the_resource() {
+        let dir = std::env::temp_dir().join(format!("contour-serve-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("contour.yaml");
+        std::fs::write(&path, "disableMergeSlashes: true\n").unwrap();
+        let mut args = Args::parse_from(["contour-serve", "--config-path", path.to_str().unwrap()]);
+        apply_file(&mut args, &Explicit::new()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(args.disable_merge_slashes);
+        let spec: ContourConfigurationSpec =
+            serde_json::from_value(serde_json::json!({"envoy": {"listener": {"disableMergeSlashes": false}}})).unwrap();
+        apply_spec(&mut args, &Explicit::new(), &spec).unwrap();
+        assert!(!args.disable_merge_slashes);
     }
 }

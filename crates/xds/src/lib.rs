@@ -150,11 +150,19 @@ pub struct CompileOptions {
     pub stats_listener: Option<std::net::SocketAddr>,
     /// Envoy's read-only admin listener, upstream's 127.0.0.1:9001; `None` serves none.
     pub admin_listener: Option<std::net::SocketAddr>,
+    /// Merge repeated slashes in request paths before routing (upstream's default; contour.yaml
+    /// `disableMergeSlashes: true` turns it off).
+    pub merge_slashes: bool,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        Self { default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED), stats_listener: None, admin_listener: None }
+        Self {
+            default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            stats_listener: None,
+            admin_listener: None,
+            merge_slashes: true,
+        }
     }
 }
 

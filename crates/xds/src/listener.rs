@@ -32,7 +32,7 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
     match &l.kind {
         ListenerKind::Http(table) => {
             message.filter_chains.push(FilterChain {
-                filters: vec![http_connection_manager(&l.name, &table.name, Default::default())],
+                filters: vec![http_connection_manager(&l.name, &table.name, Default::default(), options)],
                 ..Default::default()
             });
             tables.push(table);
@@ -52,7 +52,7 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
                         let forward = settings.client.as_ref().map(|c| c.forward).unwrap_or_default();
                         FilterChain {
                             filter_chain_match,
-                            filters: vec![http_connection_manager(&l.name, &routes.name, forward)],
+                            filters: vec![http_connection_manager(&l.name, &routes.name, forward, options)],
                             transport_socket: Some(downstream_tls(secrets, settings, true)),
                             ..Default::default()
                         }
@@ -162,7 +162,12 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
     out
 }
 
-fn http_connection_manager(stat_prefix: &str, route_config_name: &str, forward: ir::ForwardClientCert) -> Filter {
+fn http_connection_manager(
+    stat_prefix: &str,
+    route_config_name: &str,
+    forward: ir::ForwardClientCert,
+    options: &CompileOptions,
+) -> Filter {
     use http_connection_manager::{ForwardClientCertDetails, SetCurrentClientCertDetails};
     let any = forward.subject || forward.cert || forward.chain || forward.dns || forward.uri;
     let hcm = HttpConnectionManager {
@@ -192,7 +197,7 @@ fn http_connection_manager(stat_prefix: &str, route_config_name: &str, forward: 
             ..Default::default()
         }],
         normalize_path: Some(BoolValue { value: true }),
-        merge_slashes: true,
+        merge_slashes: options.merge_slashes,
         use_remote_address: Some(BoolValue { value: true }),
         // Virtual hosts name bare hostnames; a Host header with a port still matches them
         // (the route configuration ignores the port) and reaches the backend unchanged.

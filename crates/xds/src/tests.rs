@@ -219,3 +219,27 @@ fn a_host_header_modifier_is_a_host_rewrite() {
         route.request_headers_to_add.iter().filter_map(|h| h.header.as_ref()).map(|h| h.key.as_str()).collect();
     assert_eq!(added, ["x-a"], "no host header op for Envoy to refuse");
 }
+
+/// contour.yaml `disableMergeSlashes`: repeated slashes are merged before routing unless it is set.
+#[test]
+fn repeated_slashes_are_merged_unless_disabled() {
+    use envoy_types::pb::envoy::config::listener::v3::{Listener, filter};
+    use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+    let s = objects::Snapshot::from_yaml(FIXTURE).expect("fixture parses");
+    let t = frontends::gateway_api::translate(&s, &Default::default());
+    let dag = dag::build(&t.ir, &s, t.diagnostics);
+    for merge in [true, false] {
+        let options = CompileOptions { merge_slashes: merge, ..Default::default() };
+        let fleet = compile(&dag, &options).remove("default/gw").expect("fleet compiled");
+        let listeners = fleet.of(ResourceType::Listener);
+        assert!(!listeners.is_empty());
+        for resource in listeners.values() {
+            let listener = Listener::decode(resource.body.value.as_slice()).unwrap();
+            let Some(filter::ConfigType::TypedConfig(hcm)) = &listener.filter_chains[0].filters[0].config_type else {
+                panic!("{} has an HTTP connection manager", resource.name)
+            };
+            let hcm = HttpConnectionManager::decode(hcm.value.as_slice()).unwrap();
+            assert_eq!(hcm.merge_slashes, merge, "{}", resource.name);
+        }
+    }
+}
