@@ -237,13 +237,14 @@ impl Builder<'_> {
     fn downstream(&mut self, tls: &ir::ListenerTls, out: &mut FleetDag) -> DownstreamTls {
         let client = tls.client_validation.as_ref().map(|cv| {
             // Skipping verification asks for a certificate and accepts any (upstream's
-            // ACCEPT_UNTRUSTED), whatever CA is named.
-            let validation = cv.ca.as_ref().filter(|_| !cv.skip_verify).map(|ca| {
+            // ACCEPT_UNTRUSTED); with a CA named, Envoy still requires one unless it is optional.
+            let validation = cv.ca.as_ref().map(|ca| {
                 let mut bundle = self.ca_bundle(ca).unwrap_or_else(|| CaBundle {
                     name: format!("{}/{}/ca", ca.namespace, ca.name),
                     ca: Vec::new(),
                     crl: None,
                     crl_only_leaf: false,
+                    accept_untrusted: false,
                 });
                 if let Some(crl) = &cv.crl {
                     let key = ObjectKey::new(&crl.namespace, &crl.name);
@@ -251,6 +252,13 @@ impl Builder<'_> {
                     bundle.crl = Some(pem.map(|b| b.0.clone()).unwrap_or_default());
                     bundle.crl_only_leaf = cv.crl_only_leaf;
                     bundle.name = format!("{}/{}/{}", bundle.name, crl.namespace, crl.name);
+                    if cv.crl_only_leaf {
+                        bundle.name.push_str("/leaf-crl");
+                    }
+                }
+                if cv.skip_verify {
+                    bundle.accept_untrusted = true;
+                    bundle.name.push_str("/untrusted");
                 }
                 let name = bundle.name.clone();
                 out.validation.entry(name.clone()).or_insert(bundle);
@@ -638,7 +646,13 @@ impl Builder<'_> {
             let text = self.snapshot.config_maps.get(&key)?.data.as_ref()?.get("ca.crt")?;
             text.contains("-----BEGIN CERTIFICATE-----").then(|| text.clone().into_bytes())
         })?;
-        Some(CaBundle { name: format!("{}/{}/ca", r.namespace, r.name), ca, crl: None, crl_only_leaf: false })
+        Some(CaBundle {
+            name: format!("{}/{}/ca", r.namespace, r.name),
+            ca,
+            crl: None,
+            crl_only_leaf: false,
+            accept_untrusted: false,
+        })
     }
 
     fn error(&mut self, origin: &Origin, field: String, reason: &'static str, message: String) {

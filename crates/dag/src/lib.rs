@@ -56,7 +56,8 @@ pub struct FleetDag {
 #[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
 pub struct CaBundle {
     /// The bundle's name: `namespace/name/ca` of its Secret or ConfigMap, with the CRL's
-    /// `namespace/name` appended when there is one.
+    /// `namespace/name` appended when there is one, then `/leaf-crl` and `/untrusted` for the
+    /// two switches below (bundles that verify differently never share a name).
     pub name: String,
     /// PEM certificates.
     #[serde(skip)]
@@ -66,6 +67,9 @@ pub struct CaBundle {
     pub crl: Option<Vec<u8>>,
     /// Check only the leaf certificate against the CRL.
     pub crl_only_leaf: bool,
+    /// Ask for a certificate but accept one that does not verify (HTTPProxy's
+    /// `skipClientCertValidation` with a CA: a certificate is still required, as upstream).
+    pub accept_untrusted: bool,
 }
 
 /// One port Envoy listens on.

@@ -375,3 +375,43 @@ fn rules_repeating_an_older_match_are_dropped_and_reported() {
         assert_eq!(conditions(fine).len(), 2, "{fine}: Accepted and ResolvedRefs only");
     }
 }
+
+/// Client validation bundles that verify differently never share a validation context: the same
+/// CA and CRL checked for the leaf only or for the whole chain, and a CA with verification
+/// skipped (a certificate is still asked for, as upstream).
+#[test]
+fn client_validation_bundles_differ_by_how_they_verify() {
+    let pem = |label: &str| format!("-----BEGIN {label}-----\\nx\\n-----END {label}-----\\n");
+    let proxy = |name: &str, validation: &str| {
+        format!(
+            "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: {name}, namespace: apps}}\nspec:\n  virtualhost:\n    fqdn: {name}.test\n    tls: {{secretName: cert, clientValidation: {validation}}}\n  routes: [{{services: [{{name: web, port: 80}}]}}]\n"
+        )
+    };
+    let yaml = [
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: web, namespace: apps}}\nspec: {{ports: [{{port: 80}}]}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: cert, namespace: apps}}\ntype: kubernetes.io/tls\nstringData: {{tls.crt: \"{c}\", tls.key: \"{k}\", ca.crt: \"{c}\"}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: crl, namespace: apps}}\nstringData: {{crl.pem: \"{r}\"}}\n",
+            c = pem("CERTIFICATE"),
+            k = pem("PRIVATE KEY"),
+            r = pem("X509 CRL"),
+        ),
+        proxy("full", "{caSecret: cert, crlSecret: crl}"),
+        proxy("leaf", "{caSecret: cert, crlSecret: crl, crlOnlyVerifyLeafCert: true}"),
+        proxy("skip", "{caSecret: cert, skipClientCertValidation: true}"),
+        proxy("skip-no-ca", "{skipClientCertValidation: true}"),
+    ]
+    .concat();
+    let s = snapshot(&yaml);
+    let t = frontends::httpproxy::translate(&s, &Default::default());
+    let dag = build(&t.ir, &s, t.diagnostics);
+    let fleet = &dag.fleets[ir::DEFAULT_FLEET];
+    let bundles: Vec<(&str, bool, bool)> =
+        fleet.validation.values().map(|b| (b.name.as_str(), b.crl_only_leaf, b.accept_untrusted)).collect();
+    assert_eq!(
+        bundles,
+        [
+            ("apps/cert/ca/apps/crl", false, false),
+            ("apps/cert/ca/apps/crl/leaf-crl", true, false),
+            ("apps/cert/ca/untrusted", false, true),
+        ]
+    );
+}

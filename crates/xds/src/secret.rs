@@ -2,7 +2,8 @@
 
 use envoy_types::pb::envoy::config::core::v3::{DataSource, data_source};
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
-    CertificateValidationContext, Secret, TlsCertificate, secret,
+    CertificateValidationContext, Secret, TlsCertificate, certificate_validation_context::TrustChainVerification,
+    secret,
 };
 
 use crate::Resource;
@@ -19,6 +20,11 @@ pub(crate) fn validation(b: &dag::CaBundle) -> Resource {
             trusted_ca: Some(inline(&b.ca)),
             crl: b.crl.as_deref().map(inline),
             only_verify_leaf_cert_crl: b.crl_only_leaf,
+            trust_chain_verification: if b.accept_untrusted {
+                TrustChainVerification::AcceptUntrusted
+            } else {
+                TrustChainVerification::VerifyTrustChain
+            } as i32,
             ..Default::default()
         })),
     };
