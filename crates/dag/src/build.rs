@@ -13,7 +13,6 @@ use ir::{
 use objects::{ObjectKey, Snapshot};
 
 use crate::order::precedence_key;
-use std::hash::{Hash, Hasher};
 
 use crate::{
     BackendFilters, CaBundle, CircuitBreakers, ClientAuth, Cluster, ClusterPolicy, Dag, DagListener, DownstreamTls,
@@ -620,19 +619,22 @@ impl Builder<'_> {
             circuit_breakers: circuit_breakers(service),
             sni: options.and_then(|o| o.sni.clone()),
         };
-        if cluster.protocol.is_some()
+        // Upstream's cluster names: `namespace/service/port/` and ten hex digits of the SHA-1 of
+        // the settings that make another cluster of the same Service port (of nothing for the
+        // defaults, so a plain cluster is named exactly as upstream names it).
+        let settings = if cluster.protocol.is_some()
             || cluster.policy != ClusterPolicy::default()
             || cluster.validation.is_some()
             || cluster.slow_start.is_some()
             || cluster.health_port_name.is_some()
             || cluster.sni.is_some()
         {
-            // Same Service port, other settings: another cluster, named stably by its settings.
-            let mut h = rustc_hash::FxHasher::default();
             let settings = (&cluster.protocol, &cluster.policy, &cluster.validation, &cluster.slow_start);
-            (settings, &cluster.health_port_name, &cluster.sni).hash(&mut h);
-            cluster.name = format!("{}/{:08x}", cluster.name, h.finish() as u32);
-        }
+            format!("{:?}", (settings, &cluster.health_port_name, &cluster.sni))
+        } else {
+            String::new()
+        };
+        cluster.name = format!("{}/{}", cluster.name, settings_hash(&settings));
         let name = cluster.name.clone();
         out.clusters.entry(name.clone()).or_insert(cluster);
         Some(name)
@@ -666,6 +668,12 @@ impl Builder<'_> {
             message,
         });
     }
+}
+
+/// Ten hex digits of the SHA-1 of `settings`, as upstream names clusters.
+fn settings_hash(settings: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, settings.as_bytes());
+    digest.as_ref()[..5].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A Service's circuit-breaker annotations; a value that is not a number counts as unset.

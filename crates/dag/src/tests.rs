@@ -104,7 +104,7 @@ fn routes_merge_per_hostname_in_precedence_order() {
     );
     assert_eq!(www.routes[0].action, RouteAction::Direct { status: 500, body: None }, "only backend missing");
     let RouteAction::Forward { backends, .. } = &www.routes[1].action else { panic!() };
-    assert_eq!(backends[0].cluster.as_deref(), Some("default/web/80"));
+    assert_eq!(backends[0].cluster.as_deref(), Some("default/web/80/da39a3ee5e"));
     assert_eq!(backends[1].cluster, None);
     assert!(dag.diagnostics.iter().any(|d| d.reason == "BackendNotFound"
         && d.origin.name == "b-exact"
@@ -133,7 +133,7 @@ fn https_chains_only_for_listeners_with_usable_certificates() {
 fn endpoints_are_ready_addresses_on_the_named_port() {
     let s = snapshot(FIXTURE);
     let dag = dag(FIXTURE);
-    let cluster = &dag.fleets["default/gw"].clusters["default/web/80"];
+    let cluster = &dag.fleets["default/gw"].clusters["default/web/80/da39a3ee5e"];
     assert_eq!(
         SliceIndex::new(&s).endpoints(cluster),
         vec![crate::Endpoint { address: "127.0.0.1:8000".parse().unwrap(), health_port: None }]
@@ -146,7 +146,7 @@ fn dot_shows_the_path_from_fleet_to_cluster() {
     assert!(dot.starts_with("digraph DAG {"));
     assert!(dot.contains("\"fleet default/gw\""));
     assert!(dot.contains("\"vhost www.example.com\""));
-    assert!(dot.contains("\"cluster default/web/80\""));
+    assert!(dot.contains("\"cluster default/web/80/da39a3ee5e\""));
     assert!(dot.contains("[label=\"weight 1\"]"));
 }
 

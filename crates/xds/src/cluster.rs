@@ -60,7 +60,8 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
     };
     let message = Cluster {
         name: c.name.clone(),
-        alt_stat_name: c.name.replace('/', "_"),
+        // Stats name the Service port (`namespace_name_port`), as upstream's, whatever the settings.
+        alt_stat_name: format!("{}_{}_{}", c.service.namespace, c.service.name, c.service.port),
         cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(cluster::DiscoveryType::Eds as i32)),
         eds_cluster_config: Some(cluster::EdsClusterConfig { eds_config: Some(ads()), service_name: c.name.clone() }),
         connect_timeout: Some(duration_ms(CONNECT_TIMEOUT_MS)),

@@ -71,7 +71,7 @@ fn routes_answer_host_with_any_port_and_point_at_clusters() {
     assert_eq!(
         action.cluster_specifier,
         Some(envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier::Cluster(
-            "default/web/80".into()
+            "default/web/80/da39a3ee5e".into()
         ))
     );
 }
@@ -111,13 +111,19 @@ spec:
     let clusters = fleet.of(ResourceType::Cluster);
     assert_eq!(clusters.len(), 2, "{:?}", clusters.keys());
     let decode = |name: &str| Cluster::decode(clusters[name].body.value.as_slice()).unwrap();
-    let plain = decode("apps/web/80");
+    let plain = decode("apps/web/80/da39a3ee5e");
     assert_eq!(plain.lb_policy, cluster::LbPolicy::RoundRobin as i32);
     let limits = &plain.circuit_breakers.as_ref().unwrap().thresholds[0];
     assert_eq!(limits.max_connections.as_ref().map(|v| v.value), Some(7));
     assert_eq!(limits.max_retries, None, "a value that is not a number is ignored");
-    let tuned_name = clusters.keys().find(|k| k.starts_with("apps/web/80/")).expect("a second cluster").to_string();
+    let tuned_name = clusters
+        .keys()
+        .find(|k| k.starts_with("apps/web/80/") && &***k != "apps/web/80/da39a3ee5e")
+        .expect("a second cluster")
+        .to_string();
+    assert_eq!(tuned_name.len(), "apps/web/80/".len() + 10, "upstream's name shape: {tuned_name}");
     let tuned = decode(&tuned_name);
+    assert_eq!((plain.alt_stat_name.as_str(), tuned.alt_stat_name.as_str()), ("apps_web_80", "apps_web_80"));
     assert_eq!(tuned.lb_policy, cluster::LbPolicy::LeastRequest as i32);
     let Some(cluster::LbConfig::LeastRequestLbConfig(lr)) = &tuned.lb_config else { panic!("{:?}", tuned.lb_config) };
     let slow = lr.slow_start_config.as_ref().unwrap();
