@@ -37,7 +37,8 @@ pub enum Error {
 
 /// What the API server serves, from its discovery documents: the group versions (one request)
 /// and the resources of each group version asked about (one request each, only for group
-/// versions that exist). A kind whose CRD is absent costs no failed request, nor a warning.
+/// versions that exist). A kind whose CRD is absent costs no failed request, nor a warning;
+/// a served kind is then listed once (one object) to check the permission.
 #[derive(Debug, Default)]
 struct Served {
     group_versions: Option<BTreeSet<String>>,
@@ -409,6 +410,16 @@ impl KubernetesSource {
         };
         for (api, scope) in apis {
             let version = version.clone();
+            // Served, but can we read it? A missing permission stops start-up naming the kind,
+            // rather than a watch retrying forbidden lists in the background.
+            let resource = version.clone().unwrap_or_else(|| ApiResource::erase::<K>(&()));
+            let probe: Api<DynamicObject> = match &scope {
+                Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+                None => Api::all_with(self.client.clone(), &resource),
+            };
+            if let Err(source) = probe.list_metadata(&kube::api::ListParams::default().limit(1)).await {
+                return Err(Error::Discovery { kind: K::NAME, source });
+            }
             let index = scopes.len();
             scopes.push((K::KIND, scope.clone()));
             let cx = std::sync::Arc::clone(&self.context);
