@@ -48,6 +48,11 @@ struct Args {
     /// `REPOSITORY=BINARY`: run images of REPOSITORY (no registry host, no tag) with BINARY.
     #[arg(long = "image", value_parser = parse_image)]
     images: Vec<(String, PathBuf)>,
+    /// Keep a kwok PortForward per pod so `kubectl port-forward` works (upstream's e2e suites
+    /// need it). Off by default: reading the pods' socket tables made the conformance suite's
+    /// mirror-percentage test undercount mirrored requests in the backends' logs.
+    #[arg(long, env = "PODRUNNER_PORT_FORWARDS")]
+    port_forwards: bool,
 }
 
 fn parse_image(s: &str) -> Result<(String, PathBuf), String> {
@@ -99,6 +104,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         bridge: args.bridge.clone(),
         gateway,
         prefix,
+        port_forwards: args.port_forwards,
     });
     let dns = tokio::spawn(cluster_dns::serve(client.clone(), gateway));
     let pods: kube::Api<Pod> = kube::Api::all(client);

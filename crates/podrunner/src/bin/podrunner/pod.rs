@@ -28,6 +28,8 @@ pub struct Shared {
     pub bridge: String,
     pub gateway: Ipv4Addr,
     pub prefix: u8,
+    /// Publish kwok PortForwards (see port_forward.rs).
+    pub port_forwards: bool,
 }
 
 /// How often a container that exits is started again before the runner gives up on it.
@@ -87,19 +89,23 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<b
             Arc::clone(&running.pids),
         ));
         let forwards = crate::ports::forward(&name, running.address, &running.host_ports);
-        let port_forward = tokio::spawn(crate::port_forward::publish(
-            shared.client.clone(),
-            pod.metadata.namespace.clone().unwrap_or_default(),
-            pod.metadata.name.clone().unwrap_or_default(),
-            running.netns.clone(),
-            Arc::clone(&running.pids),
-        ));
+        let port_forward = shared.port_forwards.then(|| {
+            tokio::spawn(crate::port_forward::publish(
+                shared.client.clone(),
+                pod.metadata.namespace.clone().unwrap_or_default(),
+                pod.metadata.name.clone().unwrap_or_default(),
+                running.netns.clone(),
+                Arc::clone(&running.pids),
+            ))
+        });
         tokio::select! {
             _ = supervise(&name, running) => {}
             _ = cancelled.wait_for(|c| *c) => {}
         }
         probes.abort();
-        port_forward.abort();
+        if let Some(p) = port_forward {
+            p.abort();
+        }
         for f in forwards {
             f.abort();
         }
@@ -113,12 +119,14 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<b
     drop(net);
     let logs = logs_api(&shared.client, pod.metadata.namespace.as_deref().unwrap_or_default());
     let _ = logs.delete(pod.metadata.name.as_deref().unwrap_or_default(), &DeleteParams::default()).await;
-    crate::port_forward::remove(
-        &shared.client,
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default(),
-    )
-    .await;
+    if shared.port_forwards {
+        crate::port_forward::remove(
+            &shared.client,
+            pod.metadata.namespace.as_deref().unwrap_or_default(),
+            pod.metadata.name.as_deref().unwrap_or_default(),
+        )
+        .await;
+    }
     let _ = tokio::fs::remove_dir_all(&dir).await;
     tracing::info!(pod = %name, "stopped");
 }

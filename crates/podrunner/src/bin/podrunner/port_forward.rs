@@ -16,8 +16,12 @@ use kube::core::{ApiResource, GroupVersionKind};
 
 use crate::pod::Pids;
 
-/// How often the listening ports are read again.
-const RESCAN: Duration = Duration::from_secs(1);
+/// How often the listening ports are read: often while the pod starts, rarely after. Reading a
+/// busy pod's socket table costs the kernel a walk over every connection, TIME_WAIT included, so
+/// it is done off the async workers and not every second for a pod's whole life.
+const RESCAN_STARTING: Duration = Duration::from_secs(1);
+const RESCAN_STARTING_COUNT: u32 = 30;
+const RESCAN: Duration = Duration::from_secs(15);
 
 fn api(client: &kube::Client, namespace: &str) -> kube::Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("kwok.x-k8s.io", "v1alpha1", "PortForward");
@@ -29,10 +33,10 @@ pub async fn publish(client: kube::Client, namespace: String, name: String, netn
     let Ok(runner) = std::env::current_exe() else { return };
     let api = api(&client, &namespace);
     let mut published: Option<BTreeSet<SocketAddr>> = None;
-    loop {
+    for scan in 0u32.. {
         let pid = pids.lock().expect("pids lock").iter().flatten().next().copied();
         if let Some(pid) = pid {
-            let ports = listening(pid);
+            let Ok(ports) = tokio::task::spawn_blocking(move || listening(pid)).await else { return };
             if published.as_ref() != Some(&ports) {
                 let forwards: Vec<serde_json::Value> = ports
                     .iter()
@@ -56,7 +60,7 @@ pub async fn publish(client: kube::Client, namespace: String, name: String, netn
                 }
             }
         }
-        tokio::time::sleep(RESCAN).await;
+        tokio::time::sleep(if scan < RESCAN_STARTING_COUNT { RESCAN_STARTING } else { RESCAN }).await;
     }
 }
 
