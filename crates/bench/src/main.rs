@@ -70,24 +70,7 @@ fn main() -> anyhow::Result<()> {
     for object in objects::parse_documents(&object(kind, 0, 1)) {
         changed.insert(object.expect("generated route parses"));
     }
-    let started = Instant::now();
-    let next = measured_change(&mut pipeline, &changed, &options);
-    let change_time = started.elapsed();
-    let t = next.timings;
-    if std::env::var_os("BENCH_STAGES").is_some() {
-        println!(
-            "  change stages: translate {:.2} dag {:.2} compile {:.2} endpoints {:.2} ms",
-            ms(t.translate),
-            ms(t.dag),
-            ms(t.compile),
-            ms(t.endpoints)
-        );
-    }
-    let (sent, sent_bytes) = delta_change(&before.fleets[fleet_id], &next.fleets[fleet_id]);
-    println!(
-        "  one-route change: {:>7.2} ms rebuild; Delta sends {sent} resource(s), {sent_bytes} bytes",
-        ms(change_time)
-    );
+    let next = change(&mut pipeline, &before, &changed, &options, fleet_id, "one-route change");
     if std::env::var_os("BENCH_STAGES").is_some() {
         let t = Instant::now();
         let tr = frontends::gateway_api::translate(&snapshot, &options.gateway_api);
@@ -107,11 +90,52 @@ fn main() -> anyhow::Result<()> {
             fleets.len()
         );
     }
+
+    // A new app: its Service, EndpointSlice and route arrive together, as `kubectl apply` of one
+    // app's manifest does. Nothing that exists changes, so the rebuild should cost about as
+    // much as the one-route change.
+    let before = next;
+    let mut changed = changed.clone();
+    for object in objects::parse_documents(&service(SERVICES))
+        .into_iter()
+        .chain(objects::parse_documents(&object(kind, routes, SERVICES)))
+    {
+        changed.insert(object.expect("generated app parses"));
+    }
+    change(&mut pipeline, &before, &changed, &options, fleet_id, "new app (Service, EndpointSlice, route)");
     println!("  peak RSS:        {:>8.1} MiB", peak_rss_mib());
     Ok(())
 }
 
-/// The one-route change alone, as its own function so a profiler can select it.
+/// Rebuilds `snapshot` with the pipeline that built `before`, and prints the time it took (its
+/// stages with BENCH_STAGES) and what a Delta stream then sends.
+fn change(
+    pipeline: &mut controller::Pipeline,
+    before: &controller::Build,
+    snapshot: &Snapshot,
+    options: &controller::Options,
+    fleet_id: &str,
+    what: &str,
+) -> controller::Build {
+    let started = Instant::now();
+    let next = measured_change(pipeline, snapshot, options);
+    let change_time = started.elapsed();
+    if std::env::var_os("BENCH_STAGES").is_some() {
+        let t = next.timings;
+        println!(
+            "  {what} stages: translate {:.2} dag {:.2} compile {:.2} endpoints {:.2} ms",
+            ms(t.translate),
+            ms(t.dag),
+            ms(t.compile),
+            ms(t.endpoints)
+        );
+    }
+    let (sent, sent_bytes) = delta_change(&before.fleets[fleet_id], &next.fleets[fleet_id]);
+    println!("  {what}: {:>7.2} ms rebuild; Delta sends {sent} resource(s), {sent_bytes} bytes", ms(change_time));
+    next
+}
+
+/// The change alone, as its own function so a profiler can select it.
 #[inline(never)]
 fn measured_change(
     pipeline: &mut controller::Pipeline,
@@ -141,22 +165,22 @@ fn generate(routes: usize, kind: Kind) -> Snapshot {
          spec: {gatewayClassName: contour, listeners: [{name: http, port: 8080, protocol: HTTP}]}\n",
     );
     for s in 0..SERVICES {
-        add(&format!(
-            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: svc-{s}, namespace: default}}\nspec: {{ports: [{{name: http, port: 80}}]}}\n\
-             ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: svc-{s}-1, namespace: default, labels: {{kubernetes.io/service-name: svc-{s}}}}}\n\
-             addressType: IPv4\nports: [{{name: http, port: 8080}}]\nendpoints: [{{addresses: [10.0.{}.{}]}}, {{addresses: [10.1.{}.{}]}}, {{addresses: [10.2.{}.{}]}}]\n",
-            s / 250,
-            s % 250,
-            s / 250,
-            s % 250,
-            s / 250,
-            s % 250
-        ));
+        add(&service(s));
     }
     for r in 0..routes {
         add(&object(kind, r, r % SERVICES));
     }
     snapshot
+}
+
+/// Service `svc-{s}` and its EndpointSlice with three endpoints.
+fn service(s: usize) -> String {
+    let (a, b) = (s / 250, s % 250);
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: svc-{s}, namespace: default}}\nspec: {{ports: [{{name: http, port: 80}}]}}\n\
+         ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: svc-{s}-1, namespace: default, labels: {{kubernetes.io/service-name: svc-{s}}}}}\n\
+         addressType: IPv4\nports: [{{name: http, port: 8080}}]\nendpoints: [{{addresses: [10.0.{a}.{b}]}}, {{addresses: [10.1.{a}.{b}]}}, {{addresses: [10.2.{a}.{b}]}}]\n"
+    )
 }
 
 /// Object number `r` of the kind measured, sending its traffic to Service `service`.
@@ -192,12 +216,21 @@ fn delta_change(before: &xds::FleetResources, after: &xds::FleetResources) -> (u
     let names = |t: ResourceType| before.of(t).keys().map(|k| k.to_string()).collect::<Vec<_>>();
     let _ = stream.on_request(&subscribe(ResourceType::Endpoint, names(ResourceType::Endpoint)));
     let _ = stream.on_request(&subscribe(ResourceType::Route, names(ResourceType::Route)));
-    settle(&mut stream, before);
-    settle(&mut stream, after)
+    settle(&mut stream, before, &[]);
+    // Envoy subscribes to a new cluster's endpoints once the cluster arrives, and the stream
+    // holds route changes that name new clusters until then.
+    let new_endpoints: Vec<String> = after
+        .of(ResourceType::Endpoint)
+        .keys()
+        .filter(|k| !before.of(ResourceType::Endpoint).contains_key(*k))
+        .map(|k| k.to_string())
+        .collect();
+    settle(&mut stream, after, &new_endpoints)
 }
 
-/// Pumps and ACKs until nothing more is sent; returns resources and bytes sent.
-fn settle(stream: &mut StreamState, fleet: &xds::FleetResources) -> (usize, usize) {
+/// Pumps and ACKs until nothing more is sent, subscribing to `new_endpoints` when clusters
+/// arrive; returns resources and bytes sent.
+fn settle(stream: &mut StreamState, fleet: &xds::FleetResources, new_endpoints: &[String]) -> (usize, usize) {
     let (mut count, mut bytes) = (0, 0);
     for _ in 0..20 {
         let out = stream.pump(fleet, Instant::now());
@@ -209,6 +242,13 @@ fn settle(stream: &mut StreamState, fleet: &xds::FleetResources) -> (usize, usiz
             bytes += o.resources.iter().map(|r| r.body.value.len()).sum::<usize>();
             let ack = Incoming { type_url: o.resource_type.type_url().into(), nonce: o.nonce, ..Default::default() };
             let _ = stream.on_request(&ack);
+            if o.resource_type == ResourceType::Cluster && !new_endpoints.is_empty() {
+                let _ = stream.on_request(&Incoming {
+                    type_url: ResourceType::Endpoint.type_url().into(),
+                    subscribe: new_endpoints.to_vec(),
+                    ..Default::default()
+                });
+            }
         }
     }
     (count, bytes)

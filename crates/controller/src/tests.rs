@@ -125,6 +125,9 @@ spec:
   routes: [{services: [{name: web, port: 80}]}]
 "#;
     let later = "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: later}\nspec: {routes: [{services: [{name: web, port: 80}]}]}\n";
+    let api_root = "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: api-root}\nspec: {virtualhost: {fqdn: api.example.com}, routes: [{services: [{name: api, port: 80}]}]}\n";
+    let api = "---\napiVersion: v1\nkind: Service\nmetadata: {name: api}\nspec: {ports: [{port: 80}]}\n";
+    let unrelated = "---\napiVersion: v1\nkind: Service\nmetadata: {name: unrelated}\nspec: {ports: [{port: 80}]}\n";
     let mut pipeline = Pipeline::default();
     let options = Options::default();
     let mut previous = snapshot(proxies);
@@ -143,11 +146,55 @@ spec:
             proxies.replace("ports: [{port: 80}]", "ports: [{port: 80, appProtocol: kubernetes.io/h2c}]")
         ),
         format!("{}{later}", proxies.replace("other.example.com", "another.example.com")),
+        // A root naming a Service that does not exist yet, then the Service arrives.
+        format!("{proxies}{later}{api_root}"),
+        format!("{proxies}{later}{api_root}{api}"),
+        // An unrelated app's Service arrives, and the Service a root names changes port.
+        format!("{proxies}{later}{api_root}{api}{unrelated}"),
+        format!("{proxies}{later}{api_root}{}{unrelated}", api.replace("port: 80", "port: 81")),
     ];
     for (i, yaml) in steps.iter().enumerate() {
         previous = cached_equals_fresh(&mut pipeline, &previous, yaml, i);
     }
     assert!(!previous.http_proxies.is_empty());
+}
+
+/// The virtual hosts of the default fleet's plain-HTTP listener.
+fn http_vhosts(build: &Build) -> Vec<Arc<dag::VirtualHost>> {
+    build.dag.fleets[ir::DEFAULT_FLEET]
+        .listeners
+        .iter()
+        .filter_map(|l| match &l.kind {
+            dag::ListenerKind::Http(table) => Some(table.virtual_hosts.clone()),
+            dag::ListenerKind::Tls(_) => None,
+        })
+        .flatten()
+        .collect()
+}
+
+#[test]
+fn a_new_app_leaves_every_other_virtual_host_as_it_was() {
+    let app = |n: usize| {
+        format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: svc-{n}}}\nspec: {{ports: [{{port: 80}}]}}\n\
+             ---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: app-{n}}}\n\
+             spec: {{virtualhost: {{fqdn: app-{n}.example.com}}, routes: [{{services: [{{name: svc-{n}, port: 80}}]}}]}}\n"
+        )
+    };
+    let three: String = (0..3).map(app).collect();
+    let mut pipeline = Pipeline::default();
+    let options = Options::default();
+    let before_snapshot = snapshot(&three);
+    let before = pipeline.build(&before_snapshot, &options);
+    let mut next = snapshot(&format!("{three}{}", app(3)));
+    next.share_unchanged(&before_snapshot);
+    let after = pipeline.build(&next, &options);
+    let (before, after) = (http_vhosts(&before), http_vhosts(&after));
+    assert_eq!((before.len(), after.len()), (3, 4));
+    for vhost in &before {
+        let same = after.iter().find(|v| v.hostname == vhost.hostname).expect("still served");
+        assert!(Arc::ptr_eq(vhost, same), "{} was rebuilt for another app's Service", vhost.hostname);
+    }
 }
 
 #[test]

@@ -10,7 +10,7 @@ use ir::{
     Backend, BackendTarget, Diagnostic, HeaderModifier, HttpFilter, Ir, Origin, Protocol, Severity, TlsMode,
     UpstreamProtocol,
 };
-use objects::{ObjectKey, Snapshot};
+use objects::{Kind, ObjectKey, Reads, Snapshot};
 
 use crate::order::precedence_key;
 
@@ -28,13 +28,11 @@ pub fn build(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>) -> Dag 
 
 /// [`build`], reusing routes and virtual hosts that `cache` holds from the previous build.
 pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, cache: &mut Cache) -> Dag {
-    // Routes resolve Services: when any Service changed, nothing cached can be trusted.
-    let services: Vec<usize> = snapshot.services.values().map(|s| Arc::as_ptr(s) as usize).collect();
-    if services != cache.services {
-        *cache = Cache { services, ..Cache::default() };
-    }
+    // Routes resolve Services (and CA Secrets or ConfigMaps): each cached route records what it
+    // read, and is rebuilt only when one of those objects changed.
+    let changed = cache.kinds.changed(snapshot, READ_KINDS);
     cache.generation += 1;
-    let mut b = Builder { snapshot, diagnostics, cache, listener: (0, "http") };
+    let mut b = Builder { snapshot, diagnostics, cache, changed, reads: None, listener: (0, "http") };
     let mut fleets = BTreeMap::new();
     for fleet in &ir.fleets {
         fleets.insert(fleet.id.clone(), b.fleet(fleet));
@@ -51,7 +49,7 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
 /// DAG pieces kept between builds, keyed by the identity of the IR routes they came from.
 #[derive(Debug, Default)]
 pub struct Cache {
-    services: Vec<usize>,
+    kinds: objects::KindWatch,
     generation: u64,
     routes: FxHashMap<usize, CachedRoute>,
     vhosts: FxHashMap<(String, String), CachedVhost>,
@@ -62,8 +60,13 @@ struct CachedRoute {
     /// Keeps the IR route alive, so its address (the key) is not reused while cached.
     _route: Arc<ir::HttpRoute>,
     parts: Arc<RouteParts>,
+    /// The Services, Secrets and ConfigMaps building it read.
+    reads: Reads,
     used: u64,
 }
+
+/// The kinds a route's build reads object by object.
+const READ_KINDS: &[Kind] = &[Kind::Service, Kind::Secret, Kind::ConfigMap];
 
 #[derive(Debug)]
 struct CachedVhost {
@@ -86,6 +89,10 @@ struct Builder<'a> {
     snapshot: &'a Snapshot,
     diagnostics: Vec<Diagnostic>,
     cache: &'a mut Cache,
+    /// The kinds with an object changed since the previous build.
+    changed: BTreeSet<Kind>,
+    /// What the route being built has read so far (none outside routes: not cached).
+    reads: Option<Reads>,
     /// The port whose routes are being built and the scheme it serves, for redirects that keep
     /// the listener's port.
     listener: (u16, &'static str),
@@ -335,9 +342,14 @@ impl Builder<'_> {
             let members: Vec<usize> = routes.iter().map(|r| Arc::as_ptr(r) as usize).collect();
             let key = (name.clone(), hostname.into_owned());
             let generation = self.cache.generation;
-            if let Some(cached) = self.cache.vhosts.get_mut(&key)
+            let current = |cache: &Cache, member: &usize| {
+                cache.routes.get(member).is_some_and(|r| r.reads.unchanged(self.snapshot, &self.changed))
+            };
+            if let Some(cached) = self.cache.vhosts.get(&key)
                 && cached.members == members
+                && members.iter().all(|m| current(self.cache, m))
             {
+                let cached = self.cache.vhosts.get_mut(&key).expect("found above");
                 cached.used = generation;
                 let vhost = Arc::clone(&cached.vhost);
                 let (clusters, diagnostics) = (Arc::clone(&cached.clusters), Arc::clone(&cached.diagnostics));
@@ -433,11 +445,14 @@ impl Builder<'_> {
 
     fn route_parts(&mut self, route: &Arc<ir::HttpRoute>) -> Arc<RouteParts> {
         let key = Arc::as_ptr(route) as usize;
-        if let Some(cached) = self.cache.routes.get_mut(&key) {
+        if let Some(cached) = self.cache.routes.get_mut(&key)
+            && cached.reads.unchanged(self.snapshot, &self.changed)
+        {
             cached.used = self.cache.generation;
             return Arc::clone(&cached.parts);
         }
         let outer = std::mem::take(&mut self.diagnostics);
+        self.reads = Some(Reads::default());
         let mut scratch = FleetDag::default();
         let routes = route
             .rules
@@ -446,10 +461,12 @@ impl Builder<'_> {
             .map(|(r, rule)| (0..rule.matches.len()).map(|m| Arc::new(self.route(route, r, m, &mut scratch))).collect())
             .collect();
         let mut diagnostics = std::mem::replace(&mut self.diagnostics, outer);
+        let reads = self.reads.take().unwrap_or_default();
         diagnostics.sort();
         diagnostics.dedup();
         let parts = Arc::new(RouteParts { routes, clusters: scratch.clusters.into_values().collect(), diagnostics });
-        let cached = CachedRoute { _route: Arc::clone(route), parts: Arc::clone(&parts), used: self.cache.generation };
+        let cached =
+            CachedRoute { _route: Arc::clone(route), parts: Arc::clone(&parts), reads, used: self.cache.generation };
         self.cache.routes.insert(key, cached);
         parts
     }
@@ -547,7 +564,9 @@ impl Builder<'_> {
         field: String,
         out: &mut FleetDag,
     ) -> Option<String> {
-        let Some(service) = self.snapshot.services.get(&ObjectKey::new(&sp.namespace, &sp.name)) else {
+        let key = ObjectKey::new(&sp.namespace, &sp.name);
+        self.read(Kind::Service, &key);
+        let Some(service) = self.snapshot.services.get(&key) else {
             self.error(
                 origin,
                 field,
@@ -641,8 +660,10 @@ impl Builder<'_> {
     }
 
     /// A CA bundle from a Secret's `ca.crt`, or a ConfigMap's when no such Secret exists.
-    fn ca_bundle(&self, r: &ir::ObjectRef) -> Option<CaBundle> {
+    fn ca_bundle(&mut self, r: &ir::ObjectRef) -> Option<CaBundle> {
         let key = ObjectKey::new(&r.namespace, &r.name);
+        self.read(Kind::Secret, &key);
+        self.read(Kind::ConfigMap, &key);
         let from_secret = objects::secrets::ca_bundle(self.snapshot.secrets.get(&key).map(|s| &**s)).ok();
         let ca = from_secret.map(<[u8]>::to_vec).or_else(|| {
             let text = self.snapshot.config_maps.get(&key)?.data.as_ref()?.get("ca.crt")?;
@@ -655,6 +676,13 @@ impl Builder<'_> {
             crl_only_leaf: false,
             accept_untrusted: false,
         })
+    }
+
+    /// Records that the route being built read an object (outside routes: nothing to record).
+    fn read(&mut self, kind: Kind, key: &ObjectKey) {
+        if let Some(reads) = &mut self.reads {
+            reads.record(self.snapshot, kind, key);
+        }
     }
 
     fn error(&mut self, origin: &Origin, field: String, reason: &'static str, message: String) {

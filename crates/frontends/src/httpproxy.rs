@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use ir::{Diagnostic, HttpRoute, HttpRule, Listener, Origin, Protocol, Severity, TlsMode};
 use objects::types::HTTPProxy;
-use objects::{ObjectKey, Snapshot};
+use objects::{Kind, ObjectKey, Reads, Snapshot};
 
 use crate::Translation;
 
@@ -68,20 +68,25 @@ pub fn translate(snapshot: &Snapshot, options: &Options) -> Translation {
 
 /// Root translations kept between builds, so an unchanged tree costs a few pointer comparisons.
 ///
-/// A root's entry is reused while every proxy its translation looked up is the same `Arc` (or
-/// still absent) and no Service, Secret or TLSCertificateDelegation changed.
+/// A root's entry is reused while every proxy, Service and Secret its translation read is the
+/// same `Arc` (or still absent) and no TLSCertificateDelegation changed. A new app's Service
+/// therefore costs only the roots that name it.
 #[derive(Debug, Default)]
 pub struct Cache {
     options: Option<Options>,
-    inputs: Vec<usize>,
+    delegations: Vec<usize>,
+    kinds: objects::KindWatch,
     generation: u64,
     roots: rustc_hash::FxHashMap<ObjectKey, CachedRoot>,
 }
 
+/// The kinds a root's translation reads object by object.
+const READ_KINDS: &[Kind] = &[Kind::HttpProxy, Kind::Service, Kind::Secret];
+
 #[derive(Debug)]
 struct CachedRoot {
-    /// Every proxy looked up (the root first), with the identity found.
-    lookups: Vec<(ObjectKey, Option<usize>)>,
+    /// Every proxy, Service and Secret read (the root first), with the identity found.
+    reads: Reads,
     output: Arc<RootOutput>,
     /// The last build that used the entry.
     used: u64,
@@ -100,13 +105,11 @@ struct RootOutput {
 
 /// [`translate`], reusing what `cache` holds from the previous build.
 pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cache) -> Translation {
-    let inputs: Vec<usize> = (snapshot.services.values().map(ptr))
-        .chain(snapshot.secrets.values().map(ptr))
-        .chain(snapshot.tls_certificate_delegations.values().map(ptr))
-        .collect();
-    if cache.options.as_ref() != Some(options) || cache.inputs != inputs {
-        *cache = Cache { options: Some(options.clone()), inputs, ..Default::default() };
+    let delegations = snapshot.identities(Kind::TlsCertificateDelegation);
+    if cache.options.as_ref() != Some(options) || cache.delegations != delegations {
+        *cache = Cache { options: Some(options.clone()), delegations, ..Default::default() };
     }
+    let changed = cache.kinds.changed(snapshot, READ_KINDS);
     cache.generation += 1;
     let generation = cache.generation;
     let proxies: BTreeMap<&ObjectKey, &Arc<HTTPProxy>> = snapshot
@@ -171,21 +174,19 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
             continue;
         }
         for key in keys {
-            // The root itself is the first lookup; only includes need the map.
-            let fresh = cache.roots.get(key).is_none_or(|c| {
-                c.lookups[0].1 != Some(ptr(proxies[key]))
-                    || c.lookups[1..].iter().any(|(k, found)| proxies.get(k).map(|p| ptr(p)) != *found)
-            });
+            let fresh = cache.roots.get(key).is_none_or(|c| !c.reads.unchanged(snapshot, &changed));
             if fresh {
+                let mut reads = Reads::default();
+                reads.record(snapshot, Kind::HttpProxy, key);
                 let mut t = Translator {
                     snapshot,
                     options,
                     proxies: &proxies,
                     out: RootOutput::default(),
-                    lookups: vec![(key.clone(), Some(ptr(proxies[key])))],
+                    reads: std::cell::RefCell::new(reads),
                 };
                 t.root(key, proxies[key], fqdn);
-                let entry = CachedRoot { lookups: t.lookups, output: Arc::new(t.out), used: generation };
+                let entry = CachedRoot { reads: t.reads.into_inner(), output: Arc::new(t.out), used: generation };
                 cache.roots.insert(key.clone(), entry);
             }
             let entry = cache.roots.get_mut(key).expect("inserted above");
@@ -233,11 +234,6 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     Translation { ir: ir::Ir { fleets }, diagnostics }
 }
 
-/// The identity of a shared object.
-fn ptr<T>(p: &Arc<T>) -> usize {
-    Arc::as_ptr(p) as *const () as usize
-}
-
 /// The origin of an HTTPProxy.
 pub(crate) fn origin(proxy: &HTTPProxy) -> Origin {
     crate::gateway_api::origin("HTTPProxy", &proxy.metadata)
@@ -257,15 +253,29 @@ struct Translator<'a> {
     options: &'a Options,
     proxies: &'a BTreeMap<&'a ObjectKey, &'a Arc<HTTPProxy>>,
     out: RootOutput,
-    lookups: Vec<(ObjectKey, Option<usize>)>,
+    /// What the translation read, for the cache.
+    reads: std::cell::RefCell<Reads>,
 }
 
 impl<'a> Translator<'a> {
-    /// Another proxy by key, remembering the lookup for the cache.
+    /// Another proxy by key, remembering the read for the cache.
     fn lookup(&mut self, key: &ObjectKey) -> Option<&'a Arc<HTTPProxy>> {
-        let found = self.proxies.get(key).copied();
-        self.lookups.push((key.clone(), found.map(ptr)));
-        found
+        self.reads.get_mut().record(self.snapshot, Kind::HttpProxy, key);
+        self.proxies.get(key).copied()
+    }
+
+    /// A Service by namespace and name, remembering the read for the cache.
+    fn service(&self, namespace: &str, name: &str) -> Option<&'a Arc<objects::types::Service>> {
+        let key = ObjectKey::new(namespace, name);
+        self.reads.borrow_mut().record(self.snapshot, Kind::Service, &key);
+        self.snapshot.services.get(&key)
+    }
+
+    /// A Secret by namespace and name, remembering the read for the cache.
+    fn secret(&self, namespace: &str, name: &str) -> Option<&'a Arc<objects::types::Secret>> {
+        let key = ObjectKey::new(namespace, name);
+        self.reads.borrow_mut().record(self.snapshot, Kind::Secret, &key);
+        self.snapshot.secrets.get(&key)
     }
 
     /// Marks a non-root proxy as reached through an include.

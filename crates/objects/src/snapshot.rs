@@ -136,6 +136,17 @@ macro_rules! kinds {
                 $( share(&mut self.$field, &previous.$field); )*
             }
 
+            /// The identity (`Arc` address) of an object, if present: caches reuse work while
+            /// the objects it read keep their identity.
+            pub fn identity(&self, kind: Kind, key: &ObjectKey) -> Option<usize> {
+                match kind { $(Kind::$variant => self.$field.get(key).map(|o| identity(o)),)* }
+            }
+
+            /// The identities of every object of a kind, in key order.
+            pub fn identities(&self, kind: Kind) -> Vec<usize> {
+                match kind { $(Kind::$variant => self.$field.values().map(|o| identity(o)).collect(),)* }
+            }
+
             /// The kinds whose objects differ between `self` and `other`.
             pub fn changed_kinds(&self, other: &Snapshot) -> BTreeSet<Kind> {
                 let mut kinds = BTreeSet::new();
@@ -183,6 +194,55 @@ fn share<T: PartialEq>(next: &mut Objects<T>, previous: &Objects<T>) {
         {
             *value = Arc::clone(old);
         }
+    }
+}
+
+/// The address of a shared object.
+fn identity<T>(o: &Arc<T>) -> usize {
+    Arc::as_ptr(o) as *const () as usize
+}
+
+/// The objects one cached computation read, each with the identity it found (or that it was
+/// absent). The computation's result stays valid while [`Reads::unchanged`] holds.
+#[derive(Debug, Clone, Default)]
+pub struct Reads(Vec<(Kind, ObjectKey, Option<usize>)>);
+
+impl Reads {
+    /// Records that `key` of `kind` was read from `snapshot`.
+    pub fn record(&mut self, snapshot: &Snapshot, kind: Kind, key: &ObjectKey) {
+        self.0.push((kind, key.clone(), snapshot.identity(kind, key)));
+    }
+
+    /// Whether every object read is still the same in `snapshot`, checking only the kinds in
+    /// `changed` (the others are the same everywhere).
+    pub fn unchanged(&self, snapshot: &Snapshot, changed: &BTreeSet<Kind>) -> bool {
+        changed.is_empty()
+            || self
+                .0
+                .iter()
+                .all(|(kind, key, found)| !changed.contains(kind) || snapshot.identity(*kind, key) == *found)
+    }
+}
+
+/// Which kinds changed (by identity) since the previous build, for caches that track [`Reads`].
+#[derive(Debug, Clone, Default)]
+pub struct KindWatch {
+    previous: BTreeMap<Kind, Vec<usize>>,
+}
+
+impl KindWatch {
+    /// The kinds among `kinds` whose objects are not all the same as at the previous call.
+    /// The first call reports every kind.
+    pub fn changed(&mut self, snapshot: &Snapshot, kinds: &[Kind]) -> BTreeSet<Kind> {
+        let mut changed = BTreeSet::new();
+        for kind in kinds {
+            let now = snapshot.identities(*kind);
+            if self.previous.get(kind) != Some(&now) {
+                changed.insert(*kind);
+                self.previous.insert(*kind, now);
+            }
+        }
+        changed
     }
 }
 

@@ -21,7 +21,7 @@ fn service_port<'a>(
     name: &str,
     port: i32,
 ) -> Option<(&'a objects::types::Service, &'a k8s_openapi::api::core::v1::ServicePort)> {
-    let service = t.snapshot.services.get(&ObjectKey::new(namespace, name))?;
+    let service = t.service(namespace, name)?;
     let wanted = port.to_string();
     let ports = service.spec.as_ref()?.ports.as_ref()?;
     let found = ports.iter().find(|p| p.port == port || p.name.as_deref() == Some(wanted.as_str()))?;
@@ -30,7 +30,7 @@ fn service_port<'a>(
 
 /// Why a port of a Service cannot be used (upstream's words).
 fn lookup(t: &Translator<'_>, namespace: &str, name: &str, port: i32) -> Result<(), String> {
-    let Some(service) = t.snapshot.services.get(&ObjectKey::new(namespace, name)) else {
+    let Some(service) = t.service(namespace, name) else {
         return Err(format!("service \"{namespace}/{name}\" not found"));
     };
     if service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
@@ -234,7 +234,7 @@ fn validation(
         t.error(origin, "ServiceError", field, "TLSUpstreamValidation", message);
         Err(())
     };
-    let secret = t.snapshot.secrets.get(&ObjectKey::new(namespace, name));
+    let secret = t.secret(namespace, name);
     if let Err(e) = objects::secrets::ca_bundle(secret.map(|s| &**s)) {
         return fail(t, format!("invalid CA Secret \"{namespace}/{name}\": {e}"));
     }

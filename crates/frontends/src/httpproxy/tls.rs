@@ -3,7 +3,6 @@
 
 use api::httpproxy::{TLS, VirtualHost};
 use ir::{ClientValidation, ForwardClientCert, ListenerTls, ObjectRef, Origin, TlsMode, TlsVersion};
-use objects::ObjectKey;
 
 use super::Translator;
 use crate::delegation;
@@ -52,7 +51,7 @@ pub(super) fn virtual_host(
         let message = format!("Spec.VirtualHost.TLS Secret {raw:?} certificate delegation not permitted");
         return stop(t, "DelegationNotPermitted", message);
     }
-    let secret = t.snapshot.secrets.get(&ObjectKey::new(namespace, name));
+    let secret = t.secret(namespace, name);
     if let Err(e) = objects::secrets::tls_pair(secret.map(|s| &**s)) {
         return stop(t, "SecretNotValid", format!("Spec.VirtualHost.TLS Secret {raw:?} is invalid: {e}"));
     }
@@ -86,7 +85,7 @@ pub(super) fn virtual_host(
             let message = format!("Spec.VirtualHost.TLS Secret {name:?} is not configured for certificate delegation");
             return stop(t, "FallbackNotDelegated", message);
         }
-        let secret = t.snapshot.secrets.get(&ObjectKey::new(&fallback.namespace, &fallback.name));
+        let secret = t.secret(&fallback.namespace, &fallback.name);
         if let Err(e) = objects::secrets::tls_pair(secret.map(|s| &**s)) {
             let message = format!("Spec.Virtualhost.TLS Secret {name:?} fallback certificate is invalid: {e}");
             return stop(t, "FallbackNotValid", message);
@@ -149,7 +148,7 @@ fn client_validation(t: &mut Translator<'_>, origin: &Origin, tls: &TLS) -> Resu
     match cv.ca_secret.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         Some(raw) => {
             let (namespace, name) = delegated(t, origin, raw, "CA")?;
-            let secret = t.snapshot.secrets.get(&ObjectKey::new(namespace, name));
+            let secret = t.secret(namespace, name);
             if let Err(e) = objects::secrets::ca_bundle(secret.map(|s| &**s)) {
                 invalid(t, format!("invalid CA Secret \"{namespace}/{name}\": {e}"));
                 return Err(());
@@ -161,7 +160,7 @@ fn client_validation(t: &mut Translator<'_>, origin: &Origin, tls: &TLS) -> Resu
     }
     if let Some(raw) = cv.crl_secret.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         let (namespace, name) = delegated(t, origin, raw, "CRL")?;
-        let secret = t.snapshot.secrets.get(&ObjectKey::new(namespace, name));
+        let secret = t.secret(namespace, name);
         let crl = secret.and_then(|s| s.data.as_ref()?.get("crl.pem")).filter(|b| !b.0.is_empty());
         let problem = match crl {
             None if secret.is_none() => Some("Secret not found"),
