@@ -110,6 +110,22 @@ macro_rules! kinds {
                 match object { $(Object::$variant(o) => self.$field.insert(key, Arc::new(o)).is_some(),)* }
             }
 
+            /// Adds or replaces an object unless an equal one is already there; returns whether
+            /// the snapshot changed. Watch events that change nothing we keep (our own status
+            /// writes, for one) then cost one lookup.
+            pub fn upsert(&mut self, object: Object) -> bool {
+                let key = object.key();
+                match object {
+                    $(Object::$variant(o) => {
+                        if self.$field.get(&key).is_some_and(|old| **old == o) {
+                            return false;
+                        }
+                        self.$field.insert(key, Arc::new(o));
+                        true
+                    })*
+                }
+            }
+
             /// Removes an object; returns whether it was present.
             pub fn remove(&mut self, kind: Kind, key: &ObjectKey) -> bool {
                 match kind { $(Kind::$variant => self.$field.remove(key).is_some(),)* }

@@ -505,10 +505,7 @@ fn apply(
             debug!(kind = ?kind, scope = ?scope, "listed");
             true
         }
-        Change::Apply(o) => {
-            working.insert(o);
-            true
-        }
+        Change::Apply(o) => working.upsert(o),
         Change::Delete(kind, key) => working.remove(kind, &key),
     }
 }

@@ -52,3 +52,46 @@ fn changed_kinds_sees_only_what_changed() {
     b.remove(Kind::Secret, &ObjectKey::new("default", "cert"));
     assert_eq!(a.changed_kinds(&b).into_iter().collect::<Vec<_>>(), vec![Kind::Secret]);
 }
+
+#[test]
+fn upsert_of_an_equal_object_changes_nothing_and_keeps_its_identity() {
+    let service = |port: u16| {
+        let yaml =
+            format!("apiVersion: v1\nkind: Service\nmetadata: {{name: web}}\nspec: {{ports: [{{port: {port}}}]}}\n");
+        parse_documents(&yaml).remove(0).expect("parses")
+    };
+    let key = ObjectKey::new("default", "web");
+    let mut s = Snapshot::default();
+    assert!(s.upsert(service(80)), "new");
+    let before = s.identity(Kind::Service, &key);
+    assert!(!s.upsert(service(80)), "equal: no change");
+    assert_eq!(s.identity(Kind::Service, &key), before, "the object read before stays");
+    assert!(s.upsert(service(81)), "different");
+    assert_ne!(s.identity(Kind::Service, &key), before);
+}
+
+#[test]
+fn reads_stay_valid_until_an_object_read_changes() {
+    let mut s =
+        Snapshot::from_yaml("apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {ports: [{port: 80}]}\n")
+            .expect("parses");
+    let mut watch = KindWatch::default();
+    assert_eq!(watch.changed(&s, &[Kind::Service, Kind::Secret]).len(), 2, "the first call reports every kind");
+    let mut reads = Reads::default();
+    reads.record(&s, Kind::Service, &ObjectKey::new("default", "a"));
+    reads.record(&s, Kind::Service, &ObjectKey::new("default", "missing"));
+    assert!(watch.changed(&s, &[Kind::Service]).is_empty());
+
+    // Another Service arrives: a change of the kind, but not of anything read.
+    let other = "apiVersion: v1\nkind: Service\nmetadata: {name: b}\nspec: {ports: [{port: 80}]}\n";
+    s.upsert(parse_documents(other).remove(0).expect("parses"));
+    let changed = watch.changed(&s, &[Kind::Service]);
+    assert_eq!(changed.len(), 1);
+    assert!(reads.unchanged(&s, &changed));
+
+    // The Service read as missing arrives.
+    let missing = "apiVersion: v1\nkind: Service\nmetadata: {name: missing}\nspec: {ports: [{port: 80}]}\n";
+    s.upsert(parse_documents(missing).remove(0).expect("parses"));
+    let changed = watch.changed(&s, &[Kind::Service]);
+    assert!(!reads.unchanged(&s, &changed));
+}
