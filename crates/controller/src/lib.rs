@@ -210,7 +210,9 @@ impl Controller {
     }
 
     /// Brings the server up to date with a snapshot: EDS only when only EndpointSlices changed,
-    /// a full rebuild otherwise. Returns whether it rebuilt.
+    /// a full rebuild otherwise. Returns whether it rebuilt and Envoy's configuration changed: a
+    /// rebuild for objects nothing uses (a new app's Service before its route) does not start a
+    /// burst, so the route that follows is not held back by the holdoff.
     pub fn apply(&mut self, snapshot: Arc<Snapshot>) -> bool {
         if let Some((previous, dag)) = &self.last {
             let changed = previous.changed_kinds(&snapshot);
@@ -235,7 +237,7 @@ impl Controller {
         }
         let (resources, bytes) =
             build.fleets.values().map(FleetResources::size).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-        self.server.set_fleets(build.fleets);
+        let changed = self.server.set_fleets(build.fleets);
         self.counters.rebuilds.fetch_add(1, Ordering::Relaxed);
         self.counters.rebuild_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -258,7 +260,7 @@ impl Controller {
         };
         self.published.send_replace(Some(Arc::new(published)));
         self.last = Some((snapshot, dag));
-        true
+        changed
     }
 
     /// Waits for the store to sync, builds, marks the server ready, then follows every change.
@@ -267,15 +269,21 @@ impl Controller {
     /// - Endpoint churn skips the holdoff: a change of EndpointSlices alone goes to EDS after
     ///   [`ENDPOINT_COALESCE`], which takes in a burst of slice events. Traffic leaves a dead pod
     ///   as soon as Envoy hears of it.
-    /// - The first change after a quiet period (no rebuild for `holdoff_max`) rebuilds at once,
-    ///   as upstream does; changes that follow within `holdoff_max` are a burst, rebuilt after
-    ///   `holdoff` of quiet and at most `holdoff_max` after the burst began.
+    /// - The first change after a quiet period (no rebuild that changed Envoy's configuration
+    ///   for `holdoff_max`) rebuilds as soon as the rest of it has come (`LEADING_COALESCE`
+    ///   without another change), as upstream rebuilds at once; changes that follow within
+    ///   `holdoff_max` are a burst, rebuilt after `holdoff` of quiet and at most `holdoff_max`
+    ///   after the burst began. A rebuild that changed nothing for Envoy (a Service no route
+    ///   uses yet) does not begin a burst, but only `QUICK_REBUILDS` of those in a row are quick:
+    ///   churn of objects nothing uses is debounced like any burst.
     pub async fn run(mut self, store: Store) {
         let mut rx = store.subscribe();
         store.wait_synced().await;
         self.apply(Arc::clone(&rx.borrow_and_update()));
         self.server.set_ready();
-        let mut last_rebuild = Instant::now();
+        let mut last_effective = Instant::now();
+        let mut last_change = Instant::now();
+        let mut quick = 0;
         while rx.changed().await.is_ok() {
             if self.only_endpoints_changed(&rx.borrow()) {
                 tokio::time::sleep(ENDPOINT_COALESCE).await;
@@ -287,29 +295,50 @@ impl Controller {
                 // Something else changed meanwhile: that needs a rebuild, below.
             }
             let first = Instant::now();
-            if first.duration_since(last_rebuild) < self.options.holdoff_max {
-                let mut last = first;
-                loop {
-                    let deadline = (last + self.options.holdoff).min(first + self.options.holdoff_max);
-                    tokio::select! {
-                        changed = rx.changed() => {
-                            if changed.is_err() { return; }
-                            last = Instant::now();
-                        }
-                        _ = tokio::time::sleep_until(deadline) => break,
+            if first.duration_since(last_change) >= self.options.holdoff_max {
+                quick = 0;
+            }
+            let leading = first.duration_since(last_effective) >= self.options.holdoff_max && quick < QUICK_REBUILDS;
+            // After a quiet period, wait only until the change's other objects have come (an
+            // app's Service, EndpointSlice and route arrive a few milliseconds apart); in a
+            // burst, for the holdoff.
+            let (gap, cap) = if leading {
+                (LEADING_COALESCE.min(self.options.holdoff), self.options.holdoff)
+            } else {
+                (self.options.holdoff, self.options.holdoff_max)
+            };
+            let mut last = first;
+            loop {
+                let deadline = (last + gap).min(first + cap);
+                tokio::select! {
+                    changed = rx.changed() => {
+                        if changed.is_err() { return; }
+                        last = Instant::now();
                     }
+                    _ = tokio::time::sleep_until(deadline) => break,
                 }
             }
+            last_change = last;
             let snapshot = Arc::clone(&rx.borrow_and_update());
             if self.apply(snapshot) {
-                last_rebuild = Instant::now();
+                last_effective = Instant::now();
+                quick = 0;
+            } else if leading {
+                quick += 1;
             }
         }
     }
 }
 
 /// How long an EndpointSlice-only change waits for more of its burst before it goes to EDS.
-pub const ENDPOINT_COALESCE: Duration = Duration::from_millis(5);
+pub const ENDPOINT_COALESCE: Duration = Duration::from_millis(1);
+
+/// After a quiet period, how long the first change waits for another before it rebuilds.
+pub const LEADING_COALESCE: Duration = Duration::from_millis(5);
+
+/// How many quick rebuilds in a row may change nothing for Envoy before changes are treated as
+/// a burst.
+pub const QUICK_REBUILDS: u32 = 3;
 
 #[cfg(test)]
 mod tests;

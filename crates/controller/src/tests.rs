@@ -233,32 +233,43 @@ spec: {rules: [{host: b.test, http: {paths: [{path: /, pathType: Prefix, backend
     }
 }
 
-/// Endpoint churn goes to EDS within milliseconds, not after the rebuild holdoff; a change after
-/// a quiet period rebuilds at once.
-#[tokio::test(start_paused = true)]
-async fn endpoints_skip_the_holdoff_and_a_quiet_change_rebuilds_at_once() {
+/// A controller running on a store that holds FIXTURE (start it in a paused-time test).
+fn running_controller() -> (Store, Arc<Counters>) {
     let store = Store::new();
     let c = Controller::new(Options::default(), XdsServer::default());
     let counters = c.counters();
     store.replace(snapshot(FIXTURE));
     store.set_synced();
     tokio::spawn(c.run(store.clone()));
+    (store, counters)
+}
+
+/// Endpoint churn goes to EDS within milliseconds, not after the rebuild holdoff; a change after
+/// a quiet period rebuilds as soon as the rest of it (an app's other objects) has come.
+#[tokio::test(start_paused = true)]
+async fn endpoints_skip_the_holdoff_and_a_quiet_change_rebuilds_at_once() {
+    let (store, counters) = running_controller();
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 1);
 
-    // A burst of three slice changes 1 ms apart: one EDS update, 5 ms after the first.
+    // A burst of three slice changes while the first waits its millisecond: one EDS update.
     for port in [9001, 9002, 9003] {
         store.replace(snapshot(&FIXTURE.replace("9000", &port.to_string())));
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        tokio::task::yield_now().await;
     }
-    tokio::time::sleep(Duration::from_millis(4)).await;
+    tokio::time::sleep(Duration::from_millis(2)).await;
     assert_eq!(counters.endpoint_updates.load(Ordering::Relaxed), 1, "well before the 100 ms holdoff");
     assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 1, "no rebuild for endpoints");
 
-    // Quiet for longer than the longest holdoff: the next change rebuilds without waiting.
+    // Quiet for longer than the longest holdoff: a change and the rest of it 3 ms later
+    // rebuild once, 5 ms after the last, without the holdoff.
     tokio::time::sleep(Duration::from_secs(1)).await;
     store.replace(snapshot(&FIXTURE.replace("9000", "9003").replace("port: 80}", "port: 81}")));
-    tokio::time::sleep(Duration::from_millis(1)).await;
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    store.replace(snapshot(&FIXTURE.replace("9000", "9003").replace("port: 80}", "port: 83}")));
+    tokio::time::sleep(Duration::from_millis(4)).await;
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 1, "still collecting the change");
+    tokio::time::sleep(Duration::from_millis(2)).await;
     assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 2, "leading edge");
     // The next one is part of a burst: it waits for the holdoff.
     store.replace(snapshot(&FIXTURE.replace("9000", "9003").replace("port: 80}", "port: 82}")));
@@ -266,4 +277,41 @@ async fn endpoints_skip_the_holdoff_and_a_quiet_change_rebuilds_at_once() {
     assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 2, "debounced");
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 3);
+}
+
+/// A new app arrives as its Service first, then its route a little later: the Service alone
+/// changes nothing for Envoy, so the route is not held back by the burst holdoff. Churn of
+/// objects nothing uses is still debounced after a few quick rebuilds.
+#[tokio::test(start_paused = true)]
+async fn an_unused_service_does_not_hold_back_the_route_that_follows() {
+    let (store, counters) = running_controller();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 1);
+
+    let unused = |n: usize| {
+        (0..n)
+            .map(|i| {
+                format!(
+                    "---\napiVersion: v1\nkind: Service\nmetadata: {{name: new-{i}}}\nspec: {{ports: [{{port: 80}}]}}\n"
+                )
+            })
+            .collect::<String>()
+    };
+    store.replace(snapshot(&format!("{FIXTURE}{}", unused(1))));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 2, "the Service alone, after quiet");
+    let route = "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: new-0}\nspec: {parentRefs: [{name: gw}], hostnames: [new.example.com], rules: [{backendRefs: [{name: new-0, port: 80}]}]}\n";
+    store.replace(snapshot(&format!("{FIXTURE}{}{route}", unused(1))));
+    tokio::time::sleep(Duration::from_millis(7)).await;
+    assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 3, "the route, without the 100 ms holdoff");
+
+    // Unused Services every 20 ms: quick rebuilds only until QUICK_REBUILDS changed nothing.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = counters.rebuilds.load(Ordering::Relaxed);
+    for n in 2..22 {
+        store.replace(snapshot(&format!("{FIXTURE}{}{route}", unused(n))));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let rebuilds = counters.rebuilds.load(Ordering::Relaxed) - before;
+    assert!(rebuilds <= 3 + 2, "{rebuilds} rebuilds for 400 ms of unused Services");
 }

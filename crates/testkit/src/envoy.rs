@@ -35,12 +35,17 @@ fn binary() -> anyhow::Result<PathBuf> {
     }
 }
 
+/// One of the `MAX_CONCURRENT` places for an Envoy in this process.
+async fn slot() -> anyhow::Result<OwnedSemaphorePermit> {
+    static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    Ok(Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(MAX_CONCURRENT)))).acquire_owned().await?)
+}
+
 impl Envoy {
     /// Starts Envoy with this bootstrap (its admin setting is replaced by a free port) and
     /// waits until its admin interface answers.
     pub async fn start(mut bootstrap: Bootstrap) -> anyhow::Result<Self> {
-        static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
-        let permit = Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(MAX_CONCURRENT)))).acquire_owned().await?;
+        let permit = slot().await?;
         let admin_port = crate::free_port();
         bootstrap.admin = Admin::Port(admin_port);
         let dir = std::env::temp_dir().join(format!("contour-envoy-{}-{admin_port}", std::process::id()));
@@ -55,15 +60,48 @@ impl Envoy {
         }
         let config = dir.join("bootstrap.json");
         std::fs::write(&config, serde_json::to_vec_pretty(&bootstrap.to_json())?)?;
-        let child = tokio::process::Command::new(binary()?)
+        Self::spawn(&config, admin_port, dir, permit).await
+    }
+
+    /// Starts Envoy from a bootstrap file someone else wrote, with extra command-line arguments
+    /// such as `--service-cluster`, without waiting for it. Its admin interface is whatever the
+    /// file says; [`Envoy::admin`] is `stats`, the stats listener the controller gives it, where
+    /// [`Envoy::counter_sum`] reads once the controller has configured it.
+    pub async fn start_file(config: &std::path::Path, stats: SocketAddr, args: &[&str]) -> anyhow::Result<Self> {
+        let permit = slot().await?;
+        let dir = std::env::temp_dir().join(format!("contour-envoy-{}-{}", std::process::id(), stats.port()));
+        std::fs::create_dir_all(&dir)?;
+        let child = Self::command(config, &dir, args)?.spawn()?;
+        Ok(Self { admin: stats, dir, child, _permit: permit })
+    }
+
+    fn command(
+        config: &std::path::Path,
+        dir: &std::path::Path,
+        args: &[&str],
+    ) -> anyhow::Result<tokio::process::Command> {
+        let mut command = tokio::process::Command::new(binary()?);
+        command
             .arg("-c")
-            .arg(&config)
+            .arg(config)
             .args(["--disable-hot-restart", "--concurrency", "1", "--log-level", "warn", "--drain-time-s", "1"])
+            .args(args)
             .arg("--log-path")
             .arg(dir.join("envoy.log"))
             .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()?;
+            // Access logs (upstream's configuration writes them to stdout) stay out of the output.
+            .stdout(std::fs::File::create(dir.join("stdout.log"))?)
+            .kill_on_drop(true);
+        Ok(command)
+    }
+
+    async fn spawn(
+        config: &std::path::Path,
+        admin_port: u16,
+        dir: PathBuf,
+        permit: OwnedSemaphorePermit,
+    ) -> anyhow::Result<Self> {
+        let child = Self::command(config, &dir, &[])?.spawn()?;
         let envoy = Self { admin: SocketAddr::from(([127, 0, 0, 1], admin_port)), dir, child, _permit: permit };
         let up =
             crate::eventually(Duration::from_secs(30), || async { envoy.admin_get("/server_info").await.ok() }).await;

@@ -87,27 +87,32 @@ impl Fleet {
 }
 
 impl Fleets {
-    pub(crate) fn set_all(&mut self, fleets: BTreeMap<String, FleetResources>) {
+    /// Replaces every fleet's resources; returns whether any fleet's resources changed.
+    pub(crate) fn set_all(&mut self, fleets: BTreeMap<String, FleetResources>) -> bool {
+        let mut changed = false;
         for (id, fleet) in self.fleets.iter_mut() {
             if !fleets.contains_key(id) {
+                changed |= fleet.known;
                 fleet.known = false;
                 fleet.desired = FleetResources::default();
                 fleet.publish();
             }
         }
         for (id, mut resources) in fleets {
-            let fleet = self.fleets.entry(id).or_insert_with(|| Fleet::new(true));
-            fleet.known = true;
+            let fleet = self.fleets.entry(id).or_insert_with(|| Fleet::new(false));
             // Endpoints arrive separately; keep the current ones when the build carries none.
             if !resources.by_type.contains_key(&ResourceType::Endpoint)
                 && let Some(eds) = fleet.desired.by_type.get(&ResourceType::Endpoint)
             {
                 resources.by_type.insert(ResourceType::Endpoint, eds.clone());
             }
+            changed |= !fleet.known || !same_versions(&fleet.desired, &resources);
+            fleet.known = true;
             fleet.desired = resources;
             fleet.publish();
         }
         self.fleets.retain(|_, f| f.known || f.served.receiver_count() > 0);
+        changed
     }
 
     pub(crate) fn set_type(&mut self, id: &str, t: ResourceType, resources: Resources) {
@@ -181,4 +186,16 @@ impl Fleets {
         out.sort_by(|a, b| (&a.fleet, a.resource_type, &a.name).cmp(&(&b.fleet, b.resource_type, &b.name)));
         out
     }
+}
+
+/// Whether two fleets hold the same resources, by name and content-hash version.
+fn same_versions(a: &FleetResources, b: &FleetResources) -> bool {
+    let types =
+        |f: &FleetResources| f.by_type.iter().filter(|(_, r)| !r.is_empty()).map(|(t, _)| *t).collect::<Vec<_>>();
+    types(a) == types(b)
+        && a.by_type.iter().all(|(t, resources)| {
+            let other = b.of(*t);
+            resources.len() == other.len()
+                && resources.iter().zip(other).all(|((n1, r1), (n2, r2))| n1 == n2 && r1.version == r2.version)
+        })
 }

@@ -123,9 +123,9 @@ impl XdsServer {
     }
 
     /// Replaces the configuration of every fleet except endpoints. Fleets absent from `fleets`
-    /// become empty.
-    pub fn set_fleets(&self, fleets: BTreeMap<String, FleetResources>) {
-        self.inner.fleets.lock().expect("fleets lock").set_all(fleets);
+    /// become empty. Returns whether any fleet's resources changed.
+    pub fn set_fleets(&self, fleets: BTreeMap<String, FleetResources>) -> bool {
+        self.inner.fleets.lock().expect("fleets lock").set_all(fleets)
     }
 
     /// Replaces the endpoints (EDS) of one fleet, leaving every other type untouched.

@@ -1,0 +1,431 @@
+//! `hack/bench --vs-upstream`: contour-rs and upstream Contour side by side, each started on a
+//! fresh kube-apiserver + etcd already holding N apps (a Service, an EndpointSlice and a root
+//! HTTPProxy each, all pointing at one echo backend in a network namespace), each feeding the
+//! same Envoy binary through its own `contour bootstrap`. Prints one table per N with medians
+//! over the runs and the ratio ours / upstream. A benchmark, not a test: nothing is asserted.
+//!
+//!   vs-upstream --ours BIN --upstream BIN [--sizes 1000,5000] [--runs 2] [--apps 10] [--idle 60]
+//!
+//! BIN is a `contour` multi-call command (`contour serve`, `contour bootstrap`): ours from
+//! bins/contour, upstream's built by hack/install-upstream-contour.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+use testkit::{ApiServer, Envoy, NetnsBackend, Request};
+
+/// How long any one wait may take before the figure is reported as missed.
+const CONVERGE_TIMEOUT: Duration = Duration::from_secs(600);
+const CHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A controller under test.
+#[derive(Clone)]
+struct Controller {
+    label: &'static str,
+    contour: PathBuf,
+    extra: Vec<&'static str>,
+}
+
+/// What one run measured.
+#[derive(Default, Clone)]
+struct Figures {
+    served: Option<Duration>,
+    all_valid: Option<Duration>,
+    rss_converged: f64,
+    new_app: Vec<Option<Duration>>,
+    endpoints: Vec<Option<Duration>>,
+    change_bytes: u64,
+    idle_cpu: f64,
+    cpu: f64,
+    peak_rss: f64,
+}
+
+struct Args {
+    ours: PathBuf,
+    upstream: Option<PathBuf>,
+    sizes: Vec<usize>,
+    runs: usize,
+    apps: usize,
+    idle: Duration,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut a = Args {
+        ours: PathBuf::new(),
+        upstream: None,
+        sizes: vec![1000, 5000, 10000],
+        runs: 2,
+        apps: 10,
+        idle: Duration::from_secs(60),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--ours" => a.ours = value()?.into(),
+            "--upstream" => a.upstream = Some(value()?.into()),
+            "--sizes" => a.sizes = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
+            "--runs" => a.runs = value()?.parse()?,
+            "--apps" => a.apps = value()?.parse()?,
+            "--idle" => a.idle = Duration::from_secs(value()?.parse()?),
+            other => anyhow::bail!("unknown flag {other}"),
+        }
+    }
+    anyhow::ensure!(a.ours.exists(), "--ours: no contour command at {}", a.ours.display());
+    Ok(a)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = args()?;
+    let mut controllers = vec![Controller { label: "contour-rs", contour: args.ours.clone(), extra: Vec::new() }];
+    if let Some(upstream) = &args.upstream {
+        controllers.push(Controller { label: "upstream", contour: upstream.clone(), extra: Vec::new() });
+        controllers.push(Controller {
+            label: "upstream QPS 200",
+            contour: upstream.clone(),
+            extra: vec!["--kubernetes-client-qps=200", "--kubernetes-client-burst=400"],
+        });
+    }
+    let blue = NetnsBackend::start("blue").await?;
+    let green = NetnsBackend::start("green").await?;
+    for &n in &args.sizes {
+        let mut results = Vec::new();
+        for c in &controllers {
+            let mut runs = Vec::new();
+            for run in 0..args.runs {
+                eprintln!("== {} at {n}, run {}", c.label, run + 1);
+                let figures = measure(c, n, &args, &blue, &green)
+                    .await
+                    .with_context(|| format!("{} at {n}, run {}", c.label, run + 1))?;
+                runs.push(figures);
+            }
+            results.push((c.label, runs));
+        }
+        print_table(n, &args, &results);
+    }
+    Ok(())
+}
+
+/// The Service, EndpointSlice and root HTTPProxy of app `name`, sending to `backend`.
+fn app(name: &str, backend: IpAddr) -> [Value; 3] {
+    [
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}),
+        endpoint_slice(name, backend),
+        json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"virtualhost": {"fqdn": host(name)}, "routes": [{"services": [{"name": name, "port": 80}]}]}}),
+    ]
+}
+
+fn endpoint_slice(name: &str, backend: IpAddr) -> Value {
+    json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": name, "namespace": "default", "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4", "ports": [{"name": "http", "port": 8080}],
+        "endpoints": [{"addresses": [backend.to_string()], "conditions": {"ready": true}}]})
+}
+
+fn host(name: &str) -> String {
+    format!("{name}.bench.test")
+}
+
+fn resource(object: &Value) -> ApiResource {
+    let (api_version, kind) = (object["apiVersion"].as_str().unwrap_or(""), object["kind"].as_str().unwrap_or(""));
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let plural = match kind {
+        "Service" => "services",
+        "EndpointSlice" => "endpointslices",
+        _ => "httpproxies",
+    };
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: api_version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+async fn create(client: &kube::Client, object: &Value) -> anyhow::Result<()> {
+    let ar = resource(object);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let o: DynamicObject = serde_json::from_value(object.clone())?;
+    api.create(&PostParams::default(), &o).await?;
+    Ok(())
+}
+
+/// CPU seconds (user + system) and RSS / peak RSS (MiB) of a process.
+fn usage(pid: u32) -> (f64, f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // After the command: state is field 0, utime 11, stime 12; 100 ticks a second on Linux.
+    let cpu = (ticks(11) + ticks(12)) / 100.0;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |field: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (cpu, kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
+}
+
+async fn measure(
+    c: &Controller,
+    n: usize,
+    args: &Args,
+    blue: &NetnsBackend,
+    green: &NetnsBackend,
+) -> anyhow::Result<Figures> {
+    let api = ApiServer::start().await?;
+    api.install_crds(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crds")).await?;
+    let client = api.client().await?;
+    let objects: Vec<Value> = (0..n).flat_map(|i| app(&format!("app-{i}"), blue.addr.ip())).collect();
+    futures::stream::iter(objects.iter().map(|o| create(&client, o))).buffer_unordered(32).try_collect::<()>().await?;
+
+    let dir = api.dir.join("bench");
+    std::fs::create_dir_all(&dir)?;
+    let port = testkit::free_port;
+    let (xds, http, stats) = (port(), port(), port());
+    let bootstrap = dir.join("envoy.json");
+    let status = tokio::process::Command::new(&c.contour)
+        .arg("bootstrap")
+        .arg(&bootstrap)
+        .args(["--xds-address=127.0.0.1", &format!("--xds-port={xds}")])
+        .arg(format!("--admin-address={}", dir.join("admin.sock").display()))
+        .arg("--xds-resource-version=v3")
+        .status()
+        .await?;
+    anyhow::ensure!(status.success(), "{} bootstrap: {status}", c.label);
+
+    let started = Instant::now();
+    let mut serve = tokio::process::Command::new(&c.contour)
+        .arg("serve")
+        .arg(format!("--kubeconfig={}", api.kubeconfig.display()))
+        .args(["--xds-address=127.0.0.1", &format!("--xds-port={xds}"), "--insecure", "--disable-leader-election"])
+        .args(["--envoy-service-http-address=127.0.0.1", &format!("--envoy-service-http-port={http}")])
+        .args(["--envoy-service-https-address=127.0.0.1", &format!("--envoy-service-https-port={}", port())])
+        .args([format!("--http-port={}", port()), format!("--health-port={}", port())])
+        .args([format!("--debug-http-port={}", port()), format!("--stats-port={stats}")])
+        .args(&c.extra)
+        .stdout(std::fs::File::create(dir.join("serve.log"))?)
+        .stderr(std::fs::File::create(dir.join("serve.err"))?)
+        .kill_on_drop(true)
+        .spawn()?;
+    let pid = serve.id().context("controller pid")?;
+    let stats = SocketAddr::from(([127, 0, 0, 1], stats));
+    let node = ["--service-cluster", "contour", "--service-node", "bench"];
+    let envoy = Envoy::start_file(&bootstrap, stats, &node).await?;
+    let listener = SocketAddr::from(([127, 0, 0, 1], http));
+
+    let last = host(&format!("app-{}", n - 1));
+    let served = async {
+        testkit::eventually(CONVERGE_TIMEOUT, || async {
+            let r = testkit::request(listener, &Request::get(&last, "/")).await.ok()?;
+            (r.status == 200).then(|| started.elapsed())
+        })
+        .await
+    };
+    let proxies: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &resource(&app("x", blue.addr.ip())[2]));
+    let all_valid = async {
+        let deadline = Instant::now() + CONVERGE_TIMEOUT;
+        while Instant::now() < deadline {
+            if count_valid(&proxies).await.unwrap_or(0) >= n {
+                return Some(started.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        None
+    };
+    let (served, all_valid) = tokio::join!(served, all_valid);
+    let mut f = Figures { served, all_valid, ..Figures::default() };
+    f.rss_converged = usage(pid).1;
+
+    // Bytes Envoy receives from the controller for a one-proxy change.
+    let before = envoy.counter_sum("cluster.contour.upstream_cx_rx_bytes_total").await?;
+    let narrowed =
+        json!({"spec": {"routes": [{"conditions": [{"prefix": "/v2"}], "services": [{"name": "app-1", "port": 80}]}]}});
+    proxies.patch("app-1", &PatchParams::default(), &Patch::Merge(&narrowed)).await?;
+    let one = host("app-1");
+    wait_until(listener, &one, CHANGE_TIMEOUT, |r| r.status == 404).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    f.change_bytes = envoy.counter_sum("cluster.contour.upstream_cx_rx_bytes_total").await?.saturating_sub(before);
+    if f.change_bytes == 0 {
+        let stats = envoy.admin_get("/stats?format=json").await.unwrap_or_default();
+        eprintln!("no xDS bytes counted; stats: {}", &stats[..stats.len().min(3000)]);
+    }
+
+    // New apps, one at a time: created → served through Envoy.
+    // Each a second after the last, as a user's changes come: neither controller's holdoff
+    // for bursts applies.
+    for j in 0..args.apps {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let name = format!("new-{j}");
+        let t = Instant::now();
+        for o in app(&name, blue.addr.ip()) {
+            create(&client, &o).await?;
+        }
+        f.new_app
+            .push(wait_until(listener, &host(&name), CHANGE_TIMEOUT, |r| r.status == 200).await.map(|()| t.elapsed()));
+    }
+
+    // An EndpointSlice change → traffic follows.
+    let slices: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &resource(&endpoint_slice("x", blue.addr.ip())));
+    let target = host("app-0");
+    for j in 0..args.apps {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let to = if j % 2 == 0 { green } else { blue };
+        let t = Instant::now();
+        let patch = json!({"endpoints": [{"addresses": [to.addr.ip().to_string()], "conditions": {"ready": true}}]});
+        slices.patch("app-0", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        let follows =
+            wait_until(listener, &target, CHANGE_TIMEOUT, |r| r.header("x-backend") == Some(to.name.as_str()));
+        f.endpoints.push(follows.await.map(|()| t.elapsed()));
+    }
+
+    // Idle: nothing changes for a while.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle_from = usage(pid).0;
+    tokio::time::sleep(args.idle).await;
+    (f.cpu, _, f.peak_rss) = usage(pid);
+    f.idle_cpu = f.cpu - idle_from;
+
+    let _ = serve.start_kill();
+    let _ = serve.wait().await;
+    drop(envoy);
+    // VS_UPSTREAM_LOGS=DIR keeps each run's controller log (the API server's directory goes).
+    if let Some(keep) = std::env::var_os("VS_UPSTREAM_LOGS") {
+        let to = Path::new(&keep).join(format!("{}-{n}-{}.log", c.label.replace(' ', "-"), std::process::id()));
+        std::fs::create_dir_all(&keep)?;
+        std::fs::copy(dir.join("serve.err"), to)?;
+    }
+    Ok(f)
+}
+
+/// Polls `host` through Envoy every 2 ms until `done` holds; `None` after `timeout`.
+async fn wait_until(
+    listener: SocketAddr,
+    host: &str,
+    timeout: Duration,
+    done: impl Fn(&testkit::Response) -> bool,
+) -> Option<()> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(r) = testkit::request(listener, &Request::get(host, "/")).await
+            && done(&r)
+        {
+            return Some(());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    None
+}
+
+async fn count_valid(proxies: &Api<DynamicObject>) -> anyhow::Result<usize> {
+    let mut valid = 0;
+    let mut params = ListParams::default().limit(1000);
+    loop {
+        let page = proxies.list(&params).await?;
+        valid += page.items.iter().filter(|p| p.data["status"]["currentStatus"] == "valid").count();
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(valid),
+        }
+    }
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.retain(|v| v.is_finite());
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len().is_multiple_of(2) { (values[mid - 1] + values[mid]) / 2.0 } else { values[mid] })
+}
+
+fn secs(d: &Option<Duration>) -> f64 {
+    d.map_or(f64::INFINITY, |d| d.as_secs_f64())
+}
+
+fn print_table(n: usize, args: &Args, results: &[(&str, Vec<Figures>)]) {
+    type Row = (&'static str, fn(&Figures) -> f64, &'static str);
+    let rows: Vec<Row> = vec![
+        ("start → the last proxy served", |f| secs(&f.served), "s"),
+        ("start → every HTTPProxy status valid", |f| secs(&f.all_valid), "s"),
+        ("controller RSS when converged", |f| f.rss_converged, "MiB"),
+        (
+            "one more app: create → 200 through Envoy, median",
+            |f| median(f.new_app.iter().map(secs).collect()).unwrap_or(f64::INFINITY) * 1000.0,
+            "ms",
+        ),
+        ("the same, slowest", |f| f.new_app.iter().map(secs).fold(0.0, f64::max) * 1000.0, "ms"),
+        (
+            "an EndpointSlice change → traffic follows, median",
+            |f| median(f.endpoints.iter().map(secs).collect()).unwrap_or(f64::INFINITY) * 1000.0,
+            "ms",
+        ),
+        ("bytes to Envoy for a one-proxy change", |f| f.change_bytes as f64 / 1024.0, "KiB"),
+        ("controller CPU over the whole run", |f| f.cpu, "s"),
+        ("controller CPU while idle", |f| f.idle_cpu, "s"),
+        ("peak RSS over the whole run", |f| f.peak_rss, "MiB"),
+    ];
+    println!();
+    println!(
+        "N = {n} apps (Service + EndpointSlice + root HTTPProxy); medians of {} run(s); {} new apps, {} EndpointSlice changes, {} s idle",
+        args.runs,
+        args.apps,
+        args.apps,
+        args.idle.as_secs()
+    );
+    let mut header = String::from("| |");
+    let mut rule = String::from("|---|");
+    for (label, _) in results {
+        header.push_str(&format!(" {label} |"));
+        rule.push_str("---|");
+    }
+    for (label, _) in results.iter().skip(1) {
+        header.push_str(&format!(" ours / {label} |"));
+        rule.push_str("---|");
+    }
+    println!("{header}\n{rule}");
+    for (name, get, unit) in rows {
+        let medians: Vec<Option<f64>> =
+            results.iter().map(|(_, runs)| median(runs.iter().map(get).collect())).collect();
+        let mut line = format!("| {name} |");
+        for m in &medians {
+            line.push_str(&match m {
+                Some(v) => format!(" {} {unit} |", figure(*v)),
+                None => format!(" > {} s |", CONVERGE_TIMEOUT.as_secs()),
+            });
+        }
+        for m in medians.iter().skip(1) {
+            line.push_str(&match (medians[0], m) {
+                (Some(ours), Some(theirs)) if *theirs > 0.0 => format!(" {:.2}× |", ours / theirs),
+                _ => " — |".into(),
+            });
+        }
+        println!("{line}");
+    }
+}
+
+fn figure(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
