@@ -132,8 +132,11 @@ impl Bootstrap {
             }
         };
         let is_ip = self.xds_address.parse::<IpAddr>().is_ok();
+        // Its stats are named as upstream's (`<namespace>_contour_<port>`), for their dashboards.
+        let namespace = self.namespace.as_deref().unwrap_or("projectcontour");
         let mut xds = json!({
             "name": XDS_CLUSTER,
+            "alt_stat_name": format!("{namespace}_{XDS_CLUSTER}_{}", self.xds_port),
             "type": if is_ip { "STATIC" } else { "STRICT_DNS" },
             "connect_timeout": "5s",
             "load_assignment": {
@@ -330,6 +333,12 @@ mod tests {
         assert_eq!(plain["dynamic_resources"]["ads_config"]["api_type"], "GRPC");
         assert_eq!(plain["static_resources"]["clusters"][0]["type"], "STATIC");
         assert!(plain["static_resources"]["clusters"][0].get("transport_socket").is_none());
+        let port = Bootstrap::default().xds_port;
+        assert_eq!(
+            plain["static_resources"]["clusters"][0]["alt_stat_name"],
+            format!("projectcontour_contour_{port}"),
+            "upstream's stat name for the xDS cluster"
+        );
         let admin = &plain["static_resources"]["clusters"][1];
         assert_eq!(admin["name"], ADMIN_CLUSTER);
         let endpoint = &admin["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"];

@@ -276,6 +276,10 @@ impl StreamState {
                 continue;
             }
             let resources = match self.mode {
+                // Endpoints are not a wildcard type: a State-of-the-World response may carry only
+                // the load assignments that changed (Envoy keeps the others, as with Delta), so a
+                // one-pod change sends one, not every cluster's.
+                Mode::Sotw if t == ResourceType::Endpoint => changed.clone(),
                 Mode::Sotw => want.values().cloned().collect(),
                 Mode::Delta => changed.clone(),
             };

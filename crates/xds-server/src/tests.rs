@@ -409,11 +409,22 @@ async fn delta_orders_make_before_break() {
 
 #[tokio::test]
 async fn delta_resends_nothing_unchanged_and_endpoint_changes_push_eds_only() {
+    resends_nothing_unchanged(true).await;
+}
+
+/// State-of-the-World too: endpoints are not a wildcard type, so a response carries only the
+/// load assignments that changed.
+#[tokio::test]
+async fn sotw_resends_nothing_unchanged_and_endpoint_changes_push_only_the_changed_endpoints() {
+    resends_nothing_unchanged(false).await;
+}
+
+async fn resends_nothing_unchanged(delta: bool) {
     let server = XdsServer::default();
     server.set_fleets(fleets("f", fleet(&["a", "b"], &["a", "b"], "v1", 1)));
     server.set_ready();
     let url = start(&server).await;
-    let mut envoy = FakeEnvoy::connect(&url, "f", true).await;
+    let mut envoy = FakeEnvoy::connect(&url, "f", delta).await;
     envoy.settle().await;
 
     server.set_fleets(fleets("f", fleet(&["a", "b"], &["a", "b"], "v1", 1)));

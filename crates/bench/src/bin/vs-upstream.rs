@@ -252,18 +252,16 @@ async fn measure(
     f.rss_converged = usage(pid).1;
 
     // Bytes Envoy receives from the controller for a one-proxy change.
-    let before = envoy.counter_sum("cluster.contour.upstream_cx_rx_bytes_total").await?;
+    // Both bootstraps name the xDS cluster's stats `<namespace>_contour_<port>`.
+    let xds_rx = format!("_contour_{xds}.upstream_cx_rx_bytes_total");
+    let before = envoy.counter_sum(&xds_rx).await?;
     let narrowed =
         json!({"spec": {"routes": [{"conditions": [{"prefix": "/v2"}], "services": [{"name": "app-1", "port": 80}]}]}});
     proxies.patch("app-1", &PatchParams::default(), &Patch::Merge(&narrowed)).await?;
     let one = host("app-1");
     wait_until(listener, &one, CHANGE_TIMEOUT, |r| r.status == 404).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    f.change_bytes = envoy.counter_sum("cluster.contour.upstream_cx_rx_bytes_total").await?.saturating_sub(before);
-    if f.change_bytes == 0 {
-        let stats = envoy.admin_get("/stats?format=json").await.unwrap_or_default();
-        eprintln!("no xDS bytes counted; stats: {}", &stats[..stats.len().min(3000)]);
-    }
+    f.change_bytes = envoy.counter_sum(&xds_rx).await?.saturating_sub(before);
 
     // New apps, one at a time: created → served through Envoy.
     // Each a second after the last, as a user's changes come: neither controller's holdoff
@@ -274,6 +272,9 @@ async fn measure(
         let t = Instant::now();
         for o in app(&name, blue.addr.ip()) {
             create(&client, &o).await?;
+            if std::env::var_os("VS_UPSTREAM_LOGS").is_some() {
+                eprintln!("{} {name} created at {:?}", o["kind"], std::time::SystemTime::now());
+            }
         }
         f.new_app
             .push(wait_until(listener, &host(&name), CHANGE_TIMEOUT, |r| r.status == 200).await.map(|()| t.elapsed()));
@@ -289,6 +290,9 @@ async fn measure(
         let t = Instant::now();
         let patch = json!({"endpoints": [{"addresses": [to.addr.ip().to_string()], "conditions": {"ready": true}}]});
         slices.patch("app-0", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        if std::env::var_os("VS_UPSTREAM_LOGS").is_some() {
+            eprintln!("EndpointSlice patched at {:?}", std::time::SystemTime::now());
+        }
         let follows =
             wait_until(listener, &target, CHANGE_TIMEOUT, |r| r.header("x-backend") == Some(to.name.as_str()));
         f.endpoints.push(follows.await.map(|()| t.elapsed()));
