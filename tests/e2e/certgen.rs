@@ -119,8 +119,9 @@ async fn rotated_certificates_are_used_without_restarting_envoy_or_the_controlle
     let side = EnvoySide { resources_dir: Some("resources".into()), relay: true, ..Default::default() };
     let h = Harness::start_envoy_side(&single_route(port, web.addr), Default::default(), Some(tls), side).await?;
     h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web")).await?;
-    // Each SDS file read (certificate, CA) updates the xDS cluster's TLS context.
-    let sds_updates = || h.envoy.counter_sum("contour.client_ssl_socket_factory.ssl_context_update_by_sds");
+    // Each SDS file read (certificate, CA) updates the xDS cluster's TLS context: the only
+    // cluster here with TLS (its stats are named `<namespace>_contour_<port>`, as upstream's).
+    let sds_updates = || h.envoy.counter_sum("client_ssl_socket_factory.ssl_context_update_by_sds");
     let before = sds_updates().await?;
     assert!(before >= 2, "Envoy read its certificate and CA through SDS");
 
