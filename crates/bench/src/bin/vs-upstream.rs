@@ -387,11 +387,13 @@ fn print_table(n: usize, args: &Args, results: &[(&str, Vec<Figures>)]) {
     ];
     println!();
     println!(
-        "N = {n} apps (Service + EndpointSlice + root HTTPProxy); medians of {} run(s); {} new apps, {} EndpointSlice changes, {} s idle",
+        "N = {n} apps (Service + EndpointSlice + root HTTPProxy); medians of {} run(s); {} new apps, {} EndpointSlice changes, {} s idle; timed out: not within {} s (start) or {} s (a change)",
         args.runs,
         args.apps,
         args.apps,
-        args.idle.as_secs()
+        args.idle.as_secs(),
+        CONVERGE_TIMEOUT.as_secs(),
+        CHANGE_TIMEOUT.as_secs()
     );
     let mut header = String::from("| |");
     let mut rule = String::from("|---|");
@@ -411,7 +413,7 @@ fn print_table(n: usize, args: &Args, results: &[(&str, Vec<Figures>)]) {
         for m in &medians {
             line.push_str(&match m {
                 Some(v) => format!(" {} {unit} |", figure(*v)),
-                None => format!(" > {} s |", CONVERGE_TIMEOUT.as_secs()),
+                None => " timed out |".into(),
             });
         }
         for m in medians.iter().skip(1) {
