@@ -315,3 +315,31 @@ async fn an_unused_service_does_not_hold_back_the_route_that_follows() {
     let rebuilds = counters.rebuilds.load(Ordering::Relaxed) - before;
     assert!(rebuilds <= 3 + 2, "{rebuilds} rebuilds for 400 ms of unused Services");
 }
+
+/// One EndpointSlice changes: its cluster's load assignment follows, the others are reused, and
+/// the result is what a fresh pipeline computes.
+#[test]
+fn one_slice_change_recomputes_one_cluster() {
+    let two = format!(
+        "{FIXTURE}---\napiVersion: v1\nkind: Service\nmetadata: {{name: api}}\nspec: {{ports: [{{port: 80}}]}}\n\
+         ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: api, labels: {{kubernetes.io/service-name: api}}}}\n\
+         addressType: IPv4\nports: [{{port: 7000}}]\nendpoints: [{{addresses: [127.0.0.2]}}]\n\
+         ---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: api}}\n\
+         spec: {{parentRefs: [{{name: gw}}], hostnames: [api.example.com], rules: [{{backendRefs: [{{name: api, port: 80}}]}}]}}\n"
+    );
+    let options = Options::default();
+    let mut pipeline = Pipeline::default();
+    let first = snapshot(&two);
+    let build = pipeline.build(&first, &options);
+    let before = pipeline.endpoints(&build.dag, &first);
+    let mut next = snapshot(&two.replace("127.0.0.2", "127.0.0.3"));
+    next.share_unchanged(&first);
+    let after = pipeline.endpoints(&build.dag, &next);
+    let fresh = Pipeline::default().endpoints(&build.dag, &next);
+    assert_eq!(after, fresh, "the cached endpoints are the fresh ones");
+    let (b, a) = (&before["default/gw"], &after["default/gw"]);
+    let web = b.keys().find(|k| k.starts_with("default/web/")).expect("web's load assignment");
+    let api = b.keys().find(|k| k.starts_with("default/api/")).expect("api's load assignment");
+    assert!(Arc::ptr_eq(&b[web].body, &a[web].body), "web's endpoints did not change: reused");
+    assert_ne!(b[api].version, a[api].version, "api's endpoints changed");
+}

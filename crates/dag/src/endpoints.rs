@@ -27,12 +27,22 @@ impl<'a> SliceIndex<'a> {
         Self { by_service }
     }
 
+    /// The slices of a cluster's Service.
+    fn slices<'s>(&'s self, cluster: &'s Cluster) -> &'s [&'s EndpointSlice] {
+        let key = (cluster.service.namespace.as_str(), cluster.service.name.as_str());
+        self.by_service.get(&key).map_or(&[], Vec::as_slice)
+    }
+
     /// The ready endpoints of a cluster, each with its health-check port when the cluster checks
     /// another Service port (slices may map that port differently, so it is per endpoint).
     pub fn endpoints(&self, cluster: &Cluster) -> Vec<Endpoint> {
-        let slices = self.by_service.get(&(cluster.service.namespace.as_str(), cluster.service.name.as_str()));
-        endpoints_from(cluster, slices.into_iter().flatten().copied())
+        endpoints_from(cluster, self.slices(cluster).iter().copied())
     }
+}
+
+/// The identities of slices (their `Arc` addresses in the snapshot).
+fn identities(slices: &[&EndpointSlice]) -> Vec<usize> {
+    slices.iter().map(|s| *s as *const EndpointSlice as usize).collect()
 }
 
 /// The endpoint port of a slice for a Service port name.
@@ -76,39 +86,56 @@ pub struct Endpoint {
 /// The endpoints of every cluster of a fleet, by cluster name.
 pub type FleetEndpoints = std::collections::BTreeMap<String, Arc<[Endpoint]>>;
 
-/// Endpoints kept between builds: valid while no Service or EndpointSlice changed.
+/// Endpoints kept between builds, per cluster: valid while the cluster and the EndpointSlices
+/// of its Service are the same, so one slice's change recomputes one cluster's endpoints.
 #[derive(Debug, Default)]
 pub struct EndpointCache {
-    inputs: (Vec<usize>, Vec<usize>),
-    by_cluster: HashMap<String, (Cluster, Arc<[Endpoint]>)>,
+    /// Every slice's identity at the last call, and a counter bumped whenever they change.
+    slices: Vec<usize>,
+    epoch: u64,
+    by_cluster: HashMap<String, CachedEndpoints>,
+}
+
+#[derive(Debug)]
+struct CachedEndpoints {
+    cluster: Cluster,
+    /// The identities of the slices the endpoints came from.
+    slices: Vec<usize>,
+    endpoints: Arc<[Endpoint]>,
+    /// The cache's epoch when `slices` was last found current.
+    epoch: u64,
 }
 
 /// The endpoints of every cluster of a fleet, reusing what `cache` computed for clusters whose
-/// inputs did not change.
+/// slices did not change.
 pub fn fleet_endpoints_cached(
     fleet: &crate::FleetDag,
     snapshot: &Snapshot,
     cache: &mut EndpointCache,
 ) -> FleetEndpoints {
-    let ptrs = |m: &mut dyn Iterator<Item = usize>| m.collect::<Vec<_>>();
-    let inputs = (
-        ptrs(&mut snapshot.services.values().map(|s| Arc::as_ptr(s) as usize)),
-        ptrs(&mut snapshot.endpoint_slices.values().map(|s| Arc::as_ptr(s) as usize)),
-    );
-    if inputs != cache.inputs {
-        cache.inputs = inputs;
-        cache.by_cluster.clear();
+    let slices = snapshot.identities(objects::Kind::EndpointSlice);
+    if slices != cache.slices {
+        cache.slices = slices;
+        cache.epoch += 1;
     }
+    let epoch = cache.epoch;
     let mut index = None;
     let mut out = FleetEndpoints::new();
     for c in fleet.clusters.values() {
-        let endpoints = match cache.by_cluster.get(&c.name) {
-            Some((cluster, e)) if cluster == c => Arc::clone(e),
+        let cached = cache.by_cluster.get_mut(&c.name).filter(|e| e.cluster == *c);
+        let endpoints = match cached {
+            Some(e) if e.epoch == epoch => Arc::clone(&e.endpoints),
+            Some(e) if identities(index.get_or_insert_with(|| SliceIndex::new(snapshot)).slices(c)) == e.slices => {
+                e.epoch = epoch;
+                Arc::clone(&e.endpoints)
+            }
             _ => {
                 let index = index.get_or_insert_with(|| SliceIndex::new(snapshot));
-                let e: Arc<[Endpoint]> = index.endpoints(c).into();
-                cache.by_cluster.insert(c.name.clone(), (c.clone(), Arc::clone(&e)));
-                e
+                let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
+                let slices = identities(index.slices(c));
+                let entry = CachedEndpoints { cluster: c.clone(), slices, endpoints: Arc::clone(&endpoints), epoch };
+                cache.by_cluster.insert(c.name.clone(), entry);
+                endpoints
             }
         };
         out.insert(c.name.clone(), endpoints);
