@@ -349,7 +349,8 @@ impl KubernetesSource {
                 dirty |= apply(&mut working, &scopes, &mut listing, &mut unsynced, stream, change);
             }
             if dirty {
-                store.replace(working.clone());
+                // Unchanged objects already share the published snapshot's `Arc`s (`upsert`).
+                store.replace_shared(working.clone());
             }
             if unsynced.is_empty() && !store.is_synced() {
                 info!("every watch has listed; the store is synced");
@@ -491,15 +492,19 @@ fn apply(
             false
         }
         Change::InitDone => {
-            // A (re)list is complete: it replaces everything this stream had.
+            // A (re)list is complete: it replaces everything this stream had. Objects equal to
+            // the ones held keep their `Arc`s (so the snapshot needs no sharing pass).
             let (kind, scope) = &scopes[stream];
-            let keep = |key: &ObjectKey| scope.as_ref().is_some_and(|ns| *ns != key.namespace);
-            let stale: Vec<ObjectKey> = working.keys(*kind).into_iter().filter(|k| !keep(k)).collect();
+            let listed = listing.remove(&stream).unwrap_or_default();
+            let keys: BTreeSet<ObjectKey> = listed.iter().map(Object::key).collect();
+            let outside = |key: &ObjectKey| scope.as_ref().is_some_and(|ns| *ns != key.namespace);
+            let stale: Vec<ObjectKey> =
+                working.keys(*kind).into_iter().filter(|k| !outside(k) && !keys.contains(k)).collect();
             for key in stale {
                 working.remove(*kind, &key);
             }
-            for o in listing.remove(&stream).unwrap_or_default() {
-                working.insert(o);
+            for o in listed {
+                working.upsert(o);
             }
             unsynced.remove(&stream);
             debug!(kind = ?kind, scope = ?scope, "listed");

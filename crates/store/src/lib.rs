@@ -47,6 +47,12 @@ impl Store {
     /// current ones keep the current `Arc`s, which lets the pipeline skip them.
     pub fn replace(&self, mut snapshot: Snapshot) {
         snapshot.share_unchanged(&self.current());
+        self.replace_shared(snapshot);
+    }
+
+    /// [`Store::replace`] for a source whose unchanged objects already are the current
+    /// snapshot's `Arc`s: skips the pass that looks every object up in the current snapshot.
+    pub fn replace_shared(&self, snapshot: Snapshot) {
         self.snapshot.send_if_modified(|current| {
             if current.changed_kinds(&snapshot).is_empty() {
                 false
