@@ -14,6 +14,8 @@ use objects::{Kind, ObjectKey, Reads, Snapshot};
 
 use crate::order::precedence_key;
 
+mod clusters;
+
 use crate::{
     BackendFilters, CaBundle, CircuitBreakers, ClientAuth, Cluster, ClusterPolicy, Dag, DagListener, DownstreamTls,
     FleetDag, ListenerKind, Route, RouteAction, RoutePolicy, RouteTable, TlsAction, TlsChain, TlsSecret, VirtualHost,
@@ -555,136 +557,6 @@ impl Builder<'_> {
         result
     }
 
-    fn cluster(
-        &mut self,
-        origin: &Origin,
-        sp: &ir::ServicePort,
-        options: Option<&ir::BackendOptions>,
-        policy: &ClusterPolicy,
-        field: String,
-        out: &mut FleetDag,
-    ) -> Option<String> {
-        let key = ObjectKey::new(&sp.namespace, &sp.name);
-        self.read(Kind::Service, &key);
-        let Some(service) = self.snapshot.services.get(&key) else {
-            self.error(
-                origin,
-                field,
-                "BackendNotFound",
-                format!("Service {}/{} does not exist", sp.namespace, sp.name),
-            );
-            return None;
-        };
-        let spec = service.spec.as_ref();
-        if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
-            self.error(
-                origin,
-                field,
-                "UnsupportedValue",
-                format!("Service {}/{} is ExternalName, which is disabled", sp.namespace, sp.name),
-            );
-            return None;
-        }
-        let Some(port) =
-            spec.and_then(|s| s.ports.as_ref()).and_then(|ports| ports.iter().find(|p| p.port == i32::from(sp.port)))
-        else {
-            self.error(
-                origin,
-                field,
-                "BackendNotFound",
-                format!("Service {}/{} has no port {}", sp.namespace, sp.name, sp.port),
-            );
-            return None;
-        };
-        let protocol = options.and_then(|o| o.protocol).or_else(|| {
-            objects::services::app_protocol(service, port).map(|p| match p {
-                objects::services::AppProtocol::H2 => UpstreamProtocol::H2,
-                objects::services::AppProtocol::H2c => UpstreamProtocol::H2c,
-                objects::services::AppProtocol::Tls => UpstreamProtocol::Tls,
-            })
-        });
-        let validation = match options.and_then(|o| o.validation.as_ref()) {
-            None => None,
-            Some(v) => {
-                let Some(bundle) = self.ca_bundle(&v.ca) else {
-                    self.error(
-                        origin,
-                        field,
-                        "TLSUpstreamValidation",
-                        format!("CA Secret {}/{} has no PEM ca.crt", v.ca.namespace, v.ca.name),
-                    );
-                    return None;
-                };
-                let key = bundle.name.clone();
-                out.validation.entry(key.clone()).or_insert(bundle);
-                Some((key, v.subject_names.clone()))
-            }
-        };
-        let mut cluster = Cluster {
-            name: format!("{}/{}/{}", sp.namespace, sp.name, sp.port),
-            service: sp.clone(),
-            port_name: port.name.clone().unwrap_or_default(),
-            protocol,
-            policy: policy.clone(),
-            validation,
-            slow_start: options.and_then(|o| o.slow_start),
-            health_port_name: options.and_then(|o| o.health_port).filter(|hp| *hp != sp.port).map(|hp| {
-                let ports = spec.and_then(|s| s.ports.as_ref());
-                ports
-                    .and_then(|ps| ps.iter().find(|p| p.port == i32::from(hp)))
-                    .and_then(|p| p.name.clone())
-                    .unwrap_or_default()
-            }),
-            circuit_breakers: circuit_breakers(service),
-            sni: options.and_then(|o| o.sni.clone()),
-        };
-        // Upstream's cluster names: `namespace/service/port/` and ten hex digits of the SHA-1 of
-        // the settings that make another cluster of the same Service port (of nothing for the
-        // defaults, so a plain cluster is named exactly as upstream names it).
-        let settings = if cluster.protocol.is_some()
-            || cluster.policy != ClusterPolicy::default()
-            || cluster.validation.is_some()
-            || cluster.slow_start.is_some()
-            || cluster.health_port_name.is_some()
-            || cluster.sni.is_some()
-        {
-            let settings = (&cluster.protocol, &cluster.policy, &cluster.validation, &cluster.slow_start);
-            format!("{:?}", (settings, &cluster.health_port_name, &cluster.sni))
-        } else {
-            String::new()
-        };
-        cluster.name = format!("{}/{}", cluster.name, settings_hash(&settings));
-        let name = cluster.name.clone();
-        out.clusters.entry(name.clone()).or_insert(cluster);
-        Some(name)
-    }
-
-    /// A CA bundle from a Secret's `ca.crt`, or a ConfigMap's when no such Secret exists.
-    fn ca_bundle(&mut self, r: &ir::ObjectRef) -> Option<CaBundle> {
-        let key = ObjectKey::new(&r.namespace, &r.name);
-        self.read(Kind::Secret, &key);
-        self.read(Kind::ConfigMap, &key);
-        let from_secret = objects::secrets::ca_bundle(self.snapshot.secrets.get(&key).map(|s| &**s)).ok();
-        let ca = from_secret.map(<[u8]>::to_vec).or_else(|| {
-            let text = self.snapshot.config_maps.get(&key)?.data.as_ref()?.get("ca.crt")?;
-            text.contains("-----BEGIN CERTIFICATE-----").then(|| text.clone().into_bytes())
-        })?;
-        Some(CaBundle {
-            name: format!("{}/{}/ca", r.namespace, r.name),
-            ca,
-            crl: None,
-            crl_only_leaf: false,
-            accept_untrusted: false,
-        })
-    }
-
-    /// Records that the route being built read an object (outside routes: nothing to record).
-    fn read(&mut self, kind: Kind, key: &ObjectKey) {
-        if let Some(reads) = &mut self.reads {
-            reads.record(self.snapshot, kind, key);
-        }
-    }
-
     fn error(&mut self, origin: &Origin, field: String, reason: &'static str, message: String) {
         let condition = if origin.kind == "HTTPProxy" { "ServiceError" } else { "" };
         self.diagnostics.push(Diagnostic {
@@ -695,25 +567,6 @@ impl Builder<'_> {
             reason,
             message,
         });
-    }
-}
-
-/// Ten hex digits of the SHA-1 of `settings`, as upstream names clusters.
-fn settings_hash(settings: &str) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, settings.as_bytes());
-    digest.as_ref()[..5].iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A Service's circuit-breaker annotations; a value that is not a number counts as unset.
-fn circuit_breakers(service: &k8s_openapi::api::core::v1::Service) -> CircuitBreakers {
-    let annotations = service.metadata.annotations.as_ref();
-    let get = |key: &str| annotations.and_then(|a| a.get(key)).and_then(|v| v.trim().parse::<u32>().ok());
-    CircuitBreakers {
-        max_connections: get("projectcontour.io/max-connections"),
-        max_pending_requests: get("projectcontour.io/max-pending-requests"),
-        max_requests: get("projectcontour.io/max-requests"),
-        max_retries: get("projectcontour.io/max-retries"),
-        per_host_max_connections: get("projectcontour.io/per-host-max-connections"),
     }
 }
 
