@@ -6,6 +6,9 @@
 //!
 //!   vs-upstream --ours BIN --upstream BIN [--sizes 1000,5000] [--runs 2] [--apps 10] [--idle 60]
 //!
+//! With `VS_UPSTREAM_LOGS=DIR`, each run's controller log is kept in DIR and the times of the
+//! benchmark's own writes are printed, to line them up with the log.
+//!
 //! BIN is a `contour` multi-call command (`contour serve`, `contour bootstrap`): ours from
 //! bins/contour, upstream's built by hack/install-upstream-contour.
 
@@ -53,6 +56,8 @@ struct Args {
     runs: usize,
     apps: usize,
     idle: Duration,
+    /// Where to keep controller logs (`VS_UPSTREAM_LOGS`).
+    logs: Option<PathBuf>,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -63,6 +68,7 @@ fn args() -> anyhow::Result<Args> {
         runs: 2,
         apps: 10,
         idle: Duration::from_secs(60),
+        logs: std::env::var_os("VS_UPSTREAM_LOGS").map(PathBuf::from),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -272,7 +278,7 @@ async fn measure(
         let t = Instant::now();
         for o in app(&name, blue.addr.ip()) {
             create(&client, &o).await?;
-            if std::env::var_os("VS_UPSTREAM_LOGS").is_some() {
+            if args.logs.is_some() {
                 eprintln!("{} {name} created at {:?}", o["kind"], std::time::SystemTime::now());
             }
         }
@@ -290,7 +296,7 @@ async fn measure(
         let t = Instant::now();
         let patch = json!({"endpoints": [{"addresses": [to.addr.ip().to_string()], "conditions": {"ready": true}}]});
         slices.patch("app-0", &PatchParams::default(), &Patch::Merge(&patch)).await?;
-        if std::env::var_os("VS_UPSTREAM_LOGS").is_some() {
+        if args.logs.is_some() {
             eprintln!("EndpointSlice patched at {:?}", std::time::SystemTime::now());
         }
         let follows =
@@ -308,10 +314,10 @@ async fn measure(
     let _ = serve.start_kill();
     let _ = serve.wait().await;
     drop(envoy);
-    // VS_UPSTREAM_LOGS=DIR keeps each run's controller log (the API server's directory goes).
-    if let Some(keep) = std::env::var_os("VS_UPSTREAM_LOGS") {
-        let to = Path::new(&keep).join(format!("{}-{n}-{}.log", c.label.replace(' ', "-"), std::process::id()));
-        std::fs::create_dir_all(&keep)?;
+    // The API server's directory (the controller's log with it) goes when it stops.
+    if let Some(keep) = &args.logs {
+        let to = keep.join(format!("{}-{n}-{}.log", c.label.replace(' ', "-"), std::process::id()));
+        std::fs::create_dir_all(keep)?;
         std::fs::copy(dir.join("serve.err"), to)?;
     }
     Ok(f)
