@@ -392,6 +392,25 @@ spec:
 /// A RouteConfiguration Envoy must reject (its regex does not compile), named `name`.
 pub fn rejected_route_config(name: &str) -> xds::Resource {
     use envoy_types::pb::envoy::config::route::v3 as r;
+    xds::Resource::new(
+        name,
+        r::RouteConfiguration {
+            name: name.into(),
+            virtual_hosts: vec![broken_virtual_host("broken")],
+            ..Default::default()
+        },
+    )
+}
+
+/// The same for a Delta Envoy: the catch-all virtual host of route configuration `name`, over
+/// VHDS (`<name>/*`).
+pub fn rejected_virtual_host(name: &str) -> xds::Resource {
+    let name = format!("{name}/*");
+    xds::Resource::new(&name.clone(), broken_virtual_host(&name))
+}
+
+fn broken_virtual_host(name: &str) -> envoy_types::pb::envoy::config::route::v3::VirtualHost {
+    use envoy_types::pb::envoy::config::route::v3 as r;
     use envoy_types::pb::envoy::r#type::matcher::v3::RegexMatcher;
     let broken = r::Route {
         r#match: Some(r::RouteMatch {
@@ -404,10 +423,5 @@ pub fn rejected_route_config(name: &str) -> xds::Resource {
         action: Some(r::route::Action::DirectResponse(r::DirectResponseAction { status: 418, ..Default::default() })),
         ..Default::default()
     };
-    let vhost =
-        r::VirtualHost { name: "broken".into(), domains: vec!["*".into()], routes: vec![broken], ..Default::default() };
-    xds::Resource::new(
-        name,
-        r::RouteConfiguration { name: name.into(), virtual_hosts: vec![vhost], ..Default::default() },
-    )
+    r::VirtualHost { name: name.into(), domains: vec!["*".into()], routes: vec![broken], ..Default::default() }
 }

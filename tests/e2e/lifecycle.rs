@@ -99,31 +99,44 @@ async fn a_live_change_under_load_drops_nothing() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn a_rejected_resource_is_nacked_once_and_the_old_config_keeps_serving() -> anyhow::Result<()> {
-    let web = Backend::start("web").await?;
-    let port = testkit::free_port();
-    let yaml = single_route(port, web.addr);
-    let h = Harness::start(&yaml, true).await?;
-    h.until(port, &Request::get("x", "/"), |r| r.status == 200).await?;
+    for delta in [false, true] {
+        let web = Backend::start("web").await?;
+        let port = testkit::free_port();
+        let yaml = single_route(port, web.addr);
+        let h = Harness::start(&yaml, delta).await?;
+        h.until(port, &Request::get("x", "/"), |r| r.status == 200).await?;
 
-    // A route configuration Envoy must reject: its regex does not compile.
-    let name = format!("http-{port}");
-    h.server.inject_for_test(GATEWAY, ResourceType::Route, crate::harness::rejected_route_config(&name));
+        // A route configuration (State-of-the-World) or virtual host (Delta, over VHDS) Envoy
+        // must reject: its regex does not compile.
+        let route_configuration = format!("http-{port}");
+        let (t, bad) = if delta {
+            (ResourceType::VirtualHost, crate::harness::rejected_virtual_host(&route_configuration))
+        } else {
+            (ResourceType::Route, crate::harness::rejected_route_config(&route_configuration))
+        };
+        let name = bad.name.to_string();
+        h.server.inject_for_test(GATEWAY, t, bad);
 
-    let rejected = testkit::eventually(std::time::Duration::from_secs(10), || async {
-        let n = h.envoy.rejected_updates().await.ok()?;
-        (n > 0).then_some(n)
-    })
-    .await;
-    assert_eq!(rejected, Some(1), "Envoy rejected the route once");
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    assert_eq!(h.envoy.rejected_updates().await?, 1, "and it was not sent again");
-    assert_eq!(h.server.stats().nacks_total(), 1, "the controller counted exactly one NACK");
-    let rejections = h.server.rejections();
-    assert_eq!(rejections.len(), 1);
-    assert_eq!(rejections[0].name, name);
-    assert!(rejections[0].error.contains("missing )"), "Envoy's own error is kept: {rejections:?}");
-    let r = h.get(port, &Request::get("x", "/")).await?;
-    assert_eq!((r.status, r.header("x-backend")), (200, Some("web")), "the last accepted routes still serve");
+        let rejected = testkit::eventually(std::time::Duration::from_secs(10), || async {
+            let n = h.envoy.rejected_updates().await.ok()?;
+            (n > 0).then_some(n)
+        })
+        .await;
+        assert_eq!(rejected, Some(1), "delta={delta}: Envoy rejected the route once");
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        assert_eq!(h.envoy.rejected_updates().await?, 1, "delta={delta}: and it was not sent again");
+        assert_eq!(h.server.stats().nacks_total(), 1, "delta={delta}: the controller counted exactly one NACK");
+        let rejections = h.server.rejections();
+        assert_eq!(rejections.len(), 1);
+        assert_eq!(rejections[0].name, name);
+        assert!(rejections[0].error.contains("missing )"), "Envoy's own error is kept: {rejections:?}");
+        let r = h.get(port, &Request::get("x", "/")).await?;
+        assert_eq!(
+            (r.status, r.header("x-backend")),
+            (200, Some("web")),
+            "delta={delta}: the last accepted routes still serve"
+        );
+    }
     Ok(())
 }
 

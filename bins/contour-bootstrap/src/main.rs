@@ -31,9 +31,12 @@ struct Args {
     /// The node id Envoy reports.
     #[arg(long, env = "HOSTNAME", default_value = "envoy")]
     node_id: String,
-    /// Use incremental (Delta) xDS.
-    #[arg(long)]
+    /// Use incremental (Delta) xDS, the default.
+    #[arg(long, conflicts_with = "sotw")]
     delta: bool,
+    /// Use State-of-the-World xDS instead of Delta.
+    #[arg(long)]
+    sotw: bool,
     /// CA bundle to verify the controller's certificate.
     #[arg(long, env = "ENVOY_CAFILE", requires_all = ["envoy_cert_file", "envoy_key_file"])]
     envoy_cafile: Option<String>,
@@ -85,7 +88,7 @@ fn main() -> anyhow::Result<()> {
         admin: args.admin_port.map(Admin::Port).unwrap_or(Admin::Unix(args.admin_address)),
         fleet: args.fleet,
         node_id: args.node_id,
-        delta: args.delta,
+        delta: args.delta || !args.sotw,
         tls,
         resources_dir: args.resources_dir,
         dns_lookup_family: match args.dns_lookup_family {

@@ -203,9 +203,11 @@ fn route(r: usize, service: usize) -> String {
     )
 }
 
-/// Runs a Delta stream to steady state on `before`, then returns what it sends for `after`.
+/// Runs a Delta ADS stream and its VHDS stream to steady state on `before`, then returns what
+/// they send for `after`.
 fn delta_change(before: &xds::FleetResources, after: &xds::FleetResources) -> (usize, usize) {
     let mut stream = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
+    let mut vhds = StreamState::new(Mode::Delta, Some(ResourceType::VirtualHost), Duration::from_secs(5));
     let subscribe = |t: ResourceType, names: Vec<String>| Incoming {
         type_url: t.type_url().into(),
         subscribe: names,
@@ -215,8 +217,10 @@ fn delta_change(before: &xds::FleetResources, after: &xds::FleetResources) -> (u
     let _ = stream.on_request(&subscribe(ResourceType::Listener, vec![]));
     let names = |t: ResourceType| before.of(t).keys().map(|k| k.to_string()).collect::<Vec<_>>();
     let _ = stream.on_request(&subscribe(ResourceType::Endpoint, names(ResourceType::Endpoint)));
-    let _ = stream.on_request(&subscribe(ResourceType::Route, names(ResourceType::Route)));
+    let _ = stream.on_request(&subscribe(ResourceType::Route, names(ResourceType::RouteVhds)));
+    let _ = vhds.on_request(&subscribe(ResourceType::VirtualHost, names(ResourceType::RouteVhds)));
     settle(&mut stream, before, &[]);
+    settle(&mut vhds, before, &[]);
     // Envoy subscribes to a new cluster's endpoints once the cluster arrives, and the stream
     // holds route changes that name new clusters until then.
     let new_endpoints: Vec<String> = after
@@ -225,7 +229,9 @@ fn delta_change(before: &xds::FleetResources, after: &xds::FleetResources) -> (u
         .filter(|k| !before.of(ResourceType::Endpoint).contains_key(*k))
         .map(|k| k.to_string())
         .collect();
-    settle(&mut stream, after, &new_endpoints)
+    let (n, bytes) = settle(&mut stream, after, &new_endpoints);
+    let (vn, vbytes) = settle(&mut vhds, after, &[]);
+    (n + vn, bytes + vbytes)
 }
 
 /// Pumps and ACKs until nothing more is sent, subscribing to `new_endpoints` when clusters

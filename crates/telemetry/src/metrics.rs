@@ -137,8 +137,13 @@ pub fn render(t: &Telemetry) -> String {
     }
 
     let stats = t.xds.stats();
+    // Both forms of route configurations count as `rds`.
     let by_type = |m: &std::collections::BTreeMap<ResourceType, u64>| {
-        m.iter().map(|(t, n)| (format!("{{type=\"{}\"}}", t.short()), *n as f64)).collect::<Vec<_>>()
+        let mut by_label = std::collections::BTreeMap::<&str, u64>::new();
+        for (t, n) in m {
+            *by_label.entry(t.short()).or_default() += n;
+        }
+        by_label.into_iter().map(|(l, n)| (format!("{{type=\"{l}\"}}"), n as f64)).collect::<Vec<_>>()
     };
     metric("contour_xds_connections", "gauge", "Open xDS streams.", &[(String::new(), stats.connections as f64)]);
     metric(

@@ -161,10 +161,14 @@ impl Fleets {
             return Programming::Rejected(error.clone());
         }
         let served = fleet.served.borrow();
-        let accepted = served.by_type.iter().all(|(t, resources)| {
-            resources
-                .values()
-                .all(|r| fleet.accepted.get(&(*t, Arc::clone(&r.name))).is_some_and(|a| a.version == r.version))
+        // Every resource of one form (State-of-the-World: routes inline; Delta: routes over VHDS).
+        let accepted = [false, true].into_iter().any(|delta| {
+            ResourceType::served_by(delta).iter().all(|t| {
+                served
+                    .of(*t)
+                    .values()
+                    .all(|r| fleet.accepted.get(&(*t, Arc::clone(&r.name))).is_some_and(|a| a.version == r.version))
+            })
         });
         if accepted { Programming::Programmed } else { Programming::Pending }
     }

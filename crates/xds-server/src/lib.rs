@@ -6,6 +6,7 @@
 //! ACKs and NACKs; a rejected resource is replaced by its last accepted version fleet-wide.
 
 mod fleets;
+mod link;
 mod protocol;
 mod services;
 pub mod stream;
@@ -69,6 +70,7 @@ struct Inner {
     fleets: std::sync::Mutex<fleets::Fleets>,
     ready: watch::Sender<bool>,
     stats: Counters,
+    links: link::Links,
 }
 
 #[derive(Default)]
@@ -76,9 +78,9 @@ struct Counters {
     connections: AtomicI64,
     streams_total: AtomicU64,
     unknown_fleet: AtomicU64,
-    pushes: [AtomicU64; 5],
-    resources_sent: [AtomicU64; 5],
-    nacks: [AtomicU64; 5],
+    pushes: [AtomicU64; TYPES],
+    resources_sent: [AtomicU64; TYPES],
+    nacks: [AtomicU64; TYPES],
 }
 
 /// Counters, read at one moment.
@@ -105,6 +107,8 @@ impl Stats {
     }
 }
 
+const TYPES: usize = ResourceType::ALL.len();
+
 fn index(t: ResourceType) -> usize {
     ResourceType::ALL.iter().position(|x| *x == t).unwrap_or(0)
 }
@@ -119,7 +123,15 @@ impl XdsServer {
     /// A server with no fleets that serves nothing until [`XdsServer::set_ready`].
     pub fn new(options: Options) -> Self {
         let (ready, _) = watch::channel(false);
-        Self { inner: Arc::new(Inner { options, fleets: Default::default(), ready, stats: Counters::default() }) }
+        Self {
+            inner: Arc::new(Inner {
+                options,
+                fleets: Default::default(),
+                ready,
+                stats: Counters::default(),
+                links: Default::default(),
+            }),
+        }
     }
 
     /// Replaces the configuration of every fleet except endpoints. Fleets absent from `fleets`
@@ -141,8 +153,9 @@ impl XdsServer {
     /// The counters.
     pub fn stats(&self) -> Stats {
         let c = &self.inner.stats;
-        let by_type =
-            |a: &[AtomicU64; 5]| ResourceType::ALL.iter().map(|t| (*t, a[index(*t)].load(Ordering::Relaxed))).collect();
+        let by_type = |a: &[AtomicU64; TYPES]| {
+            ResourceType::ALL.iter().map(|t| (*t, a[index(*t)].load(Ordering::Relaxed))).collect()
+        };
         Stats {
             connections: c.connections.load(Ordering::Relaxed),
             streams_total: c.streams_total.load(Ordering::Relaxed),

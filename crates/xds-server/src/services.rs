@@ -22,6 +22,9 @@ use envoy_types::pb::envoy::service::listener::v3::listener_discovery_service_se
 use envoy_types::pb::envoy::service::route::v3::route_discovery_service_server::{
     RouteDiscoveryService, RouteDiscoveryServiceServer,
 };
+use envoy_types::pb::envoy::service::route::v3::virtual_host_discovery_service_server::{
+    VirtualHostDiscoveryService, VirtualHostDiscoveryServiceServer,
+};
 use envoy_types::pb::envoy::service::secret::v3::secret_discovery_service_server::{
     SecretDiscoveryService, SecretDiscoveryServiceServer,
 };
@@ -32,7 +35,7 @@ use tonic::{Request, Response, Status, Streaming};
 use tracing::{debug, info, warn};
 
 use crate::protocol::{Delta, Protocol, Sotw};
-use crate::stream::{Feedback, StreamState};
+use crate::stream::{Feedback, Mode, StreamState};
 use crate::{Inner, ResourceType, XdsServer, index};
 
 type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
@@ -92,6 +95,7 @@ fn routes(server: XdsServer) -> tonic::transport::server::Router {
         .add_service(EndpointDiscoveryServiceServer::new(server.clone()))
         .add_service(ListenerDiscoveryServiceServer::new(server.clone()))
         .add_service(RouteDiscoveryServiceServer::new(server.clone()))
+        .add_service(VirtualHostDiscoveryServiceServer::new(server.clone()))
         .add_service(SecretDiscoveryServiceServer::new(server))
 }
 
@@ -100,8 +104,21 @@ impl XdsServer {
     where
         P::Req: prost::Message + Default,
     {
+        self.open_scoped::<P>(inbound, only, None)
+    }
+
+    /// [`XdsServer::open`], the subscription narrowed to one namespace (VHDS).
+    fn open_scoped<P: Protocol>(
+        &self,
+        inbound: Streaming<P::Req>,
+        only: Option<ResourceType>,
+        scope: Option<String>,
+    ) -> ResponseStream<P::Resp>
+    where
+        P::Req: prost::Message + Default,
+    {
         let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(drive::<P>(Arc::clone(&self.inner), inbound, tx, only));
+        tokio::spawn(drive::<P>(Arc::clone(&self.inner), inbound, tx, only, scope));
         Box::pin(ReceiverStream::new(rx))
     }
 }
@@ -111,6 +128,7 @@ async fn drive<P: Protocol>(
     mut inbound: Streaming<P::Req>,
     tx: mpsc::Sender<Result<P::Resp, Status>>,
     only: Option<ResourceType>,
+    scope: Option<String>,
 ) where
     P::Req: prost::Message + Default,
 {
@@ -135,10 +153,18 @@ async fn drive<P: Protocol>(
         warn!(node = %node.id, %fleet, "Envoy names a fleet with no configuration; it gets none until the fleet exists");
     }
     let mut state = StreamState::new(P::MODE, only, inner.options.eds_wait);
+    // Delta ADS and VHDS streams of one Envoy keep make-before-break between them (see `link`).
+    let vhds = only == Some(ResourceType::VirtualHost);
+    let link = (P::MODE == Mode::Delta && (only.is_none() || vhds)).then(|| inner.links.get(&fleet, &node.id));
+    let vhds_guard = link.as_ref().filter(|_| vhds).map(|l| l.vhds_stream());
+    let mut gate = link.as_ref().map(|l| l.gate.subscribe());
+    let mut vhds_synced = link.as_ref().map(|l| l.vhds_changed.subscribe());
     let mut pending = Some(first);
+    let mut scope = scope;
     loop {
         if let Some(req) = pending.take() {
             let incoming = P::incoming(req);
+            debug!(node = %node.id, %fleet, type_url = %incoming.type_url, nonce = %incoming.nonce, names = ?incoming.names, subscribe = ?incoming.subscribe, unsubscribe = ?incoming.unsubscribe, nack = incoming.error.is_some(), "xDS request");
             match state.on_request(&incoming) {
                 Ok(Some(feedback)) => record(&inner, &fleet, &node.id, feedback),
                 Ok(None) => {}
@@ -147,18 +173,54 @@ async fn drive<P: Protocol>(
                     return;
                 }
             }
+            if let (Some(t), Some(namespace)) = (only, scope.take()) {
+                state.scope_to(t, &namespace);
+            }
         }
-        let snapshot = Arc::clone(&served.borrow_and_update());
-        for out in state.pump(&snapshot, std::time::Instant::now()) {
-            let i = index(out.resource_type);
-            inner.stats.pushes[i].fetch_add(1, Ordering::Relaxed);
-            inner.stats.resources_sent[i].fetch_add(out.resources.len() as u64, Ordering::Relaxed);
-            debug!(node = %node.id, %fleet, r#type = out.resource_type.short(), nonce = %out.nonce, resources = out.resources.len(), removed = out.removed.len(), "xDS push");
-            if tx.send(Ok(P::outgoing(out))).await.is_err() {
-                return;
+        // The VHDS stream serves the snapshot the ADS stream opened the gate on.
+        let snapshot = match (&mut gate, vhds) {
+            (Some(gate), true) => gate.borrow_and_update().clone(),
+            _ => Some(Arc::clone(&served.borrow_and_update())),
+        };
+        if let Some(snapshot) = snapshot {
+            if let (Some(link), false) = (&link, vhds) {
+                if let Some(rx) = vhds_synced.as_mut() {
+                    rx.borrow_and_update();
+                }
+                state.set_others_synced(link.vhds_in_step(&snapshot));
+            }
+            for out in state.pump(&snapshot, std::time::Instant::now()) {
+                let i = index(out.resource_type);
+                inner.stats.pushes[i].fetch_add(1, Ordering::Relaxed);
+                inner.stats.resources_sent[i].fetch_add(out.resources.len() as u64, Ordering::Relaxed);
+                debug!(node = %node.id, %fleet, r#type = out.resource_type.short(), nonce = %out.nonce, resources = out.resources.len(), removed = out.removed.len(), "xDS push");
+                if tx.send(Ok(P::outgoing(out))).await.is_err() {
+                    return;
+                }
+            }
+            if let Some(link) = &link {
+                if let Some(guard) = &vhds_guard {
+                    if state.synced(ResourceType::VirtualHost, &snapshot) {
+                        link.vhds_synced(guard, &snapshot);
+                    }
+                } else if state.prerequisites_in_envoy() {
+                    link.open_gate(&snapshot);
+                }
             }
         }
         let deadline = state.deadline().map(tokio::time::Instant::from_std);
+        let gate_changed = async {
+            match (&mut gate, vhds) {
+                (Some(gate), true) => gate.changed().await,
+                _ => std::future::pending().await,
+            }
+        };
+        let vhds_changed = async {
+            match (&mut vhds_synced, vhds) {
+                (Some(rx), false) => rx.changed().await,
+                _ => std::future::pending().await,
+            }
+        };
         tokio::select! {
             msg = inbound.message() => match msg {
                 Ok(Some(req)) => pending = Some(req),
@@ -168,7 +230,9 @@ async fn drive<P: Protocol>(
                     return;
                 }
             },
-            changed = served.changed() => if changed.is_err() { return },
+            changed = served.changed(), if !vhds => if changed.is_err() { return },
+            changed = gate_changed => if changed.is_err() { return },
+            changed = vhds_changed => if changed.is_err() { return },
             _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
                 warn!(node = %node.id, %fleet, "Envoy did not ask for the endpoints of new clusters in time; sending listeners and routes anyway");
             }
@@ -294,3 +358,22 @@ per_type_service!(
     delta_secrets,
     fetch_secrets
 );
+
+/// VHDS: the virtual hosts of Delta streams' route configurations, on a stream of their own (as
+/// Envoy requires).
+#[tonic::async_trait]
+impl VirtualHostDiscoveryService for XdsServer {
+    type DeltaVirtualHostsStream = ResponseStream<DeltaDiscoveryResponse>;
+
+    async fn delta_virtual_hosts(
+        &self,
+        request: Request<Streaming<DeltaDiscoveryRequest>>,
+    ) -> Result<Response<Self::DeltaVirtualHostsStream>, Status> {
+        let scope = request
+            .metadata()
+            .get(xds::VHDS_ROUTE_CONFIGURATION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        Ok(Response::new(self.open_scoped::<Delta>(request.into_inner(), Some(ResourceType::VirtualHost), scope)))
+    }
+}

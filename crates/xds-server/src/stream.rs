@@ -74,6 +74,13 @@ struct TypeState {
     acked: BTreeMap<Arc<str>, Resource>,
     in_flight: Option<InFlight>,
     latest_nonce: String,
+    /// Versions Envoy rejected on this stream: not sent again. The fleet serves every stream the
+    /// last accepted version instead, but a stream that does not follow the served snapshot at
+    /// once (VHDS, which waits for its Envoy's clusters) would otherwise send them again.
+    rejected: BTreeMap<Arc<str>, Arc<str>>,
+    /// Names were subscribed that have not been answered yet. Envoy waits for an answer to each
+    /// (a VHDS subscription holds its listener back until one comes), even an empty one.
+    answer_owed: bool,
 }
 
 #[derive(Debug)]
@@ -95,6 +102,7 @@ pub struct StreamState {
     eds_deadline: Option<Instant>,
     eds_wait: Duration,
     nonce: u64,
+    others_synced: bool,
 }
 
 impl StreamState {
@@ -109,6 +117,7 @@ impl StreamState {
             eds_deadline: None,
             eds_wait,
             nonce: 0,
+            others_synced: true,
         }
     }
 
@@ -119,7 +128,12 @@ impl StreamState {
 
     /// Takes in a request: ACK or NACK of an earlier response, and subscription changes.
     pub fn on_request(&mut self, req: &Incoming) -> Result<Option<Feedback>, String> {
-        let t = ResourceType::from_type_url(&req.type_url).ok_or_else(|| format!("unknown type {}", req.type_url))?;
+        let mut t =
+            ResourceType::from_type_url(&req.type_url).ok_or_else(|| format!("unknown type {}", req.type_url))?;
+        // Delta ADS gets route configurations whose virtual hosts come over VHDS.
+        if t == ResourceType::Route && self.mode == Mode::Delta && self.ordered {
+            t = ResourceType::RouteVhds;
+        }
         if self.only.is_some_and(|o| o != t) {
             return Err(format!("type {} not served on this stream", req.type_url));
         }
@@ -137,6 +151,7 @@ impl StreamState {
             } else if let Some(flight) = ts.in_flight.take() {
                 if let Some(error) = &req.error {
                     let suspects = suspects(&flight, &ts.acked, error);
+                    ts.rejected.extend(suspects.iter().map(|r| (Arc::clone(&r.name), Arc::clone(&r.version))));
                     ts.sent = flight.previous;
                     // Envoy keeps what it had; so do we.
                     for r in &ts.acked {
@@ -178,13 +193,15 @@ impl StreamState {
             }
             Mode::Delta => {
                 if first {
-                    ts.wildcard = t.is_wildcard() && req.subscribe.is_empty();
+                    // VHDS subscribes with no names and filters the answer itself.
+                    ts.wildcard = (t.is_wildcard() || t.is_namespaced()) && req.subscribe.is_empty();
+                    ts.answer_owed |= t.is_namespaced();
                 }
                 for name in &req.subscribe {
                     if name == "*" {
                         ts.wildcard = true;
                     } else {
-                        ts.names.insert(name.clone());
+                        ts.answer_owed |= ts.names.insert(name.clone()) && t.is_namespaced();
                     }
                 }
                 for name in &req.unsubscribe {
@@ -192,8 +209,13 @@ impl StreamState {
                         ts.wildcard = false;
                     }
                     ts.names.remove(name);
-                    ts.sent.remove(name.as_str());
-                    ts.acked.remove(name.as_str());
+                    if t.is_namespaced() {
+                        ts.sent.retain(|n, _| namespace(n) != name);
+                        ts.acked.retain(|n, _| namespace(n) != name);
+                    } else {
+                        ts.sent.remove(name.as_str());
+                        ts.acked.remove(name.as_str());
+                    }
                 }
                 // After a reconnect Envoy tells us what it has; do not send it again.
                 for (name, version) in &req.initial_versions {
@@ -219,7 +241,11 @@ impl StreamState {
         let fleet_empty = ResourceType::ALL.iter().all(|t| served.of(*t).is_empty());
         let mut out = Vec::new();
         let mut hold_dependents = false;
-        let dependents_synced = self.synced(ResourceType::Listener, served) && self.synced(ResourceType::Route, served);
+        let dependents_synced = ResourceType::ALL
+            .into_iter()
+            .filter(|t| !matches!(t, ResourceType::Cluster | ResourceType::Endpoint | ResourceType::Secret))
+            .all(|t| self.synced(t, served))
+            && self.others_synced;
         for t in ResourceType::ALL {
             if self.only.is_some_and(|o| o != t) {
                 continue;
@@ -237,6 +263,10 @@ impl StreamState {
                 continue;
             }
             let keep_stale = self.ordered && prerequisite && !dependents_synced;
+            let current = served.of(t);
+            let ts = self.types.get_mut(&t).expect("all types present");
+            ts.rejected.retain(|n, v| current.get(n).is_some_and(|r| r.version == *v));
+            let ts = &self.types[&t];
             let mut want = self.want(t, served);
             if keep_stale {
                 for (name, r) in &ts.sent {
@@ -267,7 +297,7 @@ impl StreamState {
             // LDS), even an empty one; without it a fleet with no clusters would wait out the
             // initial fetch timeout before asking for listeners. (A fleet with no configuration at
             // all, one the controller does not know, still gets nothing.)
-            let first_owed = t.is_wildcard() && ts.latest_nonce.is_empty() && !fleet_empty;
+            let first_owed = (t.is_wildcard() && ts.latest_nonce.is_empty() && !fleet_empty) || ts.answer_owed;
             if changed.is_empty() && (removed.is_empty() || implicit) && !first_owed {
                 if implicit {
                     let ts = self.types.get_mut(&t).expect("all types present");
@@ -288,6 +318,7 @@ impl StreamState {
             let nonce = self.nonce.to_string();
             let version_info = set_version(&want);
             let ts = self.types.get_mut(&t).expect("all types present");
+            ts.answer_owed = false;
             let previous = std::mem::replace(&mut ts.sent, want);
             ts.in_flight = Some(InFlight { resources: resources.clone(), removed: removed.clone(), previous });
             ts.latest_nonce = nonce.clone();
@@ -312,16 +343,47 @@ impl StreamState {
     /// The resources of a type this stream should have, before ordering concerns.
     fn want(&self, t: ResourceType, served: &FleetResources) -> BTreeMap<Arc<str>, Resource> {
         let ts = &self.types[&t];
+        let namespaced = t.is_namespaced();
         served
             .of(t)
             .iter()
-            .filter(|(name, _)| ts.wildcard || ts.names.contains(&***name))
-            .map(|(n, r)| (Arc::clone(n), r.clone()))
+            .filter(|(name, _)| ts.wildcard || ts.names.contains(if namespaced { namespace(name) } else { name }))
+            .filter_map(|(n, r)| match ts.rejected.get(n) {
+                // What Envoy refused stays what it has: the last accepted version, or nothing.
+                Some(v) if *v == r.version => ts.acked.get(n).map(|a| (Arc::clone(n), a.clone())),
+                _ => Some((Arc::clone(n), r.clone())),
+            })
             .collect()
     }
 
+    /// Narrows a subscription to one namespace: a VHDS stream serves the route configuration its
+    /// gRPC metadata names, not every route configuration's virtual hosts.
+    pub fn scope_to(&mut self, t: ResourceType, namespace: &str) {
+        let ts = self.types.get_mut(&t).expect("all types present");
+        ts.wildcard = false;
+        ts.names = BTreeSet::from([namespace.to_string()]);
+        ts.answer_owed = true;
+    }
+
+    /// Whether Envoy has this snapshot's clusters, endpoints and secrets: nothing of them
+    /// unacknowledged, and the endpoints of every new cluster sent. What the VHDS stream of the
+    /// same Envoy waits for before it sends virtual hosts that may use them.
+    pub fn prerequisites_in_envoy(&self) -> bool {
+        self.types[&ResourceType::Cluster].subscribed
+            && self.eds_owed.is_empty()
+            && [ResourceType::Cluster, ResourceType::Endpoint, ResourceType::Secret]
+                .iter()
+                .all(|t| self.types[t].in_flight.is_none())
+    }
+
+    /// Tells an ordered stream whether the Envoy's other streams (VHDS) are done with what the
+    /// clusters: until then clusters and secrets no longer wanted are kept.
+    pub fn set_others_synced(&mut self, synced: bool) {
+        self.others_synced = synced;
+    }
+
     /// Whether a type is sent, acknowledged and current.
-    fn synced(&self, t: ResourceType, served: &FleetResources) -> bool {
+    pub fn synced(&self, t: ResourceType, served: &FleetResources) -> bool {
         let ts = &self.types[&t];
         if !ts.subscribed {
             return true;
@@ -344,6 +406,11 @@ fn suspects(flight: &InFlight, acked: &BTreeMap<Arc<str>, Resource>, error: &str
         .collect();
     let named: Vec<Resource> = changed.iter().filter(|r| error.contains(&*r.name)).cloned().collect();
     if named.is_empty() { changed } else { named }
+}
+
+/// The route configuration a VHDS resource name (`<route configuration>/<host>`) belongs to.
+fn namespace(name: &str) -> &str {
+    name.rfind('/').map_or("", |i| &name[..i])
 }
 
 fn set_version(resources: &BTreeMap<Arc<str>, Resource>) -> String {

@@ -57,7 +57,7 @@ fn listener(name: &str, route: &str) -> Resource {
     )
 }
 
-fn route(name: &str, vhost: &str, clusters: &[&str]) -> Resource {
+fn route(name: &str, vhost: &str, clusters: &[&str]) -> r::RouteConfiguration {
     let routes = clusters
         .iter()
         .map(|c| r::Route {
@@ -68,14 +68,11 @@ fn route(name: &str, vhost: &str, clusters: &[&str]) -> Resource {
             ..Default::default()
         })
         .collect();
-    Resource::new(
-        name,
-        r::RouteConfiguration {
-            name: name.into(),
-            virtual_hosts: vec![r::VirtualHost { name: vhost.into(), routes, ..Default::default() }],
-            ..Default::default()
-        },
-    )
+    r::RouteConfiguration {
+        name: name.into(),
+        virtual_hosts: vec![r::VirtualHost { name: vhost.into(), routes, ..Default::default() }],
+        ..Default::default()
+    }
 }
 
 fn fleet(clusters: &[&str], route_clusters: &[&str], vhost: &str, port: u32) -> FleetResources {
@@ -85,7 +82,7 @@ fn fleet(clusters: &[&str], route_clusters: &[&str], vhost: &str, port: u32) -> 
         f.insert(ResourceType::Endpoint, cla(c, port));
     }
     f.insert(ResourceType::Listener, listener("http-8080", "http-8080"));
-    f.insert(ResourceType::Route, route("http-8080", vhost, route_clusters));
+    f.insert_route_configuration(route("http-8080", vhost, route_clusters));
     f
 }
 
@@ -129,9 +126,18 @@ impl EnvoyModel {
         // The invariant the ordering exists for: every route names a warm cluster Envoy has.
         let clusters: BTreeSet<&String> =
             self.held.get(&ResourceType::Cluster).map(|m| m.keys().collect()).unwrap_or_default();
-        for (rname, body) in self.held.get(&ResourceType::Route).into_iter().flatten() {
+        let inline = self.held.get(&ResourceType::Route).into_iter().flatten().flat_map(|(rname, body)| {
             let rc = r::RouteConfiguration::decode(body.value.as_slice()).unwrap();
-            for vh in &rc.virtual_hosts {
+            rc.virtual_hosts.into_iter().map(move |vh| (rname.clone(), vh))
+        });
+        let over_vhds = self
+            .held
+            .get(&ResourceType::VirtualHost)
+            .into_iter()
+            .flatten()
+            .map(|(name, body)| (name.clone(), r::VirtualHost::decode(body.value.as_slice()).unwrap()));
+        for (rname, vh) in inline.chain(over_vhds) {
+            {
                 for route in &vh.routes {
                     if let Some(r::route::Action::Route(a)) = &route.action
                         && let Some(r::route_action::ClusterSpecifier::Cluster(c)) = &a.cluster_specifier
@@ -149,6 +155,15 @@ impl EnvoyModel {
             ResourceType::Endpoint => {
                 self.held.get(&ResourceType::Cluster).map(|m| m.keys().cloned().collect()).unwrap_or_default()
             }
+            // Route configurations whose virtual hosts come over VHDS.
+            ResourceType::VirtualHost => self
+                .held
+                .get(&ResourceType::Route)
+                .into_iter()
+                .flatten()
+                .filter(|(_, body)| r::RouteConfiguration::decode(body.value.as_slice()).unwrap().vhds.is_some())
+                .map(|(name, _)| name.clone())
+                .collect(),
             ResourceType::Route => self
                 .held
                 .get(&ResourceType::Listener)
@@ -180,6 +195,11 @@ struct FakeEnvoy {
     delta_tx: Option<mpsc::Sender<DeltaDiscoveryRequest>>,
     sotw_rx: Option<tonic::Streaming<envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse>>,
     delta_rx: Option<tonic::Streaming<envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryResponse>>,
+    /// Delta: the VHDS stream, opened (as Envoy does) once a route configuration names VHDS.
+    vhds_tx: Option<mpsc::Sender<DeltaDiscoveryRequest>>,
+    vhds_rx: Option<tonic::Streaming<envoy_types::pb::envoy::service::discovery::v3::DeltaDiscoveryResponse>>,
+    url: String,
+    node: Option<envoy_types::pb::envoy::config::core::v3::Node>,
     model: EnvoyModel,
     subscribed: BTreeMap<ResourceType, BTreeSet<String>>,
     nonces: BTreeMap<ResourceType, String>,
@@ -209,6 +229,10 @@ impl FakeEnvoy {
             delta_tx: None,
             sotw_rx: None,
             delta_rx: None,
+            vhds_tx: None,
+            vhds_rx: None,
+            url: url.to_string(),
+            node: node.clone(),
             model: EnvoyModel::default(),
             subscribed: BTreeMap::new(),
             nonces: BTreeMap::new(),
@@ -247,8 +271,14 @@ impl FakeEnvoy {
         let start = self.seen.len();
         for _ in 0..200 {
             let got = if self.delta {
-                let rx = self.delta_rx.as_mut().unwrap();
-                match tokio::time::timeout(Duration::from_millis(300), rx.message()).await {
+                let (ads, vhds) = (self.delta_rx.as_mut().unwrap(), self.vhds_rx.as_mut());
+                let next = async {
+                    tokio::select! {
+                        m = ads.message() => m,
+                        m = async { match vhds { Some(rx) => rx.message().await, None => std::future::pending().await } } => m,
+                    }
+                };
+                match tokio::time::timeout(Duration::from_millis(300), next).await {
                     Ok(m) => m.unwrap().map(|m| {
                         let t = ResourceType::from_type_url(&m.type_url).unwrap();
                         let res = m.resources.into_iter().map(|r| (r.name, r.resource.unwrap())).collect();
@@ -284,16 +314,16 @@ impl FakeEnvoy {
         removed: Vec<String>,
     ) {
         self.seen.push(Seen { t, names: resources.iter().map(|(n, _)| n.clone()).collect(), removed: removed.clone() });
-        let poisoned = t == ResourceType::Route
-            && self.reject_vhost.as_ref().is_some_and(|bad| {
-                resources.iter().any(|(_, a)| {
-                    r::RouteConfiguration::decode(a.value.as_slice())
-                        .unwrap()
-                        .virtual_hosts
-                        .iter()
-                        .any(|v| &v.name == bad)
-                })
-            });
+        let hosts = |a: &Any| match t {
+            ResourceType::Route => r::RouteConfiguration::decode(a.value.as_slice()).unwrap().virtual_hosts,
+            ResourceType::VirtualHost => vec![r::VirtualHost::decode(a.value.as_slice()).unwrap()],
+            _ => Vec::new(),
+        };
+        let poisoned = self.reject_vhost.as_ref().is_some_and(|bad| {
+            resources
+                .iter()
+                .any(|(_, a)| hosts(a).iter().any(|v| v.name == *bad || v.name.ends_with(&format!("/{bad}"))))
+        });
         let error = poisoned.then(|| RpcStatus {
             code: 3,
             message: "route http-8080: poisoned virtual host".into(),
@@ -306,7 +336,7 @@ impl FakeEnvoy {
         }
         self.nonces.insert(t, nonce.clone());
         self.send(t, Some(nonce), Some(version), error).await;
-        for dependent in [ResourceType::Endpoint, ResourceType::Route] {
+        for dependent in [ResourceType::Endpoint, ResourceType::Route, ResourceType::VirtualHost] {
             let want = self.model.wanted(dependent);
             if self.subscribed.get(&dependent) != Some(&want) {
                 self.send(dependent, None, None, None).await;
@@ -321,10 +351,39 @@ impl FakeEnvoy {
         version: Option<String>,
         error: Option<RpcStatus>,
     ) {
+        let acking = nonce.is_some();
         let nonce = nonce.or_else(|| self.nonces.get(&t).cloned()).unwrap_or_default();
         let want = if t.is_wildcard() { BTreeSet::new() } else { self.model.wanted(t) };
+        if t == ResourceType::VirtualHost && (!self.delta || (want.is_empty() && self.vhds_tx.is_none())) {
+            return;
+        }
         let before = self.subscribed.insert(t, want.clone()).unwrap_or_default();
-        if self.delta {
+        if t == ResourceType::VirtualHost {
+            // As Envoy: one VHDS stream per route configuration (one here), named in its gRPC
+            // metadata; the first request subscribes to no names, later ones only ACK.
+            let req = DeltaDiscoveryRequest {
+                node: self.node.clone(),
+                type_url: t.type_url().into(),
+                response_nonce: nonce,
+                error_detail: error,
+                ..Default::default()
+            };
+            if let Some(tx) = &self.vhds_tx {
+                if acking {
+                    tx.send(req).await.unwrap();
+                }
+            } else {
+                use envoy_types::pb::envoy::service::route::v3::virtual_host_discovery_service_client::VirtualHostDiscoveryServiceClient;
+                let mut client = VirtualHostDiscoveryServiceClient::connect(self.url.clone()).await.unwrap();
+                let (tx, rx) = mpsc::channel(64);
+                tx.send(req).await.unwrap();
+                let mut request = tonic::Request::new(ReceiverStream::new(rx));
+                let route_configuration = want.first().expect("a route configuration over VHDS").parse().unwrap();
+                request.metadata_mut().insert(xds::VHDS_ROUTE_CONFIGURATION_HEADER, route_configuration);
+                self.vhds_rx = Some(client.delta_virtual_hosts(request).await.unwrap().into_inner());
+                self.vhds_tx = Some(tx);
+            }
+        } else if self.delta {
             let req = DeltaDiscoveryRequest {
                 type_url: t.type_url().into(),
                 response_nonce: nonce,
@@ -356,7 +415,10 @@ fn name_of(t: ResourceType, a: &Any) -> String {
             cla.cluster_name.split(':').next().unwrap().to_string()
         }
         ResourceType::Listener => Listener::decode(a.value.as_slice()).unwrap().name,
-        ResourceType::Route => r::RouteConfiguration::decode(a.value.as_slice()).unwrap().name,
+        ResourceType::Route | ResourceType::RouteVhds => {
+            r::RouteConfiguration::decode(a.value.as_slice()).unwrap().name
+        }
+        ResourceType::VirtualHost => r::VirtualHost::decode(a.value.as_slice()).unwrap().name,
         ResourceType::Secret => String::new(),
     }
 }
@@ -369,7 +431,12 @@ fn fleets(id: &str, f: FleetResources) -> BTreeMap<String, FleetResources> {
     BTreeMap::from([(id.to_string(), f)])
 }
 
-use ResourceType::{Cluster as CDS, Endpoint as EDS, Listener as LDS, Route as RDS};
+use ResourceType::{Cluster as CDS, Endpoint as EDS, Listener as LDS, Route as RDS, VirtualHost as VHDS};
+
+/// What a new Envoy receives: Delta adds the virtual hosts on their own stream.
+fn initial(delta: bool) -> Vec<ResourceType> {
+    if delta { vec![CDS, EDS, LDS, RDS, VHDS] } else { vec![CDS, EDS, LDS, RDS] }
+}
 
 async fn make_before_break(delta: bool) {
     let server = XdsServer::default();
@@ -378,16 +445,19 @@ async fn make_before_break(delta: bool) {
     let url = start(&server).await;
     let mut envoy = FakeEnvoy::connect(&url, "f", delta).await;
     let first = envoy.settle().await;
-    assert_eq!(types(&first), [CDS, EDS, LDS, RDS], "initial order");
+    assert_eq!(types(&first), initial(delta), "initial order");
 
     // Swap the route from cluster a to a new cluster b.
     server.set_fleets(fleets("f", fleet(&["b"], &["b"], "v2", 1)));
     let swap = envoy.settle().await;
-    let expected: &[ResourceType] = if delta { &[CDS, EDS, RDS, CDS, EDS] } else { &[CDS, EDS, RDS, CDS] };
+    // Delta: the route configuration stays; its virtual host changes over VHDS, a stream of its
+    // own, which waits for the new cluster and holds back the old one's removal.
+    let expected: &[ResourceType] = if delta { &[CDS, EDS, VHDS, CDS, EDS] } else { &[CDS, EDS, RDS, CDS] };
     assert_eq!(types(&swap), expected, "add clusters, endpoints, switch routes, then remove: {swap:?}");
     let last = swap.last().unwrap();
     if delta {
         assert_eq!((&swap[0].names, &swap[0].removed), (&vec!["b".to_string()], &vec![]), "{swap:?}");
+        assert_eq!((&swap[2].names, &swap[2].removed), (&vec!["http-8080/v2".into()], &vec!["http-8080/v1".into()]));
         assert_eq!((&swap[3].removed, &last.removed), (&vec!["a".to_string()], &vec!["a".to_string()]));
     } else {
         assert_eq!(swap[0].names, ["a", "b"], "old cluster kept at first: {swap:?}");
@@ -432,7 +502,12 @@ async fn resends_nothing_unchanged(delta: bool) {
 
     server.set_fleets(fleets("f", fleet(&["a", "b"], &["a", "b"], "v2", 1)));
     let seen = envoy.settle().await;
-    assert_eq!(seen, [Seen { t: RDS, names: vec!["http-8080".into()], removed: vec![] }], "only the changed route");
+    let changed = if delta {
+        Seen { t: VHDS, names: vec!["http-8080/v2".into()], removed: vec!["http-8080/v1".into()] }
+    } else {
+        Seen { t: RDS, names: vec!["http-8080".into()], removed: vec![] }
+    };
+    assert_eq!(seen, [changed], "only the changed route");
 
     let mut eds = Resources::new();
     for (name, port) in [("a", 1), ("b", 2)] {
@@ -458,18 +533,19 @@ async fn a_nack_keeps_the_last_accepted_version() {
         server.set_fleets(fleets("f", fleet(&["a"], &["a"], "poison", 1)));
         envoy.settle().await;
         assert_eq!(envoy.nacks_sent, 1, "the bad route is sent once, not again and again");
-        assert_eq!(server.stats().nacks[&RDS], 1);
+        let (t, name) = if delta { (VHDS, "http-8080/poison") } else { (RDS, "http-8080") };
+        assert_eq!(server.stats().nacks[&t], 1);
         let rejections = server.rejections();
         assert_eq!(rejections.len(), 1);
         assert_eq!(
             (rejections[0].name.as_str(), rejections[0].error.as_str()),
-            ("http-8080", "route http-8080: poisoned virtual host")
+            (name, "route http-8080: poisoned virtual host")
         );
 
         // A new Envoy gets the last accepted version, not the rejected one.
         let mut late = FakeEnvoy::connect(&url, "f", delta).await;
         late.reject_vhost = Some("poison".into());
-        assert_eq!(types(&late.settle().await), [CDS, EDS, LDS, RDS]);
+        assert_eq!(types(&late.settle().await), initial(delta));
         assert_eq!(late.nacks_sent, 0);
 
         // A fixed build clears the rejection.
@@ -513,7 +589,7 @@ async fn nothing_is_served_before_the_first_build() {
     assert_eq!(envoy.settle().await, []);
     server.set_fleets(fleets("f", fleet(&["a"], &["a"], "v1", 1)));
     server.set_ready();
-    assert_eq!(types(&envoy.settle().await), [CDS, EDS, LDS, RDS]);
+    assert_eq!(types(&envoy.settle().await), initial(true));
 }
 
 #[tokio::test]

@@ -22,6 +22,7 @@ use prost::{Message, Name};
 use sha2::{Digest, Sha256};
 
 pub use cluster::{LoadAssignmentCache, load_assignments_cached};
+pub use route::VHDS_ROUTE_CONFIGURATION_HEADER;
 
 /// The resource types the controller serves, in make-before-break order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -34,18 +35,28 @@ pub enum ResourceType {
     Secret,
     /// LDS: listeners.
     Listener,
-    /// RDS: route configurations, last.
+    /// RDS: route configurations with their virtual hosts inline (State-of-the-World streams).
     Route,
+    /// RDS for Delta streams: the same route configurations, naming VHDS as the source of their
+    /// virtual hosts. Same type URL as [`ResourceType::Route`]; a Delta ADS stream gets these
+    /// instead, so a one-host change sends one virtual host, not every host of the listener.
+    RouteVhds,
+    /// VHDS: the virtual hosts of [`ResourceType::RouteVhds`], each named
+    /// `<route configuration>/<host>` (Envoy matches them to their route configuration by that
+    /// prefix). Delta only.
+    VirtualHost,
 }
 
 impl ResourceType {
     /// All types, in make-before-break order.
-    pub const ALL: [ResourceType; 5] = [
+    pub const ALL: [ResourceType; 7] = [
         ResourceType::Cluster,
         ResourceType::Endpoint,
         ResourceType::Secret,
         ResourceType::Listener,
         ResourceType::Route,
+        ResourceType::RouteVhds,
+        ResourceType::VirtualHost,
     ];
 
     /// The xDS type URL.
@@ -55,11 +66,14 @@ impl ResourceType {
             ResourceType::Endpoint => "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
             ResourceType::Secret => "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
             ResourceType::Listener => "type.googleapis.com/envoy.config.listener.v3.Listener",
-            ResourceType::Route => "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
+            ResourceType::Route | ResourceType::RouteVhds => {
+                "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+            }
+            ResourceType::VirtualHost => "type.googleapis.com/envoy.config.route.v3.VirtualHost",
         }
     }
 
-    /// The type for a type URL.
+    /// The type for a type URL (route configurations: [`ResourceType::Route`]).
     pub fn from_type_url(url: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.type_url() == url)
     }
@@ -71,7 +85,8 @@ impl ResourceType {
             ResourceType::Endpoint => "eds",
             ResourceType::Secret => "sds",
             ResourceType::Listener => "lds",
-            ResourceType::Route => "rds",
+            ResourceType::Route | ResourceType::RouteVhds => "rds",
+            ResourceType::VirtualHost => "vhds",
         }
     }
 
@@ -79,6 +94,23 @@ impl ResourceType {
     /// the others carry just the names the client asked for.
     pub fn is_wildcard(self) -> bool {
         matches!(self, ResourceType::Cluster | ResourceType::Listener)
+    }
+
+    /// Whether a subscribed name stands for every resource under `<name>/` (VHDS: a route
+    /// configuration's name subscribes to all its virtual hosts).
+    pub fn is_namespaced(self) -> bool {
+        self == ResourceType::VirtualHost
+    }
+
+    /// The types a stream of this kind is served: route configurations inline for
+    /// State-of-the-World, over VHDS for Delta.
+    pub fn served_by(delta: bool) -> &'static [ResourceType] {
+        use ResourceType::*;
+        if delta {
+            &[Cluster, Endpoint, Secret, Listener, RouteVhds, VirtualHost]
+        } else {
+            &[Cluster, Endpoint, Secret, Listener, Route]
+        }
     }
 }
 
@@ -134,9 +166,27 @@ impl FleetResources {
         self.by_type.entry(t).or_default().insert(Arc::clone(&r.name), r);
     }
 
-    /// The number of resources and their encoded bytes.
+    /// Inserts a route configuration in both forms: inline for State-of-the-World streams, and
+    /// over VHDS for Delta streams (see [`ResourceType::RouteVhds`]).
+    pub fn insert_route_configuration(&mut self, rc: envoy_types::pb::envoy::config::route::v3::RouteConfiguration) {
+        self.insert_forms(route::forms_of(rc));
+    }
+
+    fn insert_forms(&mut self, forms: route::RouteForms) {
+        self.insert(ResourceType::Route, forms.inline);
+        self.insert(ResourceType::RouteVhds, forms.vhds);
+        for vh in forms.virtual_hosts {
+            self.insert(ResourceType::VirtualHost, vh);
+        }
+    }
+
+    /// The number of resources and their encoded bytes, as a State-of-the-World stream gets
+    /// them (route configurations with their virtual hosts inline).
     pub fn size(&self) -> (usize, usize) {
-        self.by_type.values().flat_map(|m| m.values()).fold((0, 0), |(n, b), r| (n + 1, b + r.body.value.len()))
+        ResourceType::served_by(false)
+            .iter()
+            .flat_map(|t| self.of(*t).values())
+            .fold((0, 0), |(n, b), r| (n + 1, b + r.body.value.len()))
     }
 }
 
@@ -214,8 +264,8 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
     for l in &fleet.listeners {
         let (listener, tables) = listener::listener(l, options);
         out.insert(ResourceType::Listener, listener);
-        for table in tables {
-            out.insert(ResourceType::Route, route::route_configuration(table, &mut cache.routes));
+        for (table, vhds) in tables {
+            out.insert_forms(route::route_configuration(table, vhds, &mut cache.routes));
         }
     }
     out

@@ -24,8 +24,11 @@ use crate::{CompileOptions, Resource, ads};
 /// The bootstrap's static cluster for Envoy's admin interface (`contour-bootstrap`'s name).
 const ADMIN_CLUSTER: &str = "envoy-admin";
 
-/// The listener and the route tables it refers to.
-pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Resource, Vec<&'a RouteTable>) {
+/// The listener and the route tables it refers to, each with whether Delta streams get its
+/// virtual hosts over VHDS: a plain-HTTP listener's table holds every host of its port, so one
+/// host's change should not re-send them all; a TLS filter chain's table holds the few hosts of
+/// its certificate, and VHDS would cost Envoy a stream per chain.
+pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Resource, Vec<(&'a RouteTable, bool)>) {
     let address = l.address.unwrap_or(options.default_address).to_string();
     let mut tables = Vec::new();
     let mut message = Listener { name: l.name.clone(), address: Some(socket(address, l.port)), ..Default::default() };
@@ -35,7 +38,7 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
                 filters: vec![http_connection_manager(&l.name, &table.name, Default::default(), options)],
                 ..Default::default()
             });
-            tables.push(table);
+            tables.push((table, true));
         }
         ListenerKind::Tls(chains) => {
             message.listener_filters.push(ListenerFilter {
@@ -48,7 +51,7 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
                     Some(FilterChainMatch { server_names: chain.server_names.clone(), ..Default::default() });
                 let fc = match &chain.action {
                     TlsAction::Terminate { secrets, settings, routes } => {
-                        tables.push(routes);
+                        tables.push((routes, false));
                         let forward = settings.client.as_ref().map(|c| c.forward).unwrap_or_default();
                         FilterChain {
                             filter_chain_match,

@@ -38,46 +38,71 @@ pub struct RouteCache {
 /// that used it.
 type EncodedRoute = (Arc<Route>, Arc<[u8]>, u64);
 
-/// A DAG virtual host, its encoding and digest, and the last build that used it.
-type EncodedVhost = (Arc<dag::VirtualHost>, Arc<[u8]>, [u8; 32], u64);
+/// A DAG virtual host, its encoding and digest, the last build that used it, and its VHDS
+/// resource once asked for.
+struct EncodedVhost {
+    vhost: Arc<dag::VirtualHost>,
+    bytes: Arc<[u8]>,
+    digest: [u8; 32],
+    used: u64,
+    /// Where the routes start in `bytes` (after the name and domains).
+    routes_at: usize,
+    vhds: Option<Resource>,
+}
+
+impl std::fmt::Debug for EncodedVhost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncodedVhost").field("host", &self.vhost.hostname).field("len", &self.bytes.len()).finish()
+    }
+}
+
+/// The bootstrap's static cluster of the controller (`contour-bootstrap`'s and upstream's name),
+/// which VHDS streams go to.
+const XDS_CLUSTER: &str = "contour";
 
 impl RouteCache {
     /// Forgets what the last build did not use.
     pub(crate) fn sweep(&mut self) {
         let generation = self.generation;
-        self.vhosts.retain(|_, v| v.3 == generation);
+        self.vhosts.retain(|_, v| v.used == generation);
         // Routes of a reused virtual host were not looked at, so they carry old generations.
         // Sweep them only when the cache has grown to twice what the live hosts hold: amortised,
         // and memory stays bounded.
         let vhosts = &self.vhosts;
         let mut alive: FxHashSet<usize> = FxHashSet::default();
-        if self.routes.len() > 2 * vhosts.values().map(|v| v.0.routes.len()).sum::<usize>() {
-            alive.extend(vhosts.values().flat_map(|v| v.0.routes.iter().map(|r| Arc::as_ptr(r) as usize)));
+        if self.routes.len() > 2 * vhosts.values().map(|v| v.vhost.routes.len()).sum::<usize>() {
+            alive.extend(vhosts.values().flat_map(|v| v.vhost.routes.iter().map(|r| Arc::as_ptr(r) as usize)));
             self.routes.retain(|k, r| r.2 == generation || alive.contains(k));
         }
         self.generation += 1;
     }
 
-    fn vhost(&mut self, vh: &Arc<dag::VirtualHost>) -> (Arc<[u8]>, [u8; 32]) {
+    fn vhost(&mut self, vh: &Arc<dag::VirtualHost>) -> &mut EncodedVhost {
         let key = Arc::as_ptr(vh) as usize;
         let generation = self.generation;
-        if let Some((_, bytes, digest, used)) = self.vhosts.get_mut(&key) {
-            *used = generation;
-            return (Arc::clone(bytes), *digest);
+        if !self.vhosts.contains_key(&key) {
+            // The message without routes, then each route appended as field 3: the same bytes
+            // prost would write, built from per-route pieces that survive the next build.
+            let mut bytes = vhost_head(&vh.hostname, vh.hostname.clone());
+            let routes_at = bytes.len();
+            for route in &vh.routes {
+                let encoded = self.route(route);
+                append_field(&mut bytes, 3, &encoded);
+            }
+            let digest: [u8; 32] = Sha256::digest(&bytes).into();
+            let encoded = EncodedVhost {
+                vhost: Arc::clone(vh),
+                bytes: bytes.into(),
+                digest,
+                used: generation,
+                routes_at,
+                vhds: None,
+            };
+            self.vhosts.insert(key, encoded);
         }
-        // The message without routes, then each route appended as field 3: the same bytes prost
-        // would write, built from per-route pieces that survive the next build.
-        let head =
-            r::VirtualHost { name: vh.hostname.clone(), domains: vec![vh.hostname.clone()], ..Default::default() };
-        let mut bytes = head.encode_to_vec();
-        for route in &vh.routes {
-            let encoded = self.route(route);
-            append_field(&mut bytes, 3, &encoded);
-        }
-        let digest: [u8; 32] = Sha256::digest(&bytes).into();
-        let bytes: Arc<[u8]> = bytes.into();
-        self.vhosts.insert(key, (Arc::clone(vh), Arc::clone(&bytes), digest, generation));
-        (bytes, digest)
+        let entry = self.vhosts.get_mut(&key).expect("inserted above");
+        entry.used = generation;
+        entry
     }
 
     fn route(&mut self, route: &Arc<Route>) -> Arc<[u8]> {
@@ -99,19 +124,117 @@ fn append_field(buf: &mut Vec<u8>, tag: u32, bytes: &[u8]) {
     buf.extend_from_slice(bytes);
 }
 
-pub(crate) fn route_configuration(table: &RouteTable, cache: &mut RouteCache) -> Resource {
+/// A virtual host's name and domains, encoded.
+fn vhost_head(host: &str, name: String) -> Vec<u8> {
+    r::VirtualHost { name, domains: vec![host.to_string()], ..Default::default() }.encode_to_vec()
+}
+
+/// A route table in both forms: inline, and for VHDS (the route configuration naming VHDS, and
+/// its virtual hosts as resources named `<route configuration>/<host>`).
+pub(crate) struct RouteForms {
+    pub(crate) inline: Resource,
+    pub(crate) vhds: Resource,
+    pub(crate) virtual_hosts: Vec<Resource>,
+}
+
+pub(crate) fn route_configuration(table: &RouteTable, vhds: bool, cache: &mut RouteCache) -> RouteForms {
     // A Host header with a port (`example.com:8080`) selects the same virtual host as without.
     let head =
         r::RouteConfiguration { name: table.name.clone(), ignore_port_in_host_matching: true, ..Default::default() };
     let mut bytes = head.encode_to_vec();
     let mut version = Sha256::new().chain_update(ResourceType::Route.type_url()).chain_update(&bytes);
+    let mut virtual_hosts = Vec::with_capacity(table.virtual_hosts.len());
     for vh in &table.virtual_hosts {
-        let (encoded, digest) = cache.vhost(vh);
-        append_field(&mut bytes, 2, &encoded);
-        version.update(digest);
+        let entry = cache.vhost(vh);
+        append_field(&mut bytes, 2, &entry.bytes);
+        version.update(entry.digest);
+        if vhds {
+            virtual_hosts.push(vhds_vhost(&table.name, entry));
+        }
     }
     let any = Any { type_url: ResourceType::Route.type_url().into(), value: bytes };
-    Resource::with_digest(&table.name, any, &version.finalize())
+    let inline = Resource::with_digest(&table.name, any, &version.finalize());
+    if !vhds {
+        return RouteForms { vhds: inline.clone(), inline, virtual_hosts };
+    }
+    let over_vhds =
+        r::RouteConfiguration { vhds: Some(r::Vhds { config_source: Some(vhds_source(&table.name)) }), ..head };
+    RouteForms { inline, vhds: Resource::new(&table.name, over_vhds), virtual_hosts }
+}
+
+/// Both forms of an already-built route configuration (tests, and resources made outside the
+/// compiler). Virtual hosts are named `<route configuration>/<virtual host name>` over VHDS.
+pub(crate) fn forms_of(rc: r::RouteConfiguration) -> RouteForms {
+    let virtual_hosts = rc
+        .virtual_hosts
+        .iter()
+        .map(|vh| {
+            let name = format!("{}/{}", rc.name, vh.name);
+            Resource::new(&name, r::VirtualHost { name: name.clone(), ..vh.clone() })
+        })
+        .collect();
+    let vhds = r::RouteConfiguration {
+        virtual_hosts: Vec::new(),
+        vhds: Some(r::Vhds { config_source: Some(vhds_source(&rc.name)) }),
+        ..rc.clone()
+    };
+    let name = rc.name.clone();
+    RouteForms { vhds: Resource::new(&name, vhds), inline: Resource::new(&name, rc), virtual_hosts }
+}
+
+/// A virtual host as a VHDS resource of route configuration `table`: named `<table>/<host>`,
+/// the name Envoy both files it under and removes it by.
+fn vhds_vhost(table: &str, entry: &mut EncodedVhost) -> Resource {
+    let host = &entry.vhost.hostname;
+    let named = |r: &Resource| {
+        r.name.len() == table.len() + 1 + host.len() && r.name.starts_with(table) && r.name.ends_with(host.as_str())
+    };
+    if let Some(r) = entry.vhds.as_ref().filter(|r| named(r)) {
+        return r.clone();
+    }
+    let name = format!("{table}/{host}");
+    let mut value = vhost_head(host, name.clone());
+    value.extend_from_slice(&entry.bytes[entry.routes_at..]);
+    let r = Resource::from_any(&name, Any { type_url: ResourceType::VirtualHost.type_url().into(), value });
+    entry.vhds = Some(r.clone());
+    r
+}
+
+/// The gRPC metadata that tells the controller which route configuration a VHDS stream is for.
+/// Envoy opens one stream per route configuration and subscribes with no names (it filters the
+/// answer by the `<route configuration>/` prefix itself), so without it every stream would get
+/// the virtual hosts of every route configuration.
+pub const VHDS_ROUTE_CONFIGURATION_HEADER: &str = "x-contour-route-configuration";
+
+/// VHDS is Delta-only and Envoy takes it only from its own stream (not ADS): the
+/// VirtualHostDiscoveryService of the controller, through the bootstrap's xDS cluster.
+fn vhds_source(route_configuration: &str) -> envoy_types::pb::envoy::config::core::v3::ConfigSource {
+    use envoy_types::pb::envoy::config::core::v3::{
+        ApiConfigSource, ApiVersion, ConfigSource, GrpcService, HeaderValue, api_config_source, config_source,
+        grpc_service,
+    };
+    ConfigSource {
+        resource_api_version: ApiVersion::V3 as i32,
+        config_source_specifier: Some(config_source::ConfigSourceSpecifier::ApiConfigSource(ApiConfigSource {
+            api_type: api_config_source::ApiType::DeltaGrpc as i32,
+            transport_api_version: ApiVersion::V3 as i32,
+            grpc_services: vec![GrpcService {
+                target_specifier: Some(grpc_service::TargetSpecifier::EnvoyGrpc(grpc_service::EnvoyGrpc {
+                    cluster_name: XDS_CLUSTER.into(),
+                    ..Default::default()
+                })),
+                initial_metadata: vec![HeaderValue {
+                    key: VHDS_ROUTE_CONFIGURATION_HEADER.into(),
+                    value: route_configuration.into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            set_node_on_first_message_only: true,
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
 }
 
 fn route(route: &Route) -> r::Route {

@@ -50,14 +50,42 @@ fn versions_are_content_hashes() {
     assert_eq!(a.of(ResourceType::Listener).len(), 2);
     assert_eq!(a.of(ResourceType::Cluster).len(), 1);
     let changed = compiled(&FIXTURE.replace("admin.example.com", "ops.example.com"));
-    let differing: Vec<_> = ResourceType::ALL
-        .into_iter()
+    let differing: Vec<_> = ResourceType::served_by(false)
+        .iter()
         .flat_map(|t| {
-            let (a, c) = (a.of(t), changed.of(t));
+            let (a, c) = (a.of(*t), changed.of(*t));
             a.keys().filter(move |k| a[*k].version != c[*k].version).map(|k| k.to_string()).collect::<Vec<_>>()
         })
         .collect();
     assert_eq!(differing, ["http-9090"], "only the route table that changed gets a new version");
+    // Over VHDS the route configuration stays; one virtual host goes, another comes.
+    assert_eq!(a.of(ResourceType::RouteVhds), changed.of(ResourceType::RouteVhds));
+    let hosts = |f: &FleetResources| f.of(ResourceType::VirtualHost).keys().map(|k| k.to_string()).collect::<Vec<_>>();
+    assert_eq!(hosts(&a), ["http-8080/*", "http-9090/admin.example.com"]);
+    assert_eq!(hosts(&changed), ["http-8080/*", "http-9090/ops.example.com"]);
+}
+
+#[test]
+fn vhds_form_names_its_hosts_under_the_route_configuration() {
+    use envoy_types::pb::envoy::config::core::v3::{api_config_source::ApiType, config_source, grpc_service};
+    use envoy_types::pb::envoy::config::route::v3::VirtualHost;
+    let a = compiled(FIXTURE);
+    let inline: RouteConfiguration =
+        prost::Message::decode(a.of(ResourceType::Route)["http-9090"].body.value.as_slice()).unwrap();
+    let vhds: RouteConfiguration =
+        prost::Message::decode(a.of(ResourceType::RouteVhds)["http-9090"].body.value.as_slice()).unwrap();
+    assert!(vhds.virtual_hosts.is_empty());
+    assert_eq!(vhds.ignore_port_in_host_matching, inline.ignore_port_in_host_matching);
+    // Envoy takes VHDS only from a Delta gRPC stream of its own, to the bootstrap's xDS cluster.
+    let source = vhds.vhds.and_then(|v| v.config_source).and_then(|c| c.config_source_specifier);
+    let Some(config_source::ConfigSourceSpecifier::ApiConfigSource(api)) = source else { panic!("{source:?}") };
+    assert_eq!(api.api_type, ApiType::DeltaGrpc as i32);
+    let Some(grpc_service::TargetSpecifier::EnvoyGrpc(g)) = &api.grpc_services[0].target_specifier else { panic!() };
+    assert_eq!(g.cluster_name, "contour");
+    let resource = &a.of(ResourceType::VirtualHost)["http-9090/admin.example.com"];
+    let host: VirtualHost = prost::Message::decode(resource.body.value.as_slice()).unwrap();
+    assert_eq!(host.name, "http-9090/admin.example.com", "Envoy removes a virtual host by this name");
+    assert_eq!(VirtualHost { name: inline.virtual_hosts[0].name.clone(), ..host }, inline.virtual_hosts[0]);
 }
 
 #[test]

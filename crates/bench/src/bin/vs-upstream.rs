@@ -4,7 +4,10 @@
 //! same Envoy binary through its own `contour bootstrap`. Prints one table per N with medians
 //! over the runs and the ratio ours / upstream. A benchmark, not a test: nothing is asserted.
 //!
-//!   vs-upstream --ours BIN --upstream BIN [--sizes 1000,5000] [--runs 2] [--apps 10] [--idle 60]
+//!   vs-upstream --ours BIN --upstream BIN [--sizes 1000,5000] [--runs 2] [--apps 10] [--idle 60] [--sotw]
+//!
+//! Each controller's Envoy gets that controller's own bootstrap at its defaults; `--sotw` gives
+//! ours State-of-the-World xDS instead of its default, Delta (upstream's bootstrap has only SotW).
 //!
 //! With `VS_UPSTREAM_LOGS=DIR`, each run's controller log is kept in DIR and the times of the
 //! benchmark's own writes are printed, to line them up with the log.
@@ -33,6 +36,7 @@ struct Controller {
     label: &'static str,
     contour: PathBuf,
     extra: Vec<&'static str>,
+    bootstrap_extra: Vec<&'static str>,
 }
 
 /// What one run measured.
@@ -56,6 +60,8 @@ struct Args {
     runs: usize,
     apps: usize,
     idle: Duration,
+    /// Our Envoy speaks State-of-the-World instead of Delta.
+    sotw: bool,
     /// Where to keep controller logs (`VS_UPSTREAM_LOGS`).
     logs: Option<PathBuf>,
 }
@@ -68,6 +74,7 @@ fn args() -> anyhow::Result<Args> {
         runs: 2,
         apps: 10,
         idle: Duration::from_secs(60),
+        sotw: false,
         logs: std::env::var_os("VS_UPSTREAM_LOGS").map(PathBuf::from),
     };
     let mut it = std::env::args().skip(1);
@@ -80,6 +87,7 @@ fn args() -> anyhow::Result<Args> {
             "--runs" => a.runs = value()?.parse()?,
             "--apps" => a.apps = value()?.parse()?,
             "--idle" => a.idle = Duration::from_secs(value()?.parse()?),
+            "--sotw" => a.sotw = true,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -90,13 +98,24 @@ fn args() -> anyhow::Result<Args> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = args()?;
-    let mut controllers = vec![Controller { label: "contour-rs", contour: args.ours.clone(), extra: Vec::new() }];
+    let mut controllers = vec![Controller {
+        label: "contour-rs",
+        contour: args.ours.clone(),
+        extra: Vec::new(),
+        bootstrap_extra: if args.sotw { vec!["--sotw"] } else { Vec::new() },
+    }];
     if let Some(upstream) = &args.upstream {
-        controllers.push(Controller { label: "upstream", contour: upstream.clone(), extra: Vec::new() });
+        controllers.push(Controller {
+            label: "upstream",
+            contour: upstream.clone(),
+            extra: Vec::new(),
+            bootstrap_extra: Vec::new(),
+        });
         controllers.push(Controller {
             label: "upstream QPS 200",
             contour: upstream.clone(),
             extra: vec!["--kubernetes-client-qps=200", "--kubernetes-client-burst=400"],
+            bootstrap_extra: Vec::new(),
         });
     }
     let blue = NetnsBackend::start("blue").await?;
@@ -209,6 +228,7 @@ async fn measure(
         .args(["--xds-address=127.0.0.1", &format!("--xds-port={xds}")])
         .arg(format!("--admin-address={}", dir.join("admin.sock").display()))
         .arg("--xds-resource-version=v3")
+        .args(&c.bootstrap_extra)
         .status()
         .await?;
     anyhow::ensure!(status.success(), "{} bootstrap: {status}", c.label);
