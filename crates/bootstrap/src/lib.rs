@@ -89,7 +89,8 @@ pub struct Bootstrap {
     pub fleet: String,
     /// The node id.
     pub node_id: String,
-    /// Incremental (Delta) ADS instead of State-of-the-World.
+    /// Incremental (Delta) ADS, the default: only changed resources go to Envoy, and plain-HTTP
+    /// virtual hosts one by one over VHDS. `false`: State-of-the-World, as upstream's bootstrap.
     pub delta: bool,
     /// mTLS to the controller, if any.
     pub tls: Option<XdsTls>,
@@ -112,7 +113,7 @@ impl Default for Bootstrap {
             admin: Admin::Unix("/admin/admin.sock".into()),
             fleet: "contour".into(),
             node_id: "envoy".into(),
-            delta: false,
+            delta: true,
             tls: None,
             resources_dir: None,
             dns_lookup_family: DnsLookupFamily::default(),
@@ -329,8 +330,9 @@ mod tests {
 
     #[test]
     fn delta_and_tls_change_what_they_should() {
-        let plain = Bootstrap::default().to_json();
+        let plain = Bootstrap { delta: false, ..Default::default() }.to_json();
         assert_eq!(plain["dynamic_resources"]["ads_config"]["api_type"], "GRPC");
+        assert_eq!(Bootstrap::default().to_json()["dynamic_resources"]["ads_config"]["api_type"], "DELTA_GRPC");
         assert_eq!(plain["static_resources"]["clusters"][0]["type"], "STATIC");
         assert!(plain["static_resources"]["clusters"][0].get("transport_socket").is_none());
         let port = Bootstrap::default().xds_port;

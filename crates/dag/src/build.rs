@@ -140,14 +140,14 @@ impl Builder<'_> {
 
     /// Checks the Services of a listener's routes when the listener is not served.
     fn check_routes(&mut self, l: &ir::Listener) {
-        for route in &l.http_routes {
+        for route in l.http_routes.iter() {
             for (i, rule) in route.rules.iter().enumerate() {
                 for (j, b) in rule.backends.iter().enumerate() {
                     self.check_service(&route.origin, b, format!("spec.rules[{i}].backendRefs[{j}]"));
                 }
             }
         }
-        for route in &l.tls_routes {
+        for route in l.tls_routes.iter() {
             for (j, b) in route.backends.iter().enumerate() {
                 self.check_service(&route.origin, b, format!("spec.rules[0].backendRefs[{j}]"));
             }
@@ -312,7 +312,7 @@ impl Builder<'_> {
         let shared = listeners.len() > 1;
         for (index, listener) in listeners {
             let own = ir::hostname::specificity(listener.hostname.as_deref());
-            for route in &listener.http_routes {
+            for route in listener.http_routes.iter() {
                 ir::hostname::for_each_effective(listener.hostname.as_deref(), &route.hostnames, |host| {
                     // Listener isolation: requests for a host go to the most specific listener
                     // whose hostname covers it, never to a less specific one's routes.

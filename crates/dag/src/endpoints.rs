@@ -19,7 +19,7 @@ impl<'a> SliceIndex<'a> {
     /// Indexes every EndpointSlice of a snapshot by its `kubernetes.io/service-name` label.
     pub fn new(snapshot: &'a Snapshot) -> Self {
         let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
-        for (key, slice) in &snapshot.endpoint_slices {
+        for (key, slice) in snapshot.endpoint_slices.iter() {
             if let Some(service) = slice.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")) {
                 by_service.entry((key.namespace.as_str(), service.as_str())).or_default().push(slice);
             }

@@ -151,7 +151,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     let mut diagnostics = Vec::new();
     let mut fleets = Vec::new();
     let mut gateways: Vec<(&str, &str, usize)> = Vec::new();
-    for (key, gateway) in &snapshot.gateways {
+    for (key, gateway) in snapshot.gateways.iter() {
         if !options.serves(snapshot, key, gateway) {
             continue;
         }
@@ -162,7 +162,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
 
     let mut previous = std::mem::take(&mut cache.http).into_iter().peekable();
     let mut next = Vec::with_capacity(snapshot.http_routes.len());
-    for (key, object) in &snapshot.http_routes {
+    for (key, object) in snapshot.http_routes.iter() {
         while previous.peek().is_some_and(|(k, _)| k < key) {
             previous.next();
         }

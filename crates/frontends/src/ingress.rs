@@ -101,7 +101,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     let mut diagnostics = Vec::new();
     let mut http_routes = Vec::new();
     let mut secure: Vec<Listener> = Vec::new();
-    for (key, ingress) in &snapshot.ingresses {
+    for (key, ingress) in snapshot.ingresses.iter() {
         if !is_ours(snapshot, ingress, &options.class_names) {
             continue;
         }

@@ -97,17 +97,19 @@ macro_rules! kinds {
             }
         }
 
-        /// Every object the controller has read, at one point in time.
+        /// Every object the controller has read, at one point in time. Each kind's map is
+        /// shared behind an `Arc`: a snapshot clones in constant time, a change copies only the
+        /// map of its kind, and kinds that did not change compare by pointer.
         #[derive(Debug, Clone, Default, PartialEq)]
         pub struct Snapshot {
-            $( #[doc = concat!($name, "s.")] pub $field: Objects<$ty>, )*
+            $( #[doc = concat!($name, "s.")] pub $field: Arc<Objects<$ty>>, )*
         }
 
         impl Snapshot {
             /// Adds or replaces an object; returns whether it was already present.
             pub fn insert(&mut self, object: Object) -> bool {
                 let key = object.key();
-                match object { $(Object::$variant(o) => self.$field.insert(key, Arc::new(o)).is_some(),)* }
+                match object { $(Object::$variant(o) => Arc::make_mut(&mut self.$field).insert(key, Arc::new(o)).is_some(),)* }
             }
 
             /// Adds or replaces an object unless an equal one is already there; returns whether
@@ -120,7 +122,7 @@ macro_rules! kinds {
                         if self.$field.get(&key).is_some_and(|old| **old == o) {
                             return false;
                         }
-                        self.$field.insert(key, Arc::new(o));
+                        Arc::make_mut(&mut self.$field).insert(key, Arc::new(o));
                         true
                     })*
                 }
@@ -128,7 +130,7 @@ macro_rules! kinds {
 
             /// Removes an object; returns whether it was present.
             pub fn remove(&mut self, kind: Kind, key: &ObjectKey) -> bool {
-                match kind { $(Kind::$variant => self.$field.remove(key).is_some(),)* }
+                match kind { $(Kind::$variant => self.$field.contains_key(key) && Arc::make_mut(&mut self.$field).remove(key).is_some(),)* }
             }
 
             /// The keys of every object of a kind.
@@ -149,13 +151,19 @@ macro_rules! kinds {
             /// Replaces each object equal to the one `previous` holds under the same key by
             /// `previous`'s `Arc`, so later stages can recognise unchanged objects by pointer.
             pub fn share_unchanged(&mut self, previous: &Snapshot) {
-                $( share(&mut self.$field, &previous.$field); )*
+                $( if !Arc::ptr_eq(&self.$field, &previous.$field) { share(Arc::make_mut(&mut self.$field), &previous.$field); } )*
             }
 
             /// The identity (`Arc` address) of an object, if present: caches reuse work while
             /// the objects it read keep their identity.
             pub fn identity(&self, kind: Kind, key: &ObjectKey) -> Option<usize> {
                 match kind { $(Kind::$variant => self.$field.get(key).map(|o| identity(o)),)* }
+            }
+
+            /// A kind's whole map, type-erased: the same `Arc` while none of the kind's objects
+            /// changed.
+            pub fn kind_map(&self, kind: Kind) -> Arc<dyn std::any::Any + Send + Sync> {
+                match kind { $(Kind::$variant => Arc::clone(&self.$field) as Arc<dyn std::any::Any + Send + Sync>,)* }
             }
 
             /// The identities of every object of a kind, in key order.
@@ -241,9 +249,17 @@ impl Reads {
 }
 
 /// Which kinds changed (by identity) since the previous build, for caches that track [`Reads`].
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct KindWatch {
-    previous: BTreeMap<Kind, Vec<usize>>,
+    /// Per kind: its map as last seen (the same `Arc` means nothing changed), and the
+    /// identities of its objects then.
+    previous: BTreeMap<Kind, (Arc<dyn std::any::Any + Send + Sync>, Vec<usize>)>,
+}
+
+impl std::fmt::Debug for KindWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KindWatch").field("kinds", &self.previous.keys().collect::<Vec<_>>()).finish()
+    }
 }
 
 impl KindWatch {
@@ -252,18 +268,29 @@ impl KindWatch {
     pub fn changed(&mut self, snapshot: &Snapshot, kinds: &[Kind]) -> BTreeSet<Kind> {
         let mut changed = BTreeSet::new();
         for kind in kinds {
+            let map = snapshot.kind_map(*kind);
+            if let Some((seen, _)) = self.previous.get(kind)
+                && Arc::ptr_eq(seen, &map)
+            {
+                continue;
+            }
             let now = snapshot.identities(*kind);
-            if self.previous.get(kind) != Some(&now) {
-                changed.insert(*kind);
-                self.previous.insert(*kind, now);
+            match self.previous.get_mut(kind) {
+                Some((seen, ids)) if *ids == now => *seen = map,
+                _ => {
+                    changed.insert(*kind);
+                    self.previous.insert(*kind, (map, now));
+                }
             }
         }
         changed
     }
 }
 
-fn differs<T: PartialEq>(a: &Objects<T>, b: &Objects<T>) -> bool {
-    a.len() != b.len() || a.iter().zip(b).any(|((ka, va), (kb, vb))| ka != kb || !(Arc::ptr_eq(va, vb) || va == vb))
+fn differs<T: PartialEq>(a: &Arc<Objects<T>>, b: &Arc<Objects<T>>) -> bool {
+    !Arc::ptr_eq(a, b)
+        && (a.len() != b.len()
+            || a.iter().zip(b.iter()).any(|((ka, va), (kb, vb))| ka != kb || !(Arc::ptr_eq(va, vb) || va == vb)))
 }
 
 impl Snapshot {

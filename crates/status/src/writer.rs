@@ -74,7 +74,7 @@ impl StatusWriter {
     ) {
         let mut writes = Vec::new();
         let mut seen = Vec::new();
-        for g in &set.gateways {
+        for g in set.gateways.iter() {
             writes.push(Write {
                 kind: "Gateway",
                 uid: Some(g.uid.clone()),

@@ -134,6 +134,21 @@ impl Envoy {
             .sum())
     }
 
+    /// The time Envoy has spent applying configuration updates, in milliseconds, over all xDS
+    /// subscriptions (the sums of its `update_duration` histograms).
+    pub async fn update_time_ms(&self) -> anyhow::Result<f64> {
+        let body = self.admin_get("/stats/prometheus?usedonly").await?;
+        Ok(body
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (name, value) = l.rsplit_once(' ')?;
+                let metric = name.split('{').next()?;
+                metric.ends_with("update_duration_sum").then(|| value.parse::<f64>().ok()).flatten()
+            })
+            .sum())
+    }
+
     /// Configuration updates Envoy rejected, over all xDS subscriptions.
     pub async fn rejected_updates(&self) -> anyhow::Result<u64> {
         self.counter_sum("update_rejected").await

@@ -217,7 +217,10 @@ impl StreamState {
                         ts.acked.remove(name.as_str());
                     }
                 }
-                // After a reconnect Envoy tells us what it has; do not send it again.
+                // After a reconnect Envoy tells us what it has; do not send it again. Versions
+                // are content hashes, so what it has counts as accepted (a controller that
+                // restarted learns here that Envoy runs its configuration).
+                let mut held = Vec::new();
                 for (name, version) in &req.initial_versions {
                     let resource = Resource {
                         name: name.as_str().into(),
@@ -225,7 +228,11 @@ impl StreamState {
                         body: Arc::new(Default::default()),
                     };
                     ts.sent.insert(Arc::clone(&resource.name), resource.clone());
-                    ts.acked.insert(Arc::clone(&resource.name), resource);
+                    ts.acked.insert(Arc::clone(&resource.name), resource.clone());
+                    held.push(resource);
+                }
+                if feedback.is_none() && !held.is_empty() {
+                    feedback = Some(Feedback::Ack(t, held));
                 }
             }
         }

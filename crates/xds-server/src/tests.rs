@@ -634,3 +634,64 @@ async fn a_fleet_without_clusters_gets_an_empty_cds_answer_at_once() {
         assert!(types(&seen).contains(&LDS), "then the listeners (delta {delta}): {seen:?}");
     }
 }
+
+/// A restarted controller meets an Envoy that kept its configuration: over Delta, Envoy names
+/// the versions it holds, which count as accepted (versions are content hashes), so the fleet is
+/// Programmed without anything sent again.
+#[tokio::test]
+async fn a_delta_envoy_that_reconnects_with_the_current_versions_is_programmed_without_resends() {
+    let server = XdsServer::default();
+    let f = fleet(&["a"], &["a"], "v1", 1);
+    server.set_fleets(fleets("f", f.clone()));
+    server.set_ready();
+    let url = start(&server).await;
+    let node = Some(envoy_types::pb::envoy::config::core::v3::Node {
+        id: "kept".into(),
+        cluster: "f".into(),
+        ..Default::default()
+    });
+    let held = |t: ResourceType| -> std::collections::HashMap<String, String> {
+        f.of(t).values().map(|r| (r.name.to_string(), r.version.to_string())).collect()
+    };
+    let request = |t: ResourceType, subscribe: Vec<String>, versions| DeltaDiscoveryRequest {
+        node: node.clone(),
+        type_url: t.type_url().into(),
+        resource_names_subscribe: subscribe,
+        initial_resource_versions: versions,
+        ..Default::default()
+    };
+    let (tx, rx) = mpsc::channel(8);
+    tx.send(request(CDS, vec![], held(CDS))).await.unwrap();
+    tx.send(request(LDS, vec![], held(LDS))).await.unwrap();
+    tx.send(request(EDS, vec!["a".into()], held(EDS))).await.unwrap();
+    tx.send(request(RDS, vec!["http-8080".into()], held(ResourceType::RouteVhds))).await.unwrap();
+    let mut client = AggregatedDiscoveryServiceClient::connect(url.clone()).await.unwrap();
+    let mut ads = client.delta_aggregated_resources(ReceiverStream::new(rx)).await.unwrap().into_inner();
+    let (vtx, vrx) = mpsc::channel(8);
+    vtx.send(request(VHDS, vec![], held(VHDS))).await.unwrap();
+    use envoy_types::pb::envoy::service::route::v3::virtual_host_discovery_service_client::VirtualHostDiscoveryServiceClient;
+    let mut vhds_request = tonic::Request::new(ReceiverStream::new(vrx));
+    vhds_request.metadata_mut().insert(xds::VHDS_ROUTE_CONFIGURATION_HEADER, "http-8080".parse().unwrap());
+    let mut vhds = VirtualHostDiscoveryServiceClient::connect(url).await.unwrap();
+    let mut vhds = vhds.delta_virtual_hosts(vhds_request).await.unwrap().into_inner();
+
+    let programmed = within_5s(|| server.programming("f") == Programming::Programmed).await;
+    assert!(programmed, "{:?}", server.programming("f"));
+    // Whatever was answered carried no resource: Envoy had them all.
+    for stream in [&mut ads, &mut vhds] {
+        while let Ok(Ok(Some(m))) = tokio::time::timeout(Duration::from_millis(200), stream.message()).await {
+            assert!(m.resources.is_empty(), "{} sent again: {:?}", m.type_url, m.resources);
+        }
+    }
+}
+
+/// Polls `done` for up to five seconds.
+async fn within_5s(done: impl Fn() -> bool) -> bool {
+    for _ in 0..100 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}

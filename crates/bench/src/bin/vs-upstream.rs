@@ -48,6 +48,7 @@ struct Figures {
     new_app: Vec<Option<Duration>>,
     endpoints: Vec<Option<Duration>>,
     change_bytes: u64,
+    change_apply_ms: f64,
     idle_cpu: f64,
     cpu: f64,
     peak_rss: f64,
@@ -281,6 +282,7 @@ async fn measure(
     // Both bootstraps name the xDS cluster's stats `<namespace>_contour_<port>`.
     let xds_rx = format!("_contour_{xds}.upstream_cx_rx_bytes_total");
     let before = envoy.counter_sum(&xds_rx).await?;
+    let applying = envoy.update_time_ms().await?;
     let narrowed =
         json!({"spec": {"routes": [{"conditions": [{"prefix": "/v2"}], "services": [{"name": "app-1", "port": 80}]}]}});
     proxies.patch("app-1", &PatchParams::default(), &Patch::Merge(&narrowed)).await?;
@@ -288,6 +290,7 @@ async fn measure(
     wait_until(listener, &one, CHANGE_TIMEOUT, |r| r.status == 404).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     f.change_bytes = envoy.counter_sum(&xds_rx).await?.saturating_sub(before);
+    f.change_apply_ms = envoy.update_time_ms().await? - applying;
 
     // New apps, one at a time: created → served through Envoy.
     // Each a second after the last, as a user's changes come: neither controller's holdoff
@@ -407,6 +410,7 @@ fn print_table(n: usize, args: &Args, results: &[(&str, Vec<Figures>)]) {
             "ms",
         ),
         ("bytes to Envoy for a one-proxy change", |f| f.change_bytes as f64 / 1024.0, "KiB"),
+        ("Envoy's time applying that change (its update_duration sums)", |f| f.change_apply_ms, "ms"),
         ("controller CPU over the whole run", |f| f.cpu, "s"),
         ("controller CPU while idle", |f| f.idle_cpu, "s"),
         ("peak RSS over the whole run", |f| f.peak_rss, "MiB"),

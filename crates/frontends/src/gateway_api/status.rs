@@ -137,7 +137,7 @@ pub fn compute(
     let none = Vec::new();
     let mut out = StatusSet::default();
     let mut ours: Vec<&ObjectKey> = Vec::new();
-    for (key, gateway) in &snapshot.gateways {
+    for (key, gateway) in snapshot.gateways.iter() {
         if !options.serves(snapshot, key, gateway) {
             continue;
         }

@@ -68,7 +68,7 @@ pub fn compute(snapshot: &Snapshot, options: &Options, diagnostics: &[Diagnostic
         by_proxy.entry((d.origin.namespace.as_str(), d.origin.name.as_str())).or_default().push(d);
     }
     let mut out = Vec::new();
-    for (key, proxy) in &snapshot.http_proxies {
+    for (key, proxy) in snapshot.http_proxies.iter() {
         let class = crate::class::of(&proxy.metadata, proxy.spec.ingress_class_name.as_deref());
         if !crate::class::is_served(class, &options.class_names) {
             continue;
