@@ -9,6 +9,7 @@ mod ingress;
 mod json;
 mod writer;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -119,10 +120,15 @@ pub async fn run(
     let mut feedback = xds.feedback();
     let mut resync = tokio::time::interval(RESYNC);
     resync.tick().await;
+    // What Envoy's feedback decided at the last write, per fleet: an ACK that leaves every
+    // fleet's state as it was (most ACKs: an endpoint update, a route Envoy took) writes nothing
+    // and costs no status computation.
+    let mut last_states: Option<(Arc<controller::Published>, BTreeMap<String, Programming>)> = None;
     loop {
+        let mut only_feedback = false;
         tokio::select! {
             changed = published.changed() => if changed.is_err() { return },
-            changed = feedback.changed() => if changed.is_err() { return },
+            changed = feedback.changed() => if changed.is_err() { return } else { only_feedback = true },
             _ = resync.tick() => writer.forget(),
             // A new leader trusts nothing it wrote before.
             alive = leadership.changed() => if alive { writer.forget() } else { return },
@@ -133,8 +139,22 @@ pub async fn run(
         }
         let Some(p) = published.borrow_and_update().clone() else { continue };
         feedback.borrow_and_update();
+        let states: BTreeMap<String, Programming> = p
+            .dag
+            .fleets
+            .keys()
+            .map(String::as_str)
+            .chain([ir::DEFAULT_FLEET])
+            .map(|fleet| (fleet.to_string(), xds.programming(fleet)))
+            .collect();
+        if only_feedback
+            && last_states.as_ref().is_some_and(|(published, last)| Arc::ptr_eq(published, &p) && *last == states)
+        {
+            continue;
+        }
+        last_states = Some((Arc::clone(&p), states.clone()));
         let set = compute(&p.snapshot, &options.gateway_api, &p.dag.diagnostics, &p.attached, |fleet| {
-            match xds.programming(fleet) {
+            match states.get(fleet).cloned().unwrap_or_else(|| xds.programming(fleet)) {
                 Programming::Programmed => FleetState::Programmed,
                 Programming::Pending => FleetState::Pending,
                 Programming::Rejected(e) => FleetState::Rejected(e),
@@ -143,7 +163,7 @@ pub async fn run(
         let ingresses = load_balancers(&p.snapshot, &options.ingress);
         let mut proxies = (*p.proxies).clone();
         // Envoy refusing the default fleet's configuration shows on every proxy it serves.
-        if let Programming::Rejected(e) = xds.programming(ir::DEFAULT_FLEET) {
+        if let Some(Programming::Rejected(e)) = states.get(ir::DEFAULT_FLEET) {
             for proxy in proxies.iter_mut().filter(|s| s.current_status == "valid") {
                 proxy.reject(&e);
             }
