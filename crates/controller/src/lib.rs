@@ -133,7 +133,7 @@ impl Pipeline {
         let mut fleets = xds::compile_cached(&dag, &options.compile, &mut self.compile);
         let compile_done = clock.elapsed();
         for (id, eds) in self.endpoints(&dag, snapshot) {
-            fleets.entry(id).or_default().by_type.insert(ResourceType::Endpoint, eds);
+            fleets.entry(id).or_default().by_type.insert(ResourceType::Endpoint, Arc::new(eds));
         }
         let timings = Timings {
             translate,

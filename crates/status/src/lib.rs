@@ -165,7 +165,7 @@ pub async fn run(
         // Envoy refusing the default fleet's configuration shows on every proxy it serves.
         if let Some(Programming::Rejected(e)) = states.get(ir::DEFAULT_FLEET) {
             for proxy in proxies.iter_mut().filter(|s| s.current_status == "valid") {
-                proxy.reject(&e);
+                proxy.reject(e);
             }
         }
         let address = load_balancer(&p.snapshot, &options.ingress);

@@ -65,7 +65,7 @@ impl Fleet {
         self.rejected.retain(|(t, name), (version, _)| desired.of(*t).get(name).is_some_and(|r| r.version == *version));
         let mut served = self.desired.clone();
         for (t, name) in self.rejected.keys() {
-            let map = served.by_type.entry(*t).or_default();
+            let map = Arc::make_mut(served.by_type.entry(*t).or_default());
             match self.accepted.get(&(*t, Arc::clone(name))) {
                 Some(good) => {
                     map.insert(Arc::clone(name), good.clone());
@@ -117,7 +117,7 @@ impl Fleets {
 
     pub(crate) fn set_type(&mut self, id: &str, t: ResourceType, resources: Resources) {
         let fleet = self.fleets.entry(id.to_string()).or_insert_with(|| Fleet::new(true));
-        fleet.desired.by_type.insert(t, resources);
+        fleet.desired.by_type.insert(t, Arc::new(resources));
         fleet.publish();
     }
 
@@ -199,7 +199,8 @@ fn same_versions(a: &FleetResources, b: &FleetResources) -> bool {
     types(a) == types(b)
         && a.by_type.iter().all(|(t, resources)| {
             let other = b.of(*t);
-            resources.len() == other.len()
-                && resources.iter().zip(other).all(|((n1, r1), (n2, r2))| n1 == n2 && r1.version == r2.version)
+            b.shared(*t).is_some_and(|o| Arc::ptr_eq(o, resources))
+                || resources.len() == other.len()
+                    && resources.iter().zip(other).all(|((n1, r1), (n2, r2))| n1 == n2 && r1.version == r2.version)
         })
 }

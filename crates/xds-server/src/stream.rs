@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xds::{FleetResources, Resource, ResourceType};
+use xds::{FleetResources, Resource, ResourceType, Resources};
 
 /// How a stream speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,9 +69,14 @@ struct TypeState {
     wildcard: bool,
     names: BTreeSet<String>,
     /// What Envoy has, as far as we know (updated when we send).
-    sent: BTreeMap<Arc<str>, Resource>,
-    /// What Envoy confirmed.
-    acked: BTreeMap<Arc<str>, Resource>,
+    sent: Arc<Resources>,
+    /// What Envoy confirmed: `sent` once the response in flight is ACKed.
+    acked: Arc<Resources>,
+    /// Bumped whenever `names` or `wildcard` change, for `want_cache`.
+    names_generation: u64,
+    /// The last `want`: the served map it came from, the names generation, and the result. A
+    /// type whose served map and subscription did not change costs a pointer compare.
+    want_cache: Option<(Arc<Resources>, u64, Arc<Resources>)>,
     in_flight: Option<InFlight>,
     latest_nonce: String,
     /// Versions Envoy rejected on this stream: not sent again. The fleet serves every stream the
@@ -86,8 +91,7 @@ struct TypeState {
 #[derive(Debug)]
 struct InFlight {
     resources: Vec<Resource>,
-    removed: Vec<Arc<str>>,
-    previous: BTreeMap<Arc<str>, Resource>,
+    previous: Arc<Resources>,
 }
 
 /// The state of one stream.
@@ -154,8 +158,9 @@ impl StreamState {
                     ts.rejected.extend(suspects.iter().map(|r| (Arc::clone(&r.name), Arc::clone(&r.version))));
                     ts.sent = flight.previous;
                     // Envoy keeps what it had; so do we.
-                    for r in &ts.acked {
-                        ts.sent.insert(Arc::clone(r.0), r.1.clone());
+                    let sent = Arc::make_mut(&mut ts.sent);
+                    for r in ts.acked.iter() {
+                        sent.insert(Arc::clone(r.0), r.1.clone());
                     }
                     if t == ResourceType::Cluster {
                         for r in &flight.resources {
@@ -164,19 +169,9 @@ impl StreamState {
                     }
                     feedback = Some(Feedback::Nack(t, suspects, error.clone()));
                 } else {
-                    match mode {
-                        Mode::Sotw if t.is_wildcard() => {
-                            ts.acked = flight.resources.iter().map(|r| (Arc::clone(&r.name), r.clone())).collect();
-                        }
-                        _ => {
-                            for r in &flight.resources {
-                                ts.acked.insert(Arc::clone(&r.name), r.clone());
-                            }
-                            for name in &flight.removed {
-                                ts.acked.remove(name);
-                            }
-                        }
-                    }
+                    // Envoy has what we sent: the whole set (State-of-the-World wildcard types),
+                    // or its changes on top of what it had.
+                    ts.acked = Arc::clone(&ts.sent);
                     feedback = Some(Feedback::Ack(t, flight.resources));
                 }
             }
@@ -184,14 +179,20 @@ impl StreamState {
         ts.subscribed = true;
         match mode {
             Mode::Sotw => {
-                ts.wildcard = t.is_wildcard() && (req.names.is_empty() || req.names.iter().any(|n| n == "*"));
-                ts.names = req.names.iter().cloned().collect();
-                if !ts.wildcard {
+                let wildcard = t.is_wildcard() && (req.names.is_empty() || req.names.iter().any(|n| n == "*"));
+                let names: BTreeSet<String> = req.names.iter().cloned().collect();
+                if wildcard != ts.wildcard || names != ts.names {
+                    ts.wildcard = wildcard;
+                    ts.names = names;
+                    ts.names_generation += 1;
+                }
+                if !ts.wildcard && ts.sent.keys().any(|n| !ts.names.contains(&**n)) {
                     let names = &ts.names;
-                    ts.sent.retain(|n, _| names.contains(&**n));
+                    Arc::make_mut(&mut ts.sent).retain(|n, _| names.contains(&**n));
                 }
             }
             Mode::Delta => {
+                ts.names_generation += 1;
                 if first {
                     // VHDS subscribes with no names and filters the answer itself.
                     ts.wildcard = (t.is_wildcard() || t.is_namespaced()) && req.subscribe.is_empty();
@@ -210,11 +211,11 @@ impl StreamState {
                     }
                     ts.names.remove(name);
                     if t.is_namespaced() {
-                        ts.sent.retain(|n, _| namespace(n) != name);
-                        ts.acked.retain(|n, _| namespace(n) != name);
+                        Arc::make_mut(&mut ts.sent).retain(|n, _| namespace(n) != name);
+                        Arc::make_mut(&mut ts.acked).retain(|n, _| namespace(n) != name);
                     } else {
-                        ts.sent.remove(name.as_str());
-                        ts.acked.remove(name.as_str());
+                        Arc::make_mut(&mut ts.sent).remove(name.as_str());
+                        Arc::make_mut(&mut ts.acked).remove(name.as_str());
                     }
                 }
                 // After a reconnect Envoy tells us what it has; do not send it again. Versions
@@ -227,8 +228,8 @@ impl StreamState {
                         version: version.as_str().into(),
                         body: Arc::new(Default::default()),
                     };
-                    ts.sent.insert(Arc::clone(&resource.name), resource.clone());
-                    ts.acked.insert(Arc::clone(&resource.name), resource.clone());
+                    Arc::make_mut(&mut ts.sent).insert(Arc::clone(&resource.name), resource.clone());
+                    Arc::make_mut(&mut ts.acked).insert(Arc::clone(&resource.name), resource.clone());
                     held.push(resource);
                 }
                 if feedback.is_none() && !held.is_empty() {
@@ -273,11 +274,12 @@ impl StreamState {
             let current = served.of(t);
             let ts = self.types.get_mut(&t).expect("all types present");
             ts.rejected.retain(|n, v| current.get(n).is_some_and(|r| r.version == *v));
-            let ts = &self.types[&t];
             let mut want = self.want(t, served);
-            if keep_stale {
-                for (name, r) in &ts.sent {
-                    want.entry(Arc::clone(name)).or_insert_with(|| r.clone());
+            let ts = &self.types[&t];
+            if keep_stale && ts.sent.keys().any(|n| !want.contains_key(n)) {
+                let wanted = Arc::make_mut(&mut want);
+                for (name, r) in ts.sent.iter() {
+                    wanted.entry(Arc::clone(name)).or_insert_with(|| r.clone());
                 }
             }
             let forced: BTreeSet<Arc<str>> = if t == ResourceType::Endpoint {
@@ -292,12 +294,18 @@ impl StreamState {
                 self.eds_owed.retain(|n| !subscribed(n) || want.contains_key(n));
             }
             let ts = &self.types[&t];
-            let changed: Vec<Resource> = want
-                .values()
-                .filter(|r| forced.contains(&r.name) || ts.sent.get(&r.name).is_none_or(|s| s.version != r.version))
-                .cloned()
-                .collect();
-            let removed: Vec<Arc<str>> = ts.sent.keys().filter(|n| !want.contains_key(*n)).cloned().collect();
+            // What Envoy has is what it should have: nothing to compare.
+            let same = Arc::ptr_eq(&want, &ts.sent) && forced.is_empty();
+            let changed: Vec<Resource> = if same {
+                Vec::new()
+            } else {
+                want.values()
+                    .filter(|r| forced.contains(&r.name) || ts.sent.get(&r.name).is_none_or(|s| s.version != r.version))
+                    .cloned()
+                    .collect()
+            };
+            let removed: Vec<Arc<str>> =
+                if same { Vec::new() } else { ts.sent.keys().filter(|n| !want.contains_key(*n)).cloned().collect() };
             // State-of-the-World removes non-wildcard resources implicitly: nothing to say.
             let implicit = self.mode == Mode::Sotw && !t.is_wildcard();
             // Envoy's initialization waits for a first answer to its wildcard subscriptions (CDS,
@@ -306,9 +314,13 @@ impl StreamState {
             // all, one the controller does not know, still gets nothing.)
             let first_owed = (t.is_wildcard() && ts.latest_nonce.is_empty() && !fleet_empty) || ts.answer_owed;
             if changed.is_empty() && (removed.is_empty() || implicit) && !first_owed {
-                if implicit {
-                    let ts = self.types.get_mut(&t).expect("all types present");
-                    ts.sent.retain(|n, _| want.contains_key(n));
+                let ts = self.types.get_mut(&t).expect("all types present");
+                if implicit && !removed.is_empty() {
+                    Arc::make_mut(&mut ts.sent).retain(|n, _| want.contains_key(n));
+                }
+                if removed.is_empty() {
+                    // The same content: share the map, so the next pump compares pointers.
+                    ts.sent = want;
                 }
                 continue;
             }
@@ -323,11 +335,12 @@ impl StreamState {
             let removed = if self.mode == Mode::Delta { removed } else { Vec::new() };
             self.nonce += 1;
             let nonce = self.nonce.to_string();
-            let version_info = set_version(&want);
+            // State-of-the-World's version of the whole set; Delta has per-resource versions.
+            let version_info = if self.mode == Mode::Sotw { set_version(&want) } else { nonce.clone() };
             let ts = self.types.get_mut(&t).expect("all types present");
             ts.answer_owed = false;
             let previous = std::mem::replace(&mut ts.sent, want);
-            ts.in_flight = Some(InFlight { resources: resources.clone(), removed: removed.clone(), previous });
+            ts.in_flight = Some(InFlight { resources: resources.clone(), previous });
             ts.latest_nonce = nonce.clone();
             match t {
                 ResourceType::Cluster => {
@@ -347,20 +360,41 @@ impl StreamState {
         out
     }
 
-    /// The resources of a type this stream should have, before ordering concerns.
-    fn want(&self, t: ResourceType, served: &FleetResources) -> BTreeMap<Arc<str>, Resource> {
-        let ts = &self.types[&t];
+    /// The resources of a type this stream should have, before ordering concerns. Computed once
+    /// per served map and subscription: an unchanged type costs a pointer compare.
+    fn want(&mut self, t: ResourceType, served: &FleetResources) -> Arc<Resources> {
+        let ts = self.types.get_mut(&t).expect("all types present");
+        let source = served.shared(t);
+        let cacheable = ts.rejected.is_empty();
+        if let (true, Some(source), Some((from, generation, want))) = (cacheable, source, &ts.want_cache)
+            && Arc::ptr_eq(source, from)
+            && *generation == ts.names_generation
+        {
+            return Arc::clone(want);
+        }
         let namespaced = t.is_namespaced();
-        served
-            .of(t)
-            .iter()
-            .filter(|(name, _)| ts.wildcard || ts.names.contains(if namespaced { namespace(name) } else { name }))
-            .filter_map(|(n, r)| match ts.rejected.get(n) {
-                // What Envoy refused stays what it has: the last accepted version, or nothing.
-                Some(v) if *v == r.version => ts.acked.get(n).map(|a| (Arc::clone(n), a.clone())),
-                _ => Some((Arc::clone(n), r.clone())),
-            })
-            .collect()
+        let want = match source {
+            Some(source) if ts.wildcard && cacheable => Arc::clone(source),
+            _ => Arc::new(
+                served
+                    .of(t)
+                    .iter()
+                    .filter(|(name, _)| {
+                        ts.wildcard || ts.names.contains(if namespaced { namespace(name) } else { name })
+                    })
+                    .filter_map(|(n, r)| match ts.rejected.get(n) {
+                        // What Envoy refused stays what it has: the last accepted version, or nothing.
+                        Some(v) if *v == r.version => ts.acked.get(n).map(|a| (Arc::clone(n), a.clone())),
+                        _ => Some((Arc::clone(n), r.clone())),
+                    })
+                    .collect(),
+            ),
+        };
+        ts.want_cache = match (cacheable, source) {
+            (true, Some(source)) => Some((Arc::clone(source), ts.names_generation, Arc::clone(&want))),
+            _ => None,
+        };
+        want
     }
 
     /// Narrows a subscription to one namespace: a VHDS stream serves the route configuration its
@@ -369,6 +403,7 @@ impl StreamState {
         let ts = self.types.get_mut(&t).expect("all types present");
         ts.wildcard = false;
         ts.names = BTreeSet::from([namespace.to_string()]);
+        ts.names_generation += 1;
         ts.answer_owed = true;
     }
 
@@ -390,15 +425,16 @@ impl StreamState {
     }
 
     /// Whether a type is sent, acknowledged and current.
-    pub fn synced(&self, t: ResourceType, served: &FleetResources) -> bool {
-        let ts = &self.types[&t];
-        if !ts.subscribed {
+    pub fn synced(&mut self, t: ResourceType, served: &FleetResources) -> bool {
+        if !self.types[&t].subscribed {
             return true;
         }
         let want = self.want(t, served);
+        let ts = &self.types[&t];
         ts.in_flight.is_none()
-            && ts.acked.len() == want.len()
-            && want.iter().all(|(n, r)| ts.acked.get(n).is_some_and(|a| a.version == r.version))
+            && (Arc::ptr_eq(&ts.acked, &want)
+                || (ts.acked.len() == want.len()
+                    && want.iter().all(|(n, r)| ts.acked.get(n).is_some_and(|a| a.version == r.version))))
     }
 }
 

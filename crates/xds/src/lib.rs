@@ -150,20 +150,26 @@ pub type Resources = BTreeMap<Arc<str>, Resource>;
 /// Every resource of one fleet, by type.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FleetResources {
-    /// Resources by type.
-    pub by_type: BTreeMap<ResourceType, Resources>,
+    /// Resources by type, each map shared: a fleet clones in constant time, and a stream tells an
+    /// unchanged type by pointer.
+    pub by_type: BTreeMap<ResourceType, Arc<Resources>>,
 }
 
 impl FleetResources {
     /// The resources of one type (empty if none).
     pub fn of(&self, t: ResourceType) -> &Resources {
         static EMPTY: Resources = BTreeMap::new();
-        self.by_type.get(&t).unwrap_or(&EMPTY)
+        self.by_type.get(&t).map_or(&EMPTY, |r| r)
+    }
+
+    /// The shared map of one type, if the fleet has any of it.
+    pub fn shared(&self, t: ResourceType) -> Option<&Arc<Resources>> {
+        self.by_type.get(&t)
     }
 
     /// Inserts a resource.
     pub fn insert(&mut self, t: ResourceType, r: Resource) {
-        self.by_type.entry(t).or_default().insert(Arc::clone(&r.name), r);
+        Arc::make_mut(self.by_type.entry(t).or_default()).insert(Arc::clone(&r.name), r);
     }
 
     /// Inserts a route configuration in both forms: inline for State-of-the-World streams, and
