@@ -343,3 +343,45 @@ fn one_slice_change_recomputes_one_cluster() {
     assert!(Arc::ptr_eq(&b[web].body, &a[web].body), "web's endpoints did not change: reused");
     assert_ne!(b[api].version, a[api].version, "api's endpoints changed");
 }
+
+/// The endpoint-only path patches the previous load assignments: for a slice changed, added,
+/// removed, or moved to another Service, the result is what a fresh pipeline computes, and an
+/// untouched cluster's load assignment is the previous one, shared.
+#[test]
+fn endpoint_only_changes_patch_what_a_fresh_pipeline_computes() {
+    let api = "---\napiVersion: v1\nkind: Service\nmetadata: {name: api}\nspec: {ports: [{port: 80}]}\n\
+         ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: api, labels: {kubernetes.io/service-name: api}}\n\
+         addressType: IPv4\nports: [{port: 7000}]\nendpoints: [{addresses: [127.0.0.2]}]\n\
+         ---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: api}\n\
+         spec: {parentRefs: [{name: gw}], hostnames: [api.example.com], rules: [{backendRefs: [{name: api, port: 80}]}]}\n";
+    let base = format!("{FIXTURE}{api}");
+    let extra = "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: api-2, labels: {kubernetes.io/service-name: api}}\n\
+         addressType: IPv4\nports: [{port: 7000}]\nendpoints: [{addresses: [127.0.0.9]}]\n";
+    let steps = [
+        base.replace("127.0.0.2", "127.0.0.3"),                       // a slice changes
+        format!("{}{extra}", base.replace("127.0.0.2", "127.0.0.3")), // a second slice comes
+        base.replace("127.0.0.2", "127.0.0.3"),                       // and goes
+        base.replace("127.0.0.2", "127.0.0.3")
+            .replace("{kubernetes.io/service-name: api}", "{kubernetes.io/service-name: web}"), // moves to web
+        base.replace("127.0.0.2", "127.0.0.3").replace("endpoints: [{addresses: [127.0.0.3]}]", "endpoints: []"), // empties
+    ];
+    let options = Options::default();
+    let mut pipeline = Pipeline::default();
+    let mut previous = snapshot(&base);
+    let build = pipeline.build(&previous, &options);
+    for (i, yaml) in steps.iter().enumerate() {
+        let mut next = snapshot(yaml);
+        next.share_unchanged(&previous);
+        assert_eq!(previous.changed_kinds(&next), BTreeSet::from([Kind::EndpointSlice]), "step {i}");
+        let before = pipeline.endpoints_changed(&build.dag, &previous, &previous);
+        let after = pipeline.endpoints_changed(&build.dag, &previous, &next);
+        let fresh = Pipeline::default().endpoints(&build.dag, &next);
+        assert_eq!(after, fresh, "step {i}: the patched endpoints are the fresh ones");
+        if i == 0 {
+            let (b, a) = (&before["default/gw"], &after["default/gw"]);
+            let web = b.keys().find(|k| k.starts_with("default/web/")).expect("web's load assignment");
+            assert!(Arc::ptr_eq(&b[web].body, &a[web].body), "web's endpoints did not change: shared");
+        }
+        previous = next;
+    }
+}

@@ -1,7 +1,7 @@
 //! A cluster's endpoints from the EndpointSlices of its Service. Kept apart from the build so an
 //! endpoint-only change can skip it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ impl<'a> SliceIndex<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Self {
         let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
         for (key, slice) in snapshot.endpoint_slices.iter() {
-            if let Some(service) = slice.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")) {
+            if let Some(service) = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME)) {
                 by_service.entry((key.namespace.as_str(), service.as_str())).or_default().push(slice);
             }
         }
@@ -105,6 +105,87 @@ struct CachedEndpoints {
     /// The cache's epoch when `slices` was last found current.
     epoch: u64,
 }
+
+/// The Services (namespace, name) whose EndpointSlices differ between two snapshots: those of
+/// slices added, removed or changed, by the slices' `kubernetes.io/service-name` labels before
+/// and after. A walk over both maps comparing pointers.
+pub fn services_with_changed_slices(previous: &Snapshot, snapshot: &Snapshot) -> HashSet<(String, String)> {
+    let mut out = HashSet::new();
+    let (mut a, mut b) = (previous.endpoint_slices.iter().peekable(), snapshot.endpoint_slices.iter().peekable());
+    let mut note = |key: &objects::ObjectKey, slice: &EndpointSlice| {
+        if let Some(service) = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME)) {
+            out.insert((key.namespace.clone(), service.clone()));
+        }
+    };
+    loop {
+        match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some((ka, va)), Some((kb, vb))) if ka == kb => {
+                if !Arc::ptr_eq(va, vb) && va != vb {
+                    note(ka, va);
+                    note(kb, vb);
+                }
+                a.next();
+                b.next();
+            }
+            (Some((ka, va)), Some((kb, _))) if ka < kb => {
+                note(ka, va);
+                a.next();
+            }
+            (Some(_), Some((kb, vb))) | (None, Some((kb, vb))) => {
+                note(kb, vb);
+                b.next();
+            }
+            (Some((ka, va)), None) => {
+                note(ka, va);
+                a.next();
+            }
+        }
+    }
+    out
+}
+
+/// The endpoints of a fleet's clusters whose Service is in `services`, updating `cache`: the
+/// endpoint-only change, which leaves every other cluster as it was.
+pub fn cluster_endpoints_of(
+    fleet: &crate::FleetDag,
+    snapshot: &Snapshot,
+    services: &HashSet<(String, String)>,
+    cache: &mut EndpointCache,
+) -> FleetEndpoints {
+    let mut out = FleetEndpoints::new();
+    if services.is_empty() {
+        return out;
+    }
+    let namespaces: HashSet<&str> = services.iter().map(|(ns, _)| ns.as_str()).collect();
+    let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
+    for ns in namespaces {
+        let start = objects::ObjectKey::new(ns, "");
+        for (key, slice) in snapshot.endpoint_slices.range(start..).take_while(|(k, _)| k.namespace == ns) {
+            if let Some(service) = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME))
+                && services.contains(&(key.namespace.clone(), service.clone()))
+            {
+                by_service.entry((key.namespace.as_str(), service.as_str())).or_default().push(slice);
+            }
+        }
+    }
+    let index = SliceIndex { by_service };
+    for c in fleet.clusters.values() {
+        if !services.contains(&(c.service.namespace.clone(), c.service.name.clone())) {
+            continue;
+        }
+        let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
+        let slices = identities(index.slices(c));
+        let entry =
+            CachedEndpoints { cluster: c.clone(), slices, endpoints: Arc::clone(&endpoints), epoch: cache.epoch };
+        cache.by_cluster.insert(c.name.clone(), entry);
+        out.insert(c.name.clone(), endpoints);
+    }
+    out
+}
+
+/// The label that names an EndpointSlice's Service.
+const SERVICE_NAME: &str = "kubernetes.io/service-name";
 
 /// The endpoints of every cluster of a fleet, reusing what `cache` computed for clusters whose
 /// slices did not change.

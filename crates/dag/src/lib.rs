@@ -18,7 +18,10 @@ use std::net::IpAddr;
 
 pub use build::{Cache, build, build_cached};
 pub use dot::to_dot;
-pub use endpoints::{Endpoint, EndpointCache, FleetEndpoints, SliceIndex, fleet_endpoints_cached};
+pub use endpoints::{
+    Endpoint, EndpointCache, FleetEndpoints, SliceIndex, cluster_endpoints_of, fleet_endpoints_cached,
+    services_with_changed_slices,
+};
 pub use ir::{
     ClusterPolicy, Diagnostic, HeaderModifier, HttpMatch, Origin, Redirect, RoutePolicy, ServicePort, UpstreamProtocol,
     UrlRewrite,

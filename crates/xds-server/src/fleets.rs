@@ -1,7 +1,7 @@
 //! Per-fleet configuration: what the compiler wants, what Envoy accepted and rejected, and what
 //! streams are served (the wanted set with rejected resources replaced by their last good version).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -51,12 +51,23 @@ struct Fleet {
     accepted: HashMap<(ResourceType, Arc<str>), Resource>,
     rejected: BTreeMap<(ResourceType, Arc<str>), (Arc<str>, String)>,
     served: watch::Sender<Arc<FleetResources>>,
+    /// Per type: the served map this was worked out for, and the names whose served version
+    /// no Envoy has accepted yet. Kept up to date as ACKs come, so the fleet's state costs a
+    /// look at a few sets, not a pass over every resource.
+    pending: BTreeMap<ResourceType, (Arc<Resources>, HashSet<Arc<str>>)>,
 }
 
 impl Fleet {
     fn new(known: bool) -> Self {
         let (served, _) = watch::channel(Arc::new(FleetResources::default()));
-        Self { known, desired: FleetResources::default(), accepted: HashMap::new(), rejected: BTreeMap::new(), served }
+        Self {
+            known,
+            desired: FleetResources::default(),
+            accepted: HashMap::new(),
+            rejected: BTreeMap::new(),
+            served,
+            pending: BTreeMap::new(),
+        }
     }
 
     /// Recomputes what streams see; only notifies them when it changed.
@@ -83,6 +94,32 @@ impl Fleet {
                 true
             }
         });
+        self.refresh_pending();
+    }
+
+    /// Brings `pending` up to date with the served configuration: only types whose map changed
+    /// are looked at, and of those only resources whose version changed are looked up.
+    fn refresh_pending(&mut self) {
+        let served = Arc::clone(&self.served.borrow());
+        self.pending.retain(|t, _| served.by_type.contains_key(t));
+        for (t, map) in &served.by_type {
+            let old = match self.pending.get(t) {
+                Some((seen, _)) if Arc::ptr_eq(seen, map) => continue,
+                _ => self.pending.remove(t),
+            };
+            let mut pending = HashSet::new();
+            for (name, r) in map.iter() {
+                let unchanged = old.as_ref().and_then(|(m, _)| m.get(name)).is_some_and(|o| o.version == r.version);
+                let waiting = match &old {
+                    Some((_, was)) if unchanged => !was.is_empty() && was.contains(name),
+                    _ => self.accepted.get(&(*t, Arc::clone(name))).is_none_or(|a| a.version != r.version),
+                };
+                if waiting {
+                    pending.insert(Arc::clone(name));
+                }
+            }
+            self.pending.insert(*t, (Arc::clone(map), pending));
+        }
     }
 }
 
@@ -115,9 +152,9 @@ impl Fleets {
         changed
     }
 
-    pub(crate) fn set_type(&mut self, id: &str, t: ResourceType, resources: Resources) {
+    pub(crate) fn set_type(&mut self, id: &str, t: ResourceType, resources: Arc<Resources>) {
         let fleet = self.fleets.entry(id.to_string()).or_insert_with(|| Fleet::new(true));
-        fleet.desired.by_type.insert(t, Arc::new(resources));
+        fleet.desired.by_type.insert(t, resources);
         fleet.publish();
     }
 
@@ -139,6 +176,11 @@ impl Fleets {
         if let Some(fleet) = self.fleets.get_mut(id) {
             for r in resources {
                 fleet.accepted.insert((t, Arc::clone(&r.name)), r.clone());
+                if let Some((served, pending)) = fleet.pending.get_mut(&t)
+                    && served.get(&r.name).is_some_and(|s| s.version == r.version)
+                {
+                    pending.remove(&r.name);
+                }
             }
         }
     }
@@ -160,15 +202,10 @@ impl Fleets {
         if let Some((_, (_, error))) = fleet.rejected.iter().next() {
             return Programming::Rejected(error.clone());
         }
-        let served = fleet.served.borrow();
-        // Every resource of one form (State-of-the-World: routes inline; Delta: routes over VHDS).
+        // Every resource of one form accepted (State-of-the-World: routes inline; Delta: routes
+        // over VHDS).
         let accepted = [false, true].into_iter().any(|delta| {
-            ResourceType::served_by(delta).iter().all(|t| {
-                served
-                    .of(*t)
-                    .values()
-                    .all(|r| fleet.accepted.get(&(*t, Arc::clone(&r.name))).is_some_and(|a| a.version == r.version))
-            })
+            ResourceType::served_by(delta).iter().all(|t| fleet.pending.get(t).is_none_or(|(_, p)| p.is_empty()))
         });
         if accepted { Programming::Programmed } else { Programming::Pending }
     }

@@ -141,7 +141,7 @@ impl XdsServer {
     }
 
     /// Replaces the endpoints (EDS) of one fleet, leaving every other type untouched.
-    pub fn set_endpoints(&self, fleet: &str, endpoints: Resources) {
+    pub fn set_endpoints(&self, fleet: &str, endpoints: Arc<Resources>) {
         self.inner.fleets.lock().expect("fleets lock").set_type(fleet, ResourceType::Endpoint, endpoints);
     }
 

@@ -514,7 +514,7 @@ async fn resends_nothing_unchanged(delta: bool) {
         let r = cla(name, port);
         eds.insert(r.name.clone(), r);
     }
-    server.set_endpoints("f", eds);
+    server.set_endpoints("f", Arc::new(eds));
     let seen = envoy.settle().await;
     assert_eq!(seen, [Seen { t: EDS, names: vec!["b".into()], removed: vec![] }], "only the changed endpoints");
 }

@@ -216,6 +216,22 @@ pub fn load_assignments_cached(endpoints: &dag::FleetEndpoints, cache: &mut Load
     out
 }
 
+/// Replaces the load assignments of the clusters in `changed` within `resources` (the rest stay
+/// as they are, shared), re-encoding only those whose addresses changed.
+pub fn update_load_assignments(
+    resources: &mut Arc<Resources>,
+    changed: &dag::FleetEndpoints,
+    cache: &mut LoadAssignmentCache,
+) {
+    if changed.is_empty() {
+        return;
+    }
+    let map = Arc::make_mut(resources);
+    for resource in load_assignments_cached(changed, cache).into_values() {
+        map.insert(Arc::clone(&resource.name), resource);
+    }
+}
+
 pub(crate) fn load_assignment(name: &str, endpoints: &[dag::Endpoint]) -> Resource {
     use envoy_types::pb::envoy::config::endpoint::v3::{Endpoint, endpoint::HealthCheckConfig};
     let lb_endpoints = endpoints

@@ -21,7 +21,7 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 use sha2::{Digest, Sha256};
 
-pub use cluster::{LoadAssignmentCache, load_assignments_cached};
+pub use cluster::{LoadAssignmentCache, load_assignments_cached, update_load_assignments};
 pub use route::VHDS_ROUTE_CONFIGURATION_HEADER;
 
 /// The resource types the controller serves, in make-before-break order.
