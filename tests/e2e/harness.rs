@@ -37,6 +37,8 @@ impl Drop for Harness {
 /// How [`Harness::launch`] runs.
 struct Launch<'a> {
     delta: bool,
+    /// The server sends Delta Envoys plain-HTTP virtual hosts over VHDS.
+    vhds: bool,
     status_client: Option<kube::Client>,
     fleet: &'a str,
     tls: Option<XdsMtls>,
@@ -48,6 +50,7 @@ impl Default for Launch<'_> {
     fn default() -> Self {
         Self {
             delta: false,
+            vhds: false,
             status_client: None,
             fleet: GATEWAY,
             tls: None,
@@ -161,6 +164,12 @@ impl Harness {
         Self::from_dir(yaml, Launch { delta, ..Launch::default() }).await
     }
 
+    /// [`Harness::start`] with a Delta Envoy that gets its plain-HTTP virtual hosts over VHDS
+    /// (`contour-serve --vhds=true`).
+    pub async fn start_vhds(yaml: &str) -> anyhow::Result<Self> {
+        Self::from_dir(yaml, Launch { delta: true, vhds: true, ..Launch::default() }).await
+    }
+
     /// [`Harness::start`] with mTLS on xDS: the server uses `tls.server`, Envoy `tls.envoy`.
     pub async fn start_mtls(yaml: &str, tls: XdsMtls) -> anyhow::Result<Self> {
         Self::start_envoy_side(yaml, Default::default(), Some(tls), EnvoySide::default()).await
@@ -250,8 +259,8 @@ impl Harness {
         dir: PathBuf,
         launch: Launch<'_>,
     ) -> anyhow::Result<Self> {
-        let Launch { delta, status_client, fleet, tls, options, envoy } = launch;
-        let server = XdsServer::default();
+        let Launch { delta, vhds, status_client, fleet, tls, options, envoy } = launch;
+        let server = XdsServer::new(xds_server::Options { vhds, ..Default::default() });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let xds_port = listener.local_addr()?.port();
         let mut tasks = vec![source];

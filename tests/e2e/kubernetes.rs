@@ -347,13 +347,12 @@ async fn a_nack_shows_on_the_gateway_and_clears_when_envoy_accepts_again() -> an
     };
     status_until(&client, "Gateway", "gw", programmed("True")).await?;
 
-    // Envoy rejects a virtual host (this Envoy speaks Delta: virtual hosts come over VHDS): the
-    // Gateway says so, with Envoy's words.
+    // Envoy rejects a route configuration: the Gateway says so, with Envoy's words.
     let name = format!("http-{port}");
     h.server.inject_for_test(
         crate::harness::GATEWAY,
-        xds::ResourceType::VirtualHost,
-        crate::harness::rejected_virtual_host(&name),
+        xds::ResourceType::Route,
+        crate::harness::rejected_route_config(&name),
     );
     let gw = status_until(&client, "Gateway", "gw", programmed("False")).await?;
     let c = condition(&gw["conditions"], "Programmed").unwrap();

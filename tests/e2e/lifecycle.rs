@@ -43,7 +43,9 @@ async fn traffic_follows_endpoint_changes_alone() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn a_live_change_under_load_drops_nothing() -> anyhow::Result<()> {
-    for delta in [false, true] {
+    // State-of-the-World, Delta, and Delta with virtual hosts over VHDS (make-before-break
+    // across two streams).
+    for (delta, vhds) in [(false, false), (true, false), (true, true)] {
         let blue = Backend::start("blue").await?;
         let green = Backend::start("green").await?;
         let port = testkit::free_port();
@@ -53,7 +55,10 @@ async fn a_live_change_under_load_drops_nothing() -> anyhow::Result<()> {
         let to = |svc: &str| {
             format!("{base}{}", http_route("app", &format!("  rules: [{{backendRefs: [{{name: {svc}, port: 80}}]}}]")))
         };
-        let h = Arc::new(Harness::start(&to("blue"), delta).await?);
+        let h = Arc::new(match vhds {
+            true => Harness::start_vhds(&to("blue")).await?,
+            false => Harness::start(&to("blue"), delta).await?,
+        });
         h.until(port, &Request::get("app", "/"), |r| r.status == 200).await?;
 
         // 1000 requests from 4 clients; the route moves from blue to green a quarter of the way in.
@@ -99,17 +104,20 @@ async fn a_live_change_under_load_drops_nothing() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn a_rejected_resource_is_nacked_once_and_the_old_config_keeps_serving() -> anyhow::Result<()> {
-    for delta in [false, true] {
+    for (delta, vhds) in [(false, false), (true, false), (true, true)] {
         let web = Backend::start("web").await?;
         let port = testkit::free_port();
         let yaml = single_route(port, web.addr);
-        let h = Harness::start(&yaml, delta).await?;
+        let h = match vhds {
+            true => Harness::start_vhds(&yaml).await?,
+            false => Harness::start(&yaml, delta).await?,
+        };
         h.until(port, &Request::get("x", "/"), |r| r.status == 200).await?;
 
-        // A route configuration (State-of-the-World) or virtual host (Delta, over VHDS) Envoy
-        // must reject: its regex does not compile.
+        // A route configuration, or a virtual host over VHDS, Envoy must reject: its regex does
+        // not compile.
         let route_configuration = format!("http-{port}");
-        let (t, bad) = if delta {
+        let (t, bad) = if vhds {
             (ResourceType::VirtualHost, crate::harness::rejected_virtual_host(&route_configuration))
         } else {
             (ResourceType::Route, crate::harness::rejected_route_config(&route_configuration))

@@ -152,6 +152,10 @@ struct Args {
     /// The longest a rebuild is held back while changes keep coming.
     #[arg(long, default_value = "500ms", value_parser = duration)]
     rebuild_holdoff_max: Duration,
+    /// Delta Envoys get plain-HTTP virtual hosts over VHDS (`true`), or inline in the route
+    /// configuration (`false`, the default: Envoy applies a change faster).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    vhds: bool,
     /// How often the directory is re-read even without change events.
     #[arg(long, default_value = "30s", value_parser = duration)]
     resync_period: Duration,
@@ -285,6 +289,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
     // Upstream's Envoy manifests name the controller's namespace as their node cluster.
     let server = xds_server::XdsServer::new(xds_server::Options {
         default_fleet_aliases: vec![args.leader_election_resource_namespace.clone()],
+        vhds: args.vhds,
         ..Default::default()
     });
     let xds_addr = SocketAddr::new(args.xds_address, args.xds_port);

@@ -131,7 +131,10 @@ fn change(
         );
     }
     let (sent, sent_bytes) = delta_change(&before.fleets[fleet_id], &next.fleets[fleet_id]);
-    println!("  {what}: {:>7.2} ms rebuild; Delta sends {sent} resource(s), {sent_bytes} bytes", ms(change_time));
+    println!(
+        "  {what}: {:>7.2} ms rebuild; Delta with VHDS sends {sent} resource(s), {sent_bytes} bytes",
+        ms(change_time)
+    );
     next
 }
 
@@ -206,7 +209,7 @@ fn route(r: usize, service: usize) -> String {
 /// Runs a Delta ADS stream and its VHDS stream to steady state on `before`, then returns what
 /// they send for `after`.
 fn delta_change(before: &xds::FleetResources, after: &xds::FleetResources) -> (usize, usize) {
-    let mut stream = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
+    let mut stream = StreamState::new(Mode::Delta, None, Duration::from_secs(5)).with_vhds();
     let mut vhds = StreamState::new(Mode::Delta, Some(ResourceType::VirtualHost), Duration::from_secs(5));
     let subscribe = |t: ResourceType, names: Vec<String>| Incoming {
         type_url: t.type_url().into(),

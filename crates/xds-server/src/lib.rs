@@ -40,11 +40,16 @@ pub struct Options {
     /// cluster to the controller's namespace (`--service-cluster $(CONTOUR_NAMESPACE)`), so that
     /// namespace goes here and those Envoys get the default fleet unchanged.
     pub default_fleet_aliases: Vec<String>,
+    /// Delta Envoys get plain-HTTP virtual hosts over VHDS, one by one, instead of inline in
+    /// their route configuration. Off by default: a one-host change then sends kilobytes, not
+    /// the whole table, but Envoy takes longer to apply it (it rebuilds the table from its
+    /// copies of every virtual host).
+    pub vhds: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { eds_wait: Duration::from_secs(5), default_fleet_aliases: Vec::new() }
+        Self { eds_wait: Duration::from_secs(5), default_fleet_aliases: Vec::new(), vhds: false }
     }
 }
 

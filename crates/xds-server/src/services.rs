@@ -153,6 +153,9 @@ async fn drive<P: Protocol>(
         warn!(node = %node.id, %fleet, "Envoy names a fleet with no configuration; it gets none until the fleet exists");
     }
     let mut state = StreamState::new(P::MODE, only, inner.options.eds_wait);
+    if inner.options.vhds {
+        state = state.with_vhds();
+    }
     // Delta ADS and VHDS streams of one Envoy keep make-before-break between them (see `link`).
     let vhds = only == Some(ResourceType::VirtualHost);
     let link = (P::MODE == Mode::Delta && (only.is_none() || vhds)).then(|| inner.links.get(&fleet, &node.id));

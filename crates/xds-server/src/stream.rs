@@ -107,6 +107,7 @@ pub struct StreamState {
     eds_wait: Duration,
     nonce: u64,
     others_synced: bool,
+    vhds: bool,
 }
 
 impl StreamState {
@@ -122,7 +123,15 @@ impl StreamState {
             eds_wait,
             nonce: 0,
             others_synced: true,
+            vhds: false,
         }
+    }
+
+    /// Delta ADS with plain-HTTP route configurations' virtual hosts over VHDS instead of
+    /// inline (see [`crate::Options::vhds`]).
+    pub fn with_vhds(mut self) -> Self {
+        self.vhds = true;
+        self
     }
 
     /// When [`StreamState::pump`] should run again even without news.
@@ -135,7 +144,7 @@ impl StreamState {
         let mut t =
             ResourceType::from_type_url(&req.type_url).ok_or_else(|| format!("unknown type {}", req.type_url))?;
         // Delta ADS gets route configurations whose virtual hosts come over VHDS.
-        if t == ResourceType::Route && self.mode == Mode::Delta && self.ordered {
+        if t == ResourceType::Route && self.mode == Mode::Delta && self.ordered && self.vhds {
             t = ResourceType::RouteVhds;
         }
         if self.only.is_some_and(|o| o != t) {

@@ -427,6 +427,12 @@ fn types(seen: &[Seen]) -> Vec<ResourceType> {
     seen.iter().map(|s| s.t).collect()
 }
 
+/// A server whose Delta streams send plain-HTTP virtual hosts over VHDS: these tests hold the
+/// Delta path to make-before-break across its two streams.
+fn vhds_server() -> XdsServer {
+    XdsServer::new(Options { vhds: true, ..Options::default() })
+}
+
 fn fleets(id: &str, f: FleetResources) -> BTreeMap<String, FleetResources> {
     BTreeMap::from([(id.to_string(), f)])
 }
@@ -439,7 +445,7 @@ fn initial(delta: bool) -> Vec<ResourceType> {
 }
 
 async fn make_before_break(delta: bool) {
-    let server = XdsServer::default();
+    let server = vhds_server();
     server.set_fleets(fleets("f", fleet(&["a"], &["a"], "v1", 1)));
     server.set_ready();
     let url = start(&server).await;
@@ -490,7 +496,7 @@ async fn sotw_resends_nothing_unchanged_and_endpoint_changes_push_only_the_chang
 }
 
 async fn resends_nothing_unchanged(delta: bool) {
-    let server = XdsServer::default();
+    let server = vhds_server();
     server.set_fleets(fleets("f", fleet(&["a", "b"], &["a", "b"], "v1", 1)));
     server.set_ready();
     let url = start(&server).await;
@@ -522,7 +528,7 @@ async fn resends_nothing_unchanged(delta: bool) {
 #[tokio::test]
 async fn a_nack_keeps_the_last_accepted_version() {
     for delta in [false, true] {
-        let server = XdsServer::default();
+        let server = vhds_server();
         server.set_fleets(fleets("f", fleet(&["a"], &["a"], "good", 1)));
         server.set_ready();
         let url = start(&server).await;
@@ -557,7 +563,7 @@ async fn a_nack_keeps_the_last_accepted_version() {
 
 #[tokio::test]
 async fn an_unknown_fleet_gets_nothing_and_is_counted() {
-    let server = XdsServer::default();
+    let server = vhds_server();
     server.set_fleets(fleets("f", fleet(&["a"], &["a"], "v1", 1)));
     server.set_ready();
     let url = start(&server).await;
@@ -583,7 +589,7 @@ async fn an_alias_of_the_default_fleet_gets_the_default_fleet() {
 
 #[tokio::test]
 async fn nothing_is_served_before_the_first_build() {
-    let server = XdsServer::default();
+    let server = vhds_server();
     let url = start(&server).await;
     let mut envoy = FakeEnvoy::connect(&url, "f", true).await;
     assert_eq!(envoy.settle().await, []);
@@ -595,7 +601,7 @@ async fn nothing_is_served_before_the_first_build() {
 #[tokio::test]
 async fn per_type_services_serve_their_type_only() {
     use envoy_types::pb::envoy::service::cluster::v3::cluster_discovery_service_client::ClusterDiscoveryServiceClient;
-    let server = XdsServer::default();
+    let server = vhds_server();
     server.set_fleets(fleets("f", fleet(&["a", "b"], &["a"], "v1", 1)));
     server.set_ready();
     let url = start(&server).await;
@@ -624,7 +630,7 @@ async fn per_type_services_serve_their_type_only() {
 async fn a_fleet_without_clusters_gets_an_empty_cds_answer_at_once() {
     // Envoy's initialization waits for a first CDS answer before it asks for listeners.
     for delta in [false, true] {
-        let server = XdsServer::default();
+        let server = vhds_server();
         server.set_fleets(fleets("f", fleet(&[], &[], "v1", 1)));
         server.set_ready();
         let url = start(&server).await;
@@ -640,7 +646,7 @@ async fn a_fleet_without_clusters_gets_an_empty_cds_answer_at_once() {
 /// Programmed without anything sent again.
 #[tokio::test]
 async fn a_delta_envoy_that_reconnects_with_the_current_versions_is_programmed_without_resends() {
-    let server = XdsServer::default();
+    let server = vhds_server();
     let f = fleet(&["a"], &["a"], "v1", 1);
     server.set_fleets(fleets("f", f.clone()));
     server.set_ready();

@@ -5,6 +5,7 @@
 //! over the runs and the ratio ours / upstream. A benchmark, not a test: nothing is asserted.
 //!
 //!   vs-upstream --ours BIN --upstream BIN [--sizes 1000,5000] [--runs 2] [--apps 10] [--idle 60] [--sotw]
+//!               [--ours-arg ARG]...
 //!
 //! Each controller's Envoy gets that controller's own bootstrap at its defaults; `--sotw` gives
 //! ours State-of-the-World xDS instead of its default, Delta (upstream's bootstrap has only SotW).
@@ -35,7 +36,7 @@ const CHANGE_TIMEOUT: Duration = Duration::from_secs(60);
 struct Controller {
     label: &'static str,
     contour: PathBuf,
-    extra: Vec<&'static str>,
+    extra: Vec<String>,
     bootstrap_extra: Vec<&'static str>,
 }
 
@@ -63,6 +64,8 @@ struct Args {
     idle: Duration,
     /// Our Envoy speaks State-of-the-World instead of Delta.
     sotw: bool,
+    /// More `contour serve` arguments for ours (`--ours-arg`, repeatable).
+    ours_args: Vec<String>,
     /// Where to keep controller logs (`VS_UPSTREAM_LOGS`).
     logs: Option<PathBuf>,
 }
@@ -76,6 +79,7 @@ fn args() -> anyhow::Result<Args> {
         apps: 10,
         idle: Duration::from_secs(60),
         sotw: false,
+        ours_args: Vec::new(),
         logs: std::env::var_os("VS_UPSTREAM_LOGS").map(PathBuf::from),
     };
     let mut it = std::env::args().skip(1);
@@ -89,6 +93,7 @@ fn args() -> anyhow::Result<Args> {
             "--apps" => a.apps = value()?.parse()?,
             "--idle" => a.idle = Duration::from_secs(value()?.parse()?),
             "--sotw" => a.sotw = true,
+            "--ours-arg" => a.ours_args.push(value()?),
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -102,7 +107,7 @@ async fn main() -> anyhow::Result<()> {
     let mut controllers = vec![Controller {
         label: "contour-rs",
         contour: args.ours.clone(),
-        extra: Vec::new(),
+        extra: args.ours_args.clone(),
         bootstrap_extra: if args.sotw { vec!["--sotw"] } else { Vec::new() },
     }];
     if let Some(upstream) = &args.upstream {
@@ -115,7 +120,7 @@ async fn main() -> anyhow::Result<()> {
         controllers.push(Controller {
             label: "upstream QPS 200",
             contour: upstream.clone(),
-            extra: vec!["--kubernetes-client-qps=200", "--kubernetes-client-burst=400"],
+            extra: vec!["--kubernetes-client-qps=200".into(), "--kubernetes-client-burst=400".into()],
             bootstrap_extra: Vec::new(),
         });
     }
@@ -281,6 +286,10 @@ async fn measure(
     // Bytes Envoy receives from the controller for a one-proxy change.
     // Both bootstraps name the xDS cluster's stats `<namespace>_contour_<port>`.
     let xds_rx = format!("_contour_{xds}.upstream_cx_rx_bytes_total");
+    // Envoy folds histogram samples into its stats every 5 s (its default flush interval): wait
+    // one out before and after, so the apply time is the change's alone.
+    let flush = Duration::from_millis(5500);
+    tokio::time::sleep(flush).await;
     let before = envoy.counter_sum(&xds_rx).await?;
     let applying = envoy.update_time_ms().await?;
     let narrowed =
@@ -290,6 +299,7 @@ async fn measure(
     wait_until(listener, &one, CHANGE_TIMEOUT, |r| r.status == 404).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     f.change_bytes = envoy.counter_sum(&xds_rx).await?.saturating_sub(before);
+    tokio::time::sleep(flush).await;
     f.change_apply_ms = envoy.update_time_ms().await? - applying;
 
     // New apps, one at a time: created → served through Envoy.
