@@ -204,6 +204,8 @@ pub struct Controller {
     counters: Arc<Counters>,
     pipeline: Pipeline,
     last: Option<(Arc<Snapshot>, Arc<dag::Dag>)>,
+    /// The last [`Controller::changed_kinds`] answer, for the pair of snapshots it was for.
+    last_diff: Option<(Arc<Snapshot>, Arc<Snapshot>, BTreeSet<Kind>)>,
     published: watch::Sender<Option<Arc<Published>>>,
 }
 
@@ -216,6 +218,7 @@ impl Controller {
             counters: Arc::default(),
             pipeline: Pipeline::default(),
             last: None,
+            last_diff: None,
             published: watch::channel(None).0,
         }
     }
@@ -231,10 +234,24 @@ impl Controller {
     }
 
     /// Whether `snapshot` differs from the last one applied in EndpointSlices alone.
-    fn only_endpoints_changed(&self, snapshot: &Snapshot) -> bool {
-        self.last
-            .as_ref()
-            .is_some_and(|(previous, _)| previous.changed_kinds(snapshot) == BTreeSet::from([Kind::EndpointSlice]))
+    fn only_endpoints_changed(&mut self, snapshot: &Arc<Snapshot>) -> bool {
+        self.changed_kinds(snapshot).is_some_and(|k| k == BTreeSet::from([Kind::EndpointSlice]))
+    }
+
+    /// The kinds that differ between the last snapshot applied and `snapshot` (`None` before the
+    /// first), remembered for the pair: the loop asks again before it applies, and comparing a
+    /// changed kind walks all of its objects.
+    fn changed_kinds(&mut self, snapshot: &Arc<Snapshot>) -> Option<BTreeSet<Kind>> {
+        let (previous, _) = self.last.as_ref()?;
+        if let Some((from, to, kinds)) = &self.last_diff
+            && Arc::ptr_eq(from, previous)
+            && Arc::ptr_eq(to, snapshot)
+        {
+            return Some(kinds.clone());
+        }
+        let kinds = previous.changed_kinds(snapshot);
+        self.last_diff = Some((Arc::clone(previous), Arc::clone(snapshot), kinds.clone()));
+        Some(kinds)
     }
 
     /// Brings the server up to date with a snapshot: EDS only when only EndpointSlices changed,
@@ -242,8 +259,8 @@ impl Controller {
     /// rebuild for objects nothing uses (a new app's Service before its route) does not start a
     /// burst, so the route that follows is not held back by the holdoff.
     pub fn apply(&mut self, snapshot: Arc<Snapshot>) -> bool {
-        if let Some((previous, dag)) = &self.last {
-            let changed = previous.changed_kinds(&snapshot);
+        let changed = self.changed_kinds(&snapshot);
+        if let (Some((previous, dag)), Some(changed)) = (&self.last, changed) {
             if changed.is_empty() {
                 return false;
             }
@@ -313,7 +330,8 @@ impl Controller {
         let mut last_change = Instant::now();
         let mut quick = 0;
         while rx.changed().await.is_ok() {
-            if self.only_endpoints_changed(&rx.borrow()) {
+            let current = Arc::clone(&rx.borrow());
+            if self.only_endpoints_changed(&current) {
                 tokio::time::sleep(ENDPOINT_COALESCE).await;
                 let snapshot = Arc::clone(&rx.borrow_and_update());
                 if self.only_endpoints_changed(&snapshot) {
