@@ -14,9 +14,9 @@ use anyhow::Context as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::{Mutex, watch};
+use tokio::sync::watch;
 
 use crate::net::PodNet;
 
@@ -134,7 +134,7 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<b
 struct Container {
     plan: podrunner::ContainerPlan,
     child: Child,
-    log: Arc<Mutex<tokio::fs::File>>,
+    log: LogFile,
     restarts: u32,
 }
 
@@ -182,8 +182,7 @@ async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>)
     let mut logs = Vec::new();
     for c in &plan.init_containers {
         let path = logs_dir.join(format!("{}.log", c.name));
-        let file = tokio::fs::OpenOptions::new().create(true).append(true).open(&path).await?;
-        let log = Arc::new(Mutex::new(file));
+        let log = log_file(&path)?;
         let mut child = spawn(&netns, dir, c, &log)?;
         let status = tokio::time::timeout(INIT_TIMEOUT, child.wait())
             .await
@@ -194,8 +193,7 @@ async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>)
     let mut containers = Vec::new();
     for c in plan.containers {
         let path = logs_dir.join(format!("{}.log", c.name));
-        let file = tokio::fs::OpenOptions::new().create(true).append(true).open(&path).await?;
-        let log = Arc::new(Mutex::new(file));
+        let log = log_file(&path)?;
         let child = spawn(&netns, dir, &c, &log)?;
         logs.push(serde_json::json!({"containers": [c.name], "logsFile": path, "follow": true}));
         containers.push(Container { plan: c, child, log, restarts: 0 });
@@ -261,12 +259,7 @@ exec "$@""#;
 
 /// Starts one container in the pod's network namespace and its own mount namespace; its output
 /// goes to `log` in CRI format.
-fn spawn(
-    netns: &str,
-    dir: &Path,
-    c: &podrunner::ContainerPlan,
-    log: &Arc<Mutex<tokio::fs::File>>,
-) -> anyhow::Result<Child> {
+fn spawn(netns: &str, dir: &Path, c: &podrunner::ContainerPlan, log: &LogFile) -> anyhow::Result<Child> {
     let mut binds: Vec<String> = Vec::new();
     for m in &c.mounts {
         binds.push(m.source.display().to_string());
@@ -325,14 +318,25 @@ pub fn remove_created_mount_points(state_dir: &Path) {
     let _ = std::fs::remove_file(list);
 }
 
+/// A container's log file, shared by its stdout and stderr copiers.
+type LogFile = Arc<std::sync::Mutex<std::fs::File>>;
+
+fn log_file(path: &Path) -> anyhow::Result<LogFile> {
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    Ok(Arc::new(std::sync::Mutex::new(file)))
+}
+
 /// Copies lines into the log in the CRI format kwok (and the kubelet) read:
-/// `<RFC 3339 time with nanoseconds> <stream> F <line>`.
-async fn copy_lines(from: impl tokio::io::AsyncRead + Unpin, stream: &'static str, log: Arc<Mutex<tokio::fs::File>>) {
+/// `<RFC 3339 time with nanoseconds> <stream> F <line>`. Each line is one `write` to the file,
+/// made at once: a reader (kwok serving `pods/log`) sees whole lines, never a line still sitting
+/// in a buffer or half written.
+async fn copy_lines(from: impl tokio::io::AsyncRead + Unpin, stream: &'static str, log: LogFile) {
+    use std::io::Write as _;
     let mut lines = BufReader::new(from).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         let record = format!("{} {stream} F {line}\n", cri_time(k8s_openapi::jiff::Timestamp::now()));
-        let mut file = log.lock().await;
-        if file.write_all(record.as_bytes()).await.is_err() {
+        let mut file = log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if file.write_all(record.as_bytes()).is_err() {
             return;
         }
     }
