@@ -7,6 +7,8 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
 use testkit::{ApiServer, workspace_binary};
 
+use crate::harness::Serve;
+
 /// `contour bootstrap PATH` rewrites PATH itself: a reader that opened it before (upstream's
 /// e2e framework keeps its temporary file open) reads the bootstrap through its own handle.
 #[tokio::test]
@@ -93,7 +95,7 @@ async fn a_kubeconfig_with_an_x509_v1_client_certificate_is_accepted() -> anyhow
 /// (upstream's e2e framework allows a minute; a graceful wait would never end).
 #[tokio::test]
 async fn upstreams_envoy_is_served_and_serve_stops_on_sigterm() -> anyhow::Result<()> {
-    let mut serve = Serve::start()?;
+    let mut serve = Serve::start("", None, &[])?;
     let (xds, stats) = (serve.xds, serve.stats);
     let bootstrap = bootstrap::Bootstrap { xds_port: xds, fleet: "projectcontour".into(), ..Default::default() };
     let _envoy = testkit::Envoy::start(bootstrap).await?;
@@ -181,7 +183,7 @@ fn regex_free_image(text: &str) -> Option<String> {
 /// default fleet's stats listener is printed, and the response is ACKed.
 #[tokio::test]
 async fn contour_cli_prints_the_default_fleets_listeners() -> anyhow::Result<()> {
-    let serve = Serve::start()?;
+    let serve = Serve::start("", None, &[])?;
     let xds = serve.xds;
     // The client watches until it is stopped: read what it prints until the listener and the
     // ACK show up, or give up after 20 s (it retries connecting while the controller starts).
@@ -210,49 +212,4 @@ async fn contour_cli_prints_the_default_fleets_listeners() -> anyhow::Result<()>
     assert!(seen.contains("stats-health"), "the stats listener printed: {seen}");
     assert!(seen.contains("sending ACK"), "the response ACKed: {seen}");
     Ok(())
-}
-
-/// `contour serve` in standalone mode on an empty directory, every port its own, as upstream's
-/// manifests run it (through the `contour` command, with `CONTOUR_NAMESPACE` set).
-struct Serve {
-    child: tokio::process::Child,
-    xds: u16,
-    stats: u16,
-    dir: std::path::PathBuf,
-}
-
-impl Serve {
-    fn start() -> anyhow::Result<Self> {
-        let port = testkit::free_port;
-        let (xds, metrics, stats) = (port(), port(), port());
-        let dir = std::env::temp_dir().join(format!("contour-dropin-{}-{xds}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        let child = tokio::process::Command::new(workspace_binary("contour")?)
-            .arg("serve")
-            .arg(format!("--from-dir={}", dir.display()))
-            .args(["--insecure", &format!("--xds-port={xds}"), "--http-address=127.0.0.1"])
-            .args([
-                &format!("--http-port={metrics}"),
-                "--health-address=127.0.0.1",
-                &format!("--health-port={metrics}"),
-            ])
-            .args([
-                &format!("--debug-http-port={}", port()),
-                "--stats-address=127.0.0.1",
-                &format!("--stats-port={stats}"),
-            ])
-            .args([&format!("--envoy-service-http-port={}", port()), &format!("--envoy-service-https-port={}", port())])
-            .env("CONTOUR_NAMESPACE", "projectcontour")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()?;
-        Ok(Self { child, xds, stats, dir })
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }

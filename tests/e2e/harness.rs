@@ -434,3 +434,73 @@ fn broken_virtual_host(name: &str) -> envoy_types::pb::envoy::config::route::v3:
     };
     r::VirtualHost { name: name.into(), domains: vec!["*".into()], routes: vec![broken], ..Default::default() }
 }
+
+/// `contour serve` as a user runs it (through the `contour` command, with `CONTOUR_NAMESPACE`
+/// set, as upstream's manifests do): standalone on a directory holding `objects`, with
+/// contour.yaml `config` when given, every port its own, the default fleet's listeners on
+/// 127.0.0.1.
+pub struct Serve {
+    pub child: tokio::process::Child,
+    pub xds: u16,
+    pub stats: u16,
+    /// The default fleet's HTTP port.
+    pub http: u16,
+    dir: PathBuf,
+}
+
+impl Serve {
+    pub fn start(objects: &str, config: Option<&str>, args: &[&str]) -> anyhow::Result<Self> {
+        let port = testkit::free_port;
+        let (xds, metrics, stats, http, https) = (port(), port(), port(), port(), port());
+        let dir = std::env::temp_dir().join(format!("contour-serve-{}-{xds}", std::process::id()));
+        let objects_dir = dir.join("objects");
+        std::fs::create_dir_all(&objects_dir)?;
+        std::fs::write(objects_dir.join("objects.yaml"), objects)?;
+        let mut command = tokio::process::Command::new(testkit::workspace_binary("contour")?);
+        command
+            .arg("serve")
+            .arg(format!("--from-dir={}", objects_dir.display()))
+            .args(["--insecure", &format!("--xds-port={xds}"), "--http-address=127.0.0.1"])
+            .args([
+                &format!("--http-port={metrics}"),
+                "--health-address=127.0.0.1",
+                &format!("--health-port={metrics}"),
+            ])
+            .args([
+                &format!("--debug-http-port={}", port()),
+                "--stats-address=127.0.0.1",
+                &format!("--stats-port={stats}"),
+            ])
+            .args(["--envoy-service-http-address=127.0.0.1", "--envoy-service-https-address=127.0.0.1"])
+            .args([&format!("--envoy-service-http-port={http}"), &format!("--envoy-service-https-port={https}")])
+            .args(args)
+            .env("CONTOUR_NAMESPACE", "projectcontour")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("serve.log"))?)
+            .kill_on_drop(true);
+        if let Some(config) = config {
+            let path = dir.join("contour.yaml");
+            std::fs::write(&path, config)?;
+            command.arg(format!("--config-path={}", path.display()));
+        }
+        let child = command.spawn()?;
+        Ok(Self { child, xds, stats, http, dir })
+    }
+
+    /// An Envoy of upstream's manifests (node cluster `projectcontour`: the default fleet).
+    pub async fn envoy(&self) -> anyhow::Result<Envoy> {
+        Envoy::start(bootstrap::Bootstrap { xds_port: self.xds, fleet: "projectcontour".into(), ..Default::default() })
+            .await
+    }
+
+    /// What the controller logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("serve.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,6 +1,7 @@
 //! End-to-end: the real Envoy against the real xDS server, real requests.
 
 mod certgen;
+mod config;
 mod deploy;
 mod dropin;
 mod harness;

@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Parser;
 use tracing::info;
 
+mod envoy;
 mod settings;
 
 /// Watches Gateway API objects and programs Envoy over xDS.
@@ -176,19 +177,21 @@ struct Args {
     /// Upstream's client-side burst. Accepted for compatibility, like --kubernetes-client-qps.
     #[arg(long, value_name = "N")]
     kubernetes_client_burst: Option<u32>,
-    /// Envoy's HTTP access log path. Accepted; access logs are not configured yet.
+    /// Where Envoy writes the access log of plain-HTTP listeners (default /dev/stdout).
     #[arg(long, value_name = "PATH")]
     envoy_http_access_log: Option<String>,
-    /// Envoy's HTTPS access log path. Accepted; access logs are not configured yet.
+    /// Where Envoy writes the access log of TLS listeners (default /dev/stdout).
     #[arg(long, value_name = "PATH")]
     envoy_https_access_log: Option<String>,
-    /// Access log format (envoy or json). Accepted; access logs are not configured yet.
+    /// Access log format: envoy (Envoy's text line, the default) or json.
     #[arg(long, value_parser = ["envoy", "json"])]
     accesslog_format: Option<String>,
-    /// Expect the PROXY protocol on Envoy's listeners. Refused until it is supported: accepting
-    /// it silently would misread every connection's first bytes.
+    /// Expect a PROXY protocol header (v1 or v2) on every connection to Envoy's listeners.
     #[arg(long)]
     use_proxy_protocol: bool,
+    /// Envoy's traffic listeners, from contour.yaml, the ContourConfiguration and the flags above.
+    #[arg(skip)]
+    listener: xds::ListenerOptions,
     /// Log at debug level.
     #[arg(short, long)]
     debug: bool,
@@ -231,19 +234,6 @@ fn main() -> anyhow::Result<()> {
     } else {
         logs.init();
     }
-    anyhow::ensure!(
-        !args.use_proxy_protocol,
-        "--use-proxy-protocol is not supported yet: Envoy's listeners would misread PROXY protocol headers"
-    );
-    for (flag, given) in [
-        ("--envoy-http-access-log", args.envoy_http_access_log.is_some()),
-        ("--envoy-https-access-log", args.envoy_https_access_log.is_some()),
-        ("--accesslog-format", args.accesslog_format.is_some()),
-    ] {
-        if given {
-            tracing::warn!(flag, "accepted, but Envoy access logs are not configured yet");
-        }
-    }
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(args, explicit))
 }
 
@@ -256,6 +246,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
     if let Some(client) = &client {
         settings::apply_resource(&mut args, &explicit, client).await?;
     }
+    settings::apply_flags(&mut args, &explicit);
     let options = controller::Options {
         gateway_api: frontends::gateway_api::Options {
             controller_name: args.gateway_controller_name.clone(),
@@ -281,6 +272,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             stats_listener: Some(SocketAddr::new(args.stats_address, args.stats_port)),
             admin_listener: Some(SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), args.envoy_admin_port)),
             merge_slashes: !args.disable_merge_slashes,
+            listener: args.listener.clone(),
         },
         holdoff: args.rebuild_holdoff,
         holdoff_max: args.rebuild_holdoff_max,

@@ -16,6 +16,8 @@ pub type Explicit = BTreeSet<String>;
 pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     let Some(path) = args.config_path.clone() else { return Ok(()) };
     let file = config::load(&path)?;
+    crate::envoy::apply(&mut args.listener, &crate::envoy::from_file(&file), crate::envoy::Source::File)
+        .with_context(|| path.display().to_string())?;
     if !explicit.contains("incluster") {
         args.incluster = file.incluster.unwrap_or(false);
     }
@@ -29,13 +31,39 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     if let Some(port) = file.network.as_ref().and_then(|n| n.admin_port) {
         args.envoy_admin_port = port;
     }
-    if let Some(r) = file.gateway.and_then(|g| g.gateway_ref) {
+    if let Some(r) = file.gateway.as_ref().and_then(|g| g.gateway_ref.clone()) {
         args.gateway_ref = Some(static_gateway("gateway.gatewayRef", &r.namespace, &r.name)?);
     }
     if let Some(f) = file.tls.and_then(|t| t.fallback_certificate) {
         args.fallback_certificate = Some(ir::ObjectRef { namespace: f.namespace, name: f.name });
     }
     Ok(())
+}
+
+/// The flags that override what the file or the resource said about Envoy's listeners.
+pub fn apply_flags(args: &mut Args, explicit: &Explicit) {
+    use xds::accesslog::Format;
+    let log = &mut args.listener.access_log;
+    if explicit.contains("accesslog_format") {
+        match args.accesslog_format.as_deref() {
+            Some("json") if !matches!(log.format, Format::Json(_)) => {
+                log.format = Format::Json(
+                    xds::accesslog::json_fields(&xds::accesslog::DEFAULT_JSON_FIELDS).expect("upstream's fields"),
+                );
+            }
+            Some("envoy") if !matches!(log.format, Format::Envoy(_)) => log.format = Format::Envoy(None),
+            _ => {}
+        }
+    }
+    if let Some(path) = args.envoy_http_access_log.clone().filter(|_| explicit.contains("envoy_http_access_log")) {
+        log.http_path = path;
+    }
+    if let Some(path) = args.envoy_https_access_log.clone().filter(|_| explicit.contains("envoy_https_access_log")) {
+        log.https_path = path;
+    }
+    if explicit.contains("use_proxy_protocol") {
+        args.listener.use_proxy_protocol = args.use_proxy_protocol;
+    }
 }
 
 /// Reads the ContourConfiguration named by `--contour-config-name` and applies it to the flags
@@ -102,6 +130,13 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
         }
     }
     if let Some(e) = &spec.envoy {
+        crate::envoy::apply(&mut args.listener, e, crate::envoy::Source::Resource)?;
+        if let Some(v) = e.network.as_ref().and_then(|n| n.admin_port) {
+            match u16::try_from(v) {
+                Ok(p) if p != 0 => args.envoy_admin_port = p,
+                _ => bail!("spec.envoy.network.adminPort: {v} is not a port"),
+            }
+        }
         if let Some(v) = e.listener.as_ref().and_then(|l| l.disable_merge_slashes) {
             args.disable_merge_slashes = v;
         }

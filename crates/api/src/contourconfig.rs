@@ -233,6 +233,9 @@ pub struct EnvoyListenerConfig {
     /// Expect the PROXY protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub use_proxy_protocol: Option<bool>,
+    /// Response compression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<EnvoyCompression>,
     /// Refuse chunked requests with a Content-Length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_allow_chunked_length: Option<bool>,
@@ -277,6 +280,15 @@ pub struct EnvoyListenerConfig {
     pub max_connections_to_accept_per_socket_event: Option<u32>,
 }
 
+/// Response compression.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvoyCompression {
+    /// `gzip` (default), `brotli`, `zstd` or `disabled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<String>,
+}
+
 /// IP socket options.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -304,6 +316,9 @@ pub struct EnvoyTLS {
     /// Cipher suites.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cipher_suites: Option<Vec<String>>,
+    /// ECDH curves, in order of preference (Envoy's defaults when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecdh_curves: Option<Vec<String>>,
 }
 
 /// An Envoy listener.
@@ -400,6 +415,9 @@ pub struct NetworkParameters {
     /// Envoy's admin port (9001; 0 turns it off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_port: Option<i64>,
+    /// Strip a trailing dot from the Host header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strip_trailing_host_dot: Option<bool>,
 }
 
 /// Gateway API settings.

@@ -86,7 +86,7 @@ pub struct ContourConfig {
     pub network: Option<Network>,
     /// Listener settings.
     #[serde(default)]
-    pub listener: Option<serde_yaml::Mapping>,
+    pub listener: Option<Listener>,
     /// The global rate limit service.
     #[serde(default, rename = "rateLimitService")]
     pub rate_limit_service: Option<serde_yaml::Mapping>,
@@ -283,6 +283,48 @@ pub enum HttpVersion {
     /// HTTP/2.
     #[serde(rename = "HTTP/2", alias = "http/2")]
     Http2,
+}
+
+/// `listener:`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Listener {
+    /// `exact`, or empty for Envoy's default.
+    #[serde(default, rename = "connection-balancer")]
+    pub connection_balancer: Option<String>,
+    /// Requests per client connection.
+    #[serde(default, rename = "max-requests-per-connection")]
+    pub max_requests_per_connection: Option<u32>,
+    /// Buffer limit of each client connection.
+    #[serde(default, rename = "per-connection-buffer-limit-bytes")]
+    pub per_connection_buffer_limit_bytes: Option<u32>,
+    /// IP socket options of accepted connections.
+    #[serde(default, rename = "socket-options")]
+    pub socket_options: Option<SocketOptions>,
+    /// Requests Envoy handles per I/O cycle.
+    #[serde(default, rename = "max-requests-per-io-cycle")]
+    pub max_requests_per_io_cycle: Option<u32>,
+    /// Concurrent streams of one HTTP/2 client connection.
+    #[serde(default, rename = "http2-max-concurrent-streams")]
+    pub http2_max_concurrent_streams: Option<u32>,
+    /// Connections each listener accepts at most.
+    #[serde(default, rename = "max-connections-per-listener")]
+    pub max_connections_per_listener: Option<u32>,
+    /// Connections accepted per socket event.
+    #[serde(default, rename = "max-connections-to-accept-per-socket-event")]
+    pub max_connections_to_accept_per_socket_event: Option<u32>,
+}
+
+/// `listener.socket-options`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SocketOptions {
+    /// IPv4 TOS (0–255; 0 leaves it alone).
+    #[serde(default)]
+    pub tos: Option<i32>,
+    /// IPv6 traffic class (0–255; 0 leaves it alone).
+    #[serde(default, rename = "traffic-class")]
+    pub traffic_class: Option<i32>,
 }
 
 /// `network:`.

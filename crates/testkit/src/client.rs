@@ -44,6 +44,8 @@ pub struct Response {
     pub headers: Vec<(String, String)>,
     /// The body as text.
     pub body: String,
+    /// The body's bytes, as they came (a compressed body is not text).
+    pub raw: Vec<u8>,
 }
 
 impl Response {
@@ -152,5 +154,5 @@ async fn send<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         response.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string())).collect();
     let body = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect()).await??.to_bytes();
     conn.abort();
-    Ok(Response { status, headers, body: String::from_utf8_lossy(&body).into_owned() })
+    Ok(Response { status, headers, body: String::from_utf8_lossy(&body).into_owned(), raw: body.to_vec() })
 }

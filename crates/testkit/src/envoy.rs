@@ -85,6 +85,8 @@ impl Envoy {
             .arg("-c")
             .arg(config)
             .args(["--disable-hot-restart", "--concurrency", "1", "--log-level", "warn", "--drain-time-s", "1"])
+            // Access log lines reach their file within 100 ms, not Envoy's default 10 s.
+            .args(["--file-flush-interval-msec", "100"])
             .args(args)
             .arg("--log-path")
             .arg(dir.join("envoy.log"))
@@ -112,6 +114,21 @@ impl Envoy {
     /// Envoy's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("envoy.log")).unwrap_or_default()
+    }
+
+    /// What Envoy wrote to its standard output so far: the access log, where upstream's
+    /// configuration sends it.
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(self.dir.join("stdout.log")).unwrap_or_default()
+    }
+
+    /// Waits (at most 10 s) for a line of standard output that `accept` likes, and returns it.
+    pub async fn stdout_line(&self, accept: impl Fn(&str) -> bool) -> Option<String> {
+        crate::eventually(Duration::from_secs(10), || {
+            let found = self.stdout().lines().find(|l| accept(l)).map(str::to_string);
+            async move { found }
+        })
+        .await
     }
 
     /// GETs an admin path and returns the body.

@@ -4,10 +4,13 @@
 //! hash of its encoded bytes, so an unchanged resource has an unchanged version and costs nothing
 //! on the wire. Maps are avoided in the messages (or hold one entry) so encoding is deterministic.
 
+pub mod accesslog;
 mod cluster;
+mod compression;
 mod listener;
 mod route;
 mod secret;
+pub mod settings;
 
 #[cfg(test)]
 mod tests;
@@ -23,6 +26,7 @@ use sha2::{Digest, Sha256};
 
 pub use cluster::{LoadAssignmentCache, load_assignments_cached, update_load_assignments};
 pub use route::VHDS_ROUTE_CONFIGURATION_HEADER;
+pub use settings::ListenerOptions;
 
 /// The resource types the controller serves, in make-before-break order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -209,6 +213,8 @@ pub struct CompileOptions {
     /// Merge repeated slashes in request paths before routing (upstream's default; contour.yaml
     /// `disableMergeSlashes: true` turns it off).
     pub merge_slashes: bool,
+    /// Everything else about the listeners that carry traffic.
+    pub listener: ListenerOptions,
 }
 
 impl Default for CompileOptions {
@@ -218,6 +224,7 @@ impl Default for CompileOptions {
             stats_listener: None,
             admin_listener: None,
             merge_slashes: true,
+            listener: ListenerOptions::default(),
         }
     }
 }
@@ -238,6 +245,7 @@ pub struct Cache {
 /// [`compile`], re-encoding only the routes and virtual hosts the DAG did not share with the
 /// previous build.
 pub fn compile_cached(dag: &dag::Dag, options: &CompileOptions, cache: &mut Cache) -> BTreeMap<String, FleetResources> {
+    cache.routes.set_metadata(options.listener.access_log.uses_route_metadata());
     let out: BTreeMap<String, FleetResources> =
         dag.fleets.iter().map(|(id, fleet)| (id.clone(), compile_fleet(fleet, options, cache))).collect();
     cache.routes.sweep();

@@ -1,11 +1,15 @@
 //! Listeners (LDS): one per port, HTTP connection managers over RDS, TLS chains chosen by SNI.
 
 use dag::{DagListener, ListenerKind, RouteTable, TlsAction};
-use envoy_types::pb::envoy::config::core::v3::{TransportSocket, transport_socket};
+use envoy_types::pb::envoy::config::core::v3::{SocketOption, TransportSocket, socket_option, transport_socket};
+use envoy_types::pb::envoy::config::listener::v3::listener::{ConnectionBalanceConfig, connection_balance_config};
 use envoy_types::pb::envoy::config::listener::v3::{
     Filter, FilterChain, FilterChainMatch, Listener, ListenerFilter, filter, listener_filter,
 };
+use envoy_types::pb::envoy::extensions::filters::http::grpc_stats::v3::FilterConfig as GrpcStatsConfig;
+use envoy_types::pb::envoy::extensions::filters::http::grpc_web::v3::GrpcWeb;
 use envoy_types::pb::envoy::extensions::filters::http::router::v3::Router;
+use envoy_types::pb::envoy::extensions::filters::listener::proxy_protocol::v3::ProxyProtocol;
 use envoy_types::pb::envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector;
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     HttpConnectionManager, HttpFilter, Rds, http_connection_manager, http_filter,
@@ -14,11 +18,12 @@ use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{TcpPro
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
     CommonTlsContext, DownstreamTlsContext, SdsSecretConfig,
 };
-use envoy_types::pb::google::protobuf::BoolValue;
+use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value};
 use envoy_types::util::pack_any;
 
 use crate::cluster::socket;
 use crate::route::INVALID_BACKEND_CLUSTER;
+use crate::settings::{HttpVersion, ListenerOptions, ServerHeader, SocketOptions, Timeout, TlsOptions};
 use crate::{CompileOptions, Resource, ads};
 
 /// The bootstrap's static cluster for Envoy's admin interface (`contour-bootstrap`'s name).
@@ -31,11 +36,30 @@ const ADMIN_CLUSTER: &str = "envoy-admin";
 pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Resource, Vec<(&'a RouteTable, bool)>) {
     let address = l.address.unwrap_or(options.default_address).to_string();
     let mut tables = Vec::new();
-    let mut message = Listener { name: l.name.clone(), address: Some(socket(address, l.port)), ..Default::default() };
+    let settings = &options.listener;
+    let mut message = Listener {
+        name: l.name.clone(),
+        address: Some(socket(address, l.port)),
+        per_connection_buffer_limit_bytes: settings
+            .per_connection_buffer_limit_bytes
+            .map(|value| UInt32Value { value }),
+        socket_options: socket_options(&settings.socket_options),
+        connection_balance_config: settings.exact_connection_balancer.then(|| ConnectionBalanceConfig {
+            balance_type: Some(connection_balance_config::BalanceType::ExactBalance(Default::default())),
+        }),
+        ..Default::default()
+    };
+    if settings.use_proxy_protocol {
+        message.listener_filters.push(ListenerFilter {
+            name: "envoy.filters.listener.proxy_protocol".into(),
+            config_type: Some(listener_filter::ConfigType::TypedConfig(pack_any(ProxyProtocol::default()))),
+            ..Default::default()
+        });
+    }
     match &l.kind {
         ListenerKind::Http(table) => {
             message.filter_chains.push(FilterChain {
-                filters: vec![http_connection_manager(&l.name, &table.name, Default::default(), options)],
+                filters: vec![http_connection_manager(&l.name, &table.name, Default::default(), options, false)],
                 ..Default::default()
             });
             tables.push((table, true));
@@ -50,25 +74,25 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
                 let filter_chain_match =
                     Some(FilterChainMatch { server_names: chain.server_names.clone(), ..Default::default() });
                 let fc = match &chain.action {
-                    TlsAction::Terminate { secrets, settings, routes } => {
+                    TlsAction::Terminate { secrets, settings: tls, routes } => {
                         tables.push((routes, false));
-                        let forward = settings.client.as_ref().map(|c| c.forward).unwrap_or_default();
+                        let forward = tls.client.as_ref().map(|c| c.forward).unwrap_or_default();
                         FilterChain {
                             filter_chain_match,
-                            filters: vec![http_connection_manager(&l.name, &routes.name, forward, options)],
-                            transport_socket: Some(downstream_tls(secrets, settings, true)),
+                            filters: vec![http_connection_manager(&l.name, &routes.name, forward, options, true)],
+                            transport_socket: Some(downstream_tls(secrets, tls, &settings.tls, alpn(settings))),
                             ..Default::default()
                         }
                     }
-                    TlsAction::TerminateTcp { secrets, settings, backends } => FilterChain {
+                    TlsAction::TerminateTcp { secrets, settings: tls, backends } => FilterChain {
                         filter_chain_match,
-                        filters: vec![tcp_proxy(&l.name, backends)],
-                        transport_socket: Some(downstream_tls(secrets, settings, false)),
+                        filters: vec![tcp_proxy(&l.name, backends, settings)],
+                        transport_socket: Some(downstream_tls(secrets, tls, &settings.tls, Vec::new())),
                         ..Default::default()
                     },
                     TlsAction::Passthrough { backends } => FilterChain {
                         filter_chain_match,
-                        filters: vec![tcp_proxy(&l.name, backends)],
+                        filters: vec![tcp_proxy(&l.name, backends, settings)],
                         ..Default::default()
                     },
                 };
@@ -170,9 +194,18 @@ fn http_connection_manager(
     route_config_name: &str,
     forward: ir::ForwardClientCert,
     options: &CompileOptions,
+    secure: bool,
 ) -> Filter {
-    use http_connection_manager::{ForwardClientCertDetails, SetCurrentClientCertDetails};
+    use envoy_types::pb::envoy::config::core::v3::{Http1ProtocolOptions, Http2ProtocolOptions, HttpProtocolOptions};
+    use http_connection_manager::{ForwardClientCertDetails, ServerHeaderTransformation, SetCurrentClientCertDetails};
+    let settings = &options.listener;
     let any = forward.subject || forward.cert || forward.chain || forward.dns || forward.uri;
+    let timeouts = &settings.timeouts;
+    let max_connection_duration = match timeouts.max_connection_duration {
+        // Upstream leaves the connection's lifetime unlimited for `infinity` as for the default.
+        Timeout::Disabled => None,
+        t => t.proto(),
+    };
     let hcm = HttpConnectionManager {
         // Only what the virtual host asks for reaches the backend; a client-supplied header never does.
         forward_client_cert_details: if any {
@@ -189,19 +222,45 @@ fn http_connection_manager(
             ..Default::default()
         }),
         stat_prefix: stat_prefix.to_string(),
-        codec_type: http_connection_manager::CodecType::Auto as i32,
+        codec_type: codec(&settings.http_versions) as i32,
         route_specifier: Some(http_connection_manager::RouteSpecifier::Rds(Rds {
             config_source: Some(ads()),
             route_config_name: route_config_name.to_string(),
         })),
-        http_filters: vec![HttpFilter {
-            name: "envoy.filters.http.router".into(),
-            config_type: Some(http_filter::ConfigType::TypedConfig(pack_any(Router::default()))),
+        http_filters: http_filters(settings),
+        access_log: settings.access_log.loggers(secure),
+        common_http_protocol_options: Some(HttpProtocolOptions {
+            idle_timeout: timeouts.connection_idle.proto(),
+            max_connection_duration,
+            max_requests_per_connection: settings.max_requests_per_connection.map(|value| UInt32Value { value }),
             ..Default::default()
-        }],
+        }),
+        http_protocol_options: Some(Http1ProtocolOptions {
+            // HTTP/1.0 requests with a Host header are served, as upstream serves them.
+            accept_http_10: true,
+            allow_chunked_length: settings.allow_chunked_length,
+            ..Default::default()
+        }),
+        http2_protocol_options: settings.http2_max_concurrent_streams.map(|value| Http2ProtocolOptions {
+            max_concurrent_streams: Some(UInt32Value { value }),
+            ..Default::default()
+        }),
+        request_timeout: timeouts.request.proto(),
+        stream_idle_timeout: timeouts.stream_idle.proto(),
+        drain_timeout: timeouts.connection_shutdown_grace_period.proto(),
+        delayed_close_timeout: timeouts.delayed_close.proto(),
+        server_header_transformation: match settings.server_header {
+            ServerHeader::Overwrite => ServerHeaderTransformation::Overwrite,
+            ServerHeader::AppendIfAbsent => ServerHeaderTransformation::AppendIfAbsent,
+            ServerHeader::PassThrough => ServerHeaderTransformation::PassThrough,
+        } as i32,
         normalize_path: Some(BoolValue { value: true }),
         merge_slashes: options.merge_slashes,
         use_remote_address: Some(BoolValue { value: true }),
+        xff_num_trusted_hops: settings.xff_num_trusted_hops,
+        strip_trailing_host_dot: settings.strip_trailing_host_dot,
+        // A client's X-Request-Id is kept, as upstream keeps it.
+        preserve_external_request_id: true,
         // Virtual hosts name bare hostnames; a Host header with a port still matches them
         // (the route configuration ignores the port) and reaches the backend unchanged.
         ..Default::default()
@@ -212,18 +271,96 @@ fn http_connection_manager(
     }
 }
 
-fn downstream_tls(secrets: &[String], settings: &dag::DownstreamTls, http: bool) -> TransportSocket {
+/// Upstream's filters of every HTTP connection manager, in its order: the compressor, gRPC-Web,
+/// gRPC statistics, then the router.
+fn http_filters(settings: &ListenerOptions) -> Vec<HttpFilter> {
+    let typed = |name: &str, config| HttpFilter {
+        name: name.into(),
+        config_type: Some(http_filter::ConfigType::TypedConfig(config)),
+        ..Default::default()
+    };
+    let mut filters: Vec<HttpFilter> = crate::compression::filter(settings.compression).into_iter().collect();
+    filters.push(typed("envoy.filters.http.grpc_web", pack_any(GrpcWeb::default())));
+    filters.push(typed(
+        "envoy.filters.http.grpc_stats",
+        pack_any(GrpcStatsConfig { emit_filter_state: true, enable_upstream_stats: true, ..Default::default() }),
+    ));
+    filters.push(typed("envoy.filters.http.router", pack_any(Router::default())));
+    filters
+}
+
+/// One HTTP version is spoken alone; both (or none named) are told apart per connection.
+fn codec(versions: &[HttpVersion]) -> http_connection_manager::CodecType {
+    use http_connection_manager::CodecType;
+    match versions {
+        [HttpVersion::Http1] => CodecType::Http1,
+        [HttpVersion::Http2] => CodecType::Http2,
+        _ => CodecType::Auto,
+    }
+}
+
+/// The ALPN protocols a TLS listener offers for HTTP, in order of preference.
+fn alpn(settings: &ListenerOptions) -> Vec<String> {
+    let has = |v| settings.http_versions.is_empty() || settings.http_versions.contains(&v);
+    let mut out = Vec::new();
+    if has(HttpVersion::Http2) {
+        out.push("h2".to_string());
+    }
+    if has(HttpVersion::Http1) {
+        out.push("http/1.1".to_string());
+    }
+    out
+}
+
+/// Upstream's TCP keep-alive on every accepted connection, then the configured TOS and traffic
+/// class.
+fn socket_options(settings: &SocketOptions) -> Vec<SocketOption> {
+    // Linux: SOL_SOCKET/SO_KEEPALIVE, IPPROTO_TCP/TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT,
+    // IPPROTO_IP/IP_TOS, IPPROTO_IPV6/IPV6_TCLASS.
+    let option = |description: &str, level: i64, name: i64, value: i64| SocketOption {
+        description: description.into(),
+        level,
+        name,
+        value: Some(socket_option::Value::IntValue(value)),
+        state: socket_option::SocketState::StateListening as i32,
+        ..Default::default()
+    };
+    let mut out = vec![
+        option("Enable TCP keep-alive", 1, 9, 1),
+        option("TCP keep-alive initial idle time", 6, 4, 45),
+        option("TCP keep-alive time between probes", 6, 5, 5),
+        option("TCP keep-alive probe count", 6, 6, 9),
+    ];
+    if settings.tos != 0 {
+        out.push(option("Set IPv4 TOS field", 0, 1, settings.tos.into()));
+    }
+    if settings.traffic_class != 0 {
+        out.push(option("Set IPv6 Traffic Class field", 41, 67, settings.traffic_class.into()));
+    }
+    out
+}
+
+/// A TLS chain's context: the chain's own versions within the configured range, the
+/// configured ciphers and curves, and `alpn` for HTTP.
+fn downstream_tls(
+    secrets: &[String],
+    settings: &dag::DownstreamTls,
+    defaults: &TlsOptions,
+    alpn: Vec<String>,
+) -> TransportSocket {
     use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
         CertificateValidationContext, TlsParameters, certificate_validation_context, common_tls_context,
         tls_parameters::TlsProtocol,
     };
-    let version = |v: Option<ir::TlsVersion>, default: TlsProtocol| {
+    let version = |v: ir::TlsVersion| {
         (match v {
-            Some(ir::TlsVersion::V1_2) => TlsProtocol::TlSv12,
-            Some(ir::TlsVersion::V1_3) => TlsProtocol::TlSv13,
-            None => default,
+            ir::TlsVersion::V1_2 => TlsProtocol::TlSv12,
+            ir::TlsVersion::V1_3 => TlsProtocol::TlSv13,
         }) as i32
     };
+    // As upstream: the higher of the two minimums, the lower of the two maximums.
+    let min = settings.min_version.map_or(defaults.min_version, |v| v.max(defaults.min_version));
+    let max = settings.max_version.map_or(defaults.max_version, |v| v.min(defaults.max_version));
     let client = settings.client.as_ref();
     let validation_context_type = client.map(|c| match &c.validation {
         Some(name) => common_tls_context::ValidationContextType::ValidationContextSdsSecretConfig(SdsSecretConfig {
@@ -239,15 +376,17 @@ fn downstream_tls(secrets: &[String], settings: &dag::DownstreamTls, http: bool)
     let context = DownstreamTlsContext {
         common_tls_context: Some(CommonTlsContext {
             tls_params: Some(TlsParameters {
-                tls_minimum_protocol_version: version(settings.min_version, TlsProtocol::TlSv12),
-                tls_maximum_protocol_version: version(settings.max_version, TlsProtocol::TlSv13),
+                tls_minimum_protocol_version: version(min),
+                tls_maximum_protocol_version: version(max.max(min)),
+                cipher_suites: defaults.cipher_suites.clone(),
+                ecdh_curves: defaults.ecdh_curves.clone(),
                 ..Default::default()
             }),
             tls_certificate_sds_secret_configs: secrets
                 .iter()
                 .map(|name| SdsSecretConfig { name: name.clone(), sds_config: Some(ads()) })
                 .collect(),
-            alpn_protocols: if http { vec!["h2".into(), "http/1.1".into()] } else { Vec::new() },
+            alpn_protocols: alpn,
             validation_context_type,
             ..Default::default()
         }),
@@ -260,7 +399,8 @@ fn downstream_tls(secrets: &[String], settings: &dag::DownstreamTls, http: bool)
     }
 }
 
-fn tcp_proxy(stat_prefix: &str, backends: &[dag::WeightedCluster]) -> Filter {
+/// TCP proxying, logged like the TLS listener it serves, idle for at most upstream's 9001 s.
+fn tcp_proxy(stat_prefix: &str, backends: &[dag::WeightedCluster], settings: &ListenerOptions) -> Filter {
     let live: Vec<_> = backends.iter().filter(|b| b.weight > 0).collect();
     let specifier = match live.as_slice() {
         [one] => {
@@ -277,10 +417,65 @@ fn tcp_proxy(stat_prefix: &str, backends: &[dag::WeightedCluster]) -> Filter {
                 .collect(),
         }),
     };
-    let proxy =
-        TcpProxy { stat_prefix: stat_prefix.to_string(), cluster_specifier: Some(specifier), ..Default::default() };
+    let proxy = TcpProxy {
+        stat_prefix: stat_prefix.to_string(),
+        cluster_specifier: Some(specifier),
+        access_log: settings.access_log.loggers(true),
+        idle_timeout: Some(crate::duration_ms(9001 * 1000)),
+        ..Default::default()
+    };
     Filter {
         name: "envoy.filters.network.tcp_proxy".into(),
         config_type: Some(filter::ConfigType::TypedConfig(pack_any(proxy))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::tls_parameters::TlsProtocol;
+
+    use super::*;
+
+    fn context(chain: &dag::DownstreamTls, defaults: &TlsOptions, alpn: Vec<String>) -> DownstreamTlsContext {
+        let socket = downstream_tls(&["default/cert".into()], chain, defaults, alpn);
+        let Some(transport_socket::ConfigType::TypedConfig(any)) = socket.config_type else { panic!("typed") };
+        prost::Message::decode(any.value.as_slice()).unwrap()
+    }
+
+    /// As upstream: the configured range bounds every chain's own, and the configured ciphers and
+    /// curves apply to all.
+    #[test]
+    fn tls_versions_narrow_and_ciphers_apply() {
+        let defaults = TlsOptions {
+            min_version: ir::TlsVersion::V1_2,
+            max_version: ir::TlsVersion::V1_2,
+            cipher_suites: vec!["ECDHE-RSA-AES256-GCM-SHA384".into()],
+            ecdh_curves: vec!["X25519".into()],
+        };
+        let chain = dag::DownstreamTls { min_version: Some(ir::TlsVersion::V1_3), ..Default::default() };
+        let params = context(&chain, &defaults, Vec::new()).common_tls_context.unwrap().tls_params.unwrap();
+        assert_eq!(params.tls_minimum_protocol_version, TlsProtocol::TlSv13 as i32, "the chain's higher minimum");
+        assert_eq!(params.tls_maximum_protocol_version, TlsProtocol::TlSv13 as i32, "never below the minimum");
+        assert_eq!(params.cipher_suites, ["ECDHE-RSA-AES256-GCM-SHA384"]);
+        assert_eq!(params.ecdh_curves, ["X25519"]);
+        let params = context(&Default::default(), &TlsOptions::default(), Vec::new())
+            .common_tls_context
+            .unwrap()
+            .tls_params
+            .unwrap();
+        assert_eq!(
+            (params.tls_minimum_protocol_version, params.tls_maximum_protocol_version),
+            (TlsProtocol::TlSv12 as i32, TlsProtocol::TlSv13 as i32)
+        );
+        assert_eq!(params.cipher_suites.len(), 4, "upstream's defaults");
+    }
+
+    #[test]
+    fn alpn_follows_the_http_versions() {
+        let with =
+            |versions: Vec<HttpVersion>| alpn(&ListenerOptions { http_versions: versions, ..Default::default() });
+        assert_eq!(with(vec![]), ["h2", "http/1.1"]);
+        assert_eq!(with(vec![HttpVersion::Http1]), ["http/1.1"]);
+        assert_eq!(with(vec![HttpVersion::Http1, HttpVersion::Http2]), ["h2", "http/1.1"]);
     }
 }

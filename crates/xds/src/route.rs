@@ -30,6 +30,8 @@ pub const INVALID_BACKEND_CLUSTER: &str = "contour/invalid-backend";
 #[derive(Debug, Default)]
 pub struct RouteCache {
     generation: u64,
+    /// Routes carry the name of their object as metadata (for access logs that print it).
+    metadata: bool,
     routes: FxHashMap<usize, EncodedRoute>,
     vhosts: FxHashMap<usize, EncodedVhost>,
 }
@@ -61,6 +63,13 @@ impl std::fmt::Debug for EncodedVhost {
 const XDS_CLUSTER: &str = "contour";
 
 impl RouteCache {
+    /// Whether routes carry their object's name as metadata; a change forgets every encoding.
+    pub(crate) fn set_metadata(&mut self, metadata: bool) {
+        if self.metadata != metadata {
+            *self = RouteCache { metadata, ..RouteCache::default() };
+        }
+    }
+
     /// Forgets what the last build did not use.
     pub(crate) fn sweep(&mut self) {
         let generation = self.generation;
@@ -112,7 +121,13 @@ impl RouteCache {
             *used = generation;
             return Arc::clone(bytes);
         }
-        let bytes: Arc<[u8]> = self::route(route).encode_to_vec().into();
+        let mut bytes = self::route(route).encode_to_vec();
+        if self.metadata {
+            // Route.metadata (field 4), appended: a message's fields may come in any order.
+            let o = &route.origin;
+            append_field(&mut bytes, 4, &crate::accesslog::route_metadata(o.kind, &o.namespace, &o.name));
+        }
+        let bytes: Arc<[u8]> = bytes.into();
         self.routes.insert(key, (Arc::clone(route), Arc::clone(&bytes), generation));
         bytes
     }

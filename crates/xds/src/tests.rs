@@ -277,3 +277,119 @@ fn repeated_slashes_are_merged_unless_disabled() {
         }
     }
 }
+
+/// The first HTTP connection manager of every traffic listener compiled with `listener`.
+fn connection_managers(
+    listener: settings::ListenerOptions,
+) -> Vec<(
+    envoy_types::pb::envoy::config::listener::v3::Listener,
+    envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager,
+)> {
+    use envoy_types::pb::envoy::config::listener::v3::{Listener, filter};
+    use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+    let s = objects::Snapshot::from_yaml(FIXTURE).expect("fixture parses");
+    let t = frontends::gateway_api::translate(&s, &Default::default());
+    let dag = dag::build(&t.ir, &s, t.diagnostics);
+    let options = CompileOptions { listener, ..Default::default() };
+    let fleet = compile(&dag, &options).remove("default/gw").expect("fleet compiled");
+    fleet
+        .of(ResourceType::Listener)
+        .values()
+        .map(|resource| {
+            let listener = Listener::decode(resource.body.value.as_slice()).unwrap();
+            let Some(filter::ConfigType::TypedConfig(hcm)) = &listener.filter_chains[0].filters[0].config_type else {
+                panic!("{} has an HTTP connection manager", resource.name)
+            };
+            let hcm = HttpConnectionManager::decode(hcm.value.as_slice()).unwrap();
+            (listener, hcm)
+        })
+        .collect()
+}
+
+/// Upstream's defaults: access log to stdout, compressor, gRPC-Web and gRPC stats before the
+/// router, chunked length allowed, `Server: envoy`, HTTP/1.0 accepted, TCP keep-alive.
+#[test]
+fn traffic_listeners_get_upstreams_defaults() {
+    use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager::{
+        CodecType, ServerHeaderTransformation,
+    };
+    let managers = connection_managers(Default::default());
+    assert_eq!(managers.len(), 2);
+    for (listener, hcm) in managers {
+        let filters: Vec<&str> = hcm.http_filters.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            filters,
+            [
+                "envoy.filters.http.compressor",
+                "envoy.filters.http.grpc_web",
+                "envoy.filters.http.grpc_stats",
+                "envoy.filters.http.router"
+            ]
+        );
+        assert_eq!(hcm.access_log.len(), 1);
+        assert_eq!(hcm.access_log[0].name, "envoy.access_loggers.file");
+        let http1 = hcm.http_protocol_options.expect("HTTP/1 options");
+        assert!(http1.allow_chunked_length && http1.accept_http_10);
+        assert_eq!(hcm.server_header_transformation, ServerHeaderTransformation::Overwrite as i32);
+        assert_eq!(hcm.codec_type, CodecType::Auto as i32);
+        assert!(hcm.request_timeout.is_none() && hcm.stream_idle_timeout.is_none(), "Envoy's defaults");
+        assert!(listener.listener_filters.is_empty(), "no PROXY protocol");
+        assert_eq!(listener.socket_options.len(), 4, "TCP keep-alive");
+        assert!(listener.per_connection_buffer_limit_bytes.is_none() && listener.connection_balance_config.is_none());
+    }
+}
+
+/// Every listener key of contour.yaml lands where Envoy reads it.
+#[test]
+fn listener_options_reach_the_listener_and_its_connection_manager() {
+    use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager::{
+        CodecType, ServerHeaderTransformation,
+    };
+    use settings::*;
+    let secs = |s| Timeout::After(std::time::Duration::from_secs(s));
+    let options = ListenerOptions {
+        access_log: accesslog::AccessLog { level: accesslog::Level::Disabled, ..Default::default() },
+        compression: Compression::Disabled,
+        allow_chunked_length: false,
+        server_header: ServerHeader::AppendIfAbsent,
+        xff_num_trusted_hops: 2,
+        strip_trailing_host_dot: true,
+        timeouts: Timeouts {
+            request: Timeout::Disabled,
+            connection_idle: secs(60),
+            stream_idle: secs(5),
+            max_connection_duration: secs(600),
+            delayed_close: secs(2),
+            connection_shutdown_grace_period: secs(10),
+        },
+        http_versions: vec![HttpVersion::Http1],
+        max_requests_per_connection: Some(7),
+        http2_max_concurrent_streams: Some(50),
+        per_connection_buffer_limit_bytes: Some(32768),
+        exact_connection_balancer: true,
+        socket_options: SocketOptions { tos: 64, traffic_class: 0 },
+        use_proxy_protocol: true,
+        tls: TlsOptions::default(),
+    };
+    for (listener, hcm) in connection_managers(options) {
+        assert!(hcm.access_log.is_empty(), "level disabled");
+        assert_eq!(hcm.http_filters.len(), 3, "no compressor");
+        assert!(!hcm.http_protocol_options.expect("HTTP/1 options").allow_chunked_length);
+        assert_eq!(hcm.server_header_transformation, ServerHeaderTransformation::AppendIfAbsent as i32);
+        assert_eq!((hcm.xff_num_trusted_hops, hcm.strip_trailing_host_dot), (2, true));
+        assert_eq!(hcm.request_timeout.map(|d| d.seconds), Some(0), "infinity is 0s");
+        assert_eq!(hcm.stream_idle_timeout.map(|d| d.seconds), Some(5));
+        assert_eq!(hcm.delayed_close_timeout.map(|d| d.seconds), Some(2));
+        assert_eq!(hcm.drain_timeout.map(|d| d.seconds), Some(10));
+        let common = hcm.common_http_protocol_options.expect("common options");
+        assert_eq!(common.idle_timeout.map(|d| d.seconds), Some(60));
+        assert_eq!(common.max_connection_duration.map(|d| d.seconds), Some(600));
+        assert_eq!(common.max_requests_per_connection.map(|v| v.value), Some(7));
+        assert_eq!(hcm.http2_protocol_options.and_then(|o| o.max_concurrent_streams).map(|v| v.value), Some(50));
+        assert_eq!(hcm.codec_type, CodecType::Http1 as i32);
+        assert_eq!(listener.listener_filters[0].name, "envoy.filters.listener.proxy_protocol");
+        assert_eq!(listener.per_connection_buffer_limit_bytes.map(|v| v.value), Some(32768));
+        assert!(listener.connection_balance_config.is_some());
+        assert_eq!(listener.socket_options.len(), 5, "keep-alive and TOS");
+    }
+}

@@ -1,0 +1,446 @@
+//! The `envoy` section of the configuration, as the ContourConfiguration spells it: contour.yaml's
+//! keys are turned into it (upstream's own mapping), so the file and the resource are read by
+//! the same code, and a bad value is named in the form the user wrote it.
+
+use anyhow::{Context, bail};
+use api::contourconfig::{
+    EnvoyCompression, EnvoyConfig, EnvoyListenerConfig, EnvoyLogging, EnvoyTLS, NetworkParameters, SocketOptions,
+    TimeoutParameters,
+};
+use xds::accesslog::{self, AccessLog};
+use xds::settings::{Compression, HttpVersion, ListenerOptions, ServerHeader, Timeout, Timeouts};
+
+/// Where the values came from, so errors name the key as the user wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// contour.yaml.
+    File,
+    /// The ContourConfiguration resource.
+    Resource,
+}
+
+impl Source {
+    fn key(self, file: &str, resource: &str) -> String {
+        match self {
+            Source::File => file.to_string(),
+            Source::Resource => format!("spec.envoy.{resource}"),
+        }
+    }
+}
+
+/// contour.yaml's keys that upstream maps into `spec.envoy`.
+pub fn from_file(file: &config::ContourConfig) -> EnvoyConfig {
+    use config::{AccessLogFormat, AccessLogLevel, CompressionAlgorithm, HttpVersion as V, ServerHeaderTransformation};
+    let logging = EnvoyLogging {
+        access_log_format: file.accesslog_format.map(|f| {
+            match f {
+                AccessLogFormat::Envoy => "envoy",
+                AccessLogFormat::Json => "json",
+            }
+            .into()
+        }),
+        access_log_format_string: file.accesslog_format_string.clone(),
+        access_log_json_fields: file.json_fields.clone(),
+        access_log_level: file.accesslog_level.map(|l| {
+            match l {
+                AccessLogLevel::Info => "info",
+                AccessLogLevel::Error => "error",
+                AccessLogLevel::Critical => "critical",
+                AccessLogLevel::Disabled => "disabled",
+            }
+            .into()
+        }),
+    };
+    let tls = file.tls.as_ref().map(|t| EnvoyTLS {
+        minimum_protocol_version: t.minimum_protocol_version.clone(),
+        maximum_protocol_version: t.maximum_protocol_version.clone(),
+        cipher_suites: t.cipher_suites.clone(),
+        ecdh_curves: t.ecdh_curves.clone(),
+    });
+    let l = file.listener.clone().unwrap_or_default();
+    let listener = EnvoyListenerConfig {
+        use_proxy_protocol: None,
+        compression: file.compression.as_ref().and_then(|c| c.algorithm).map(|a| EnvoyCompression {
+            algorithm: Some(
+                match a {
+                    CompressionAlgorithm::Gzip => "gzip",
+                    CompressionAlgorithm::Brotli => "brotli",
+                    CompressionAlgorithm::Zstd => "zstd",
+                    CompressionAlgorithm::Disabled => "disabled",
+                }
+                .into(),
+            ),
+        }),
+        disable_allow_chunked_length: file.disable_allow_chunked_length,
+        disable_merge_slashes: file.disable_merge_slashes,
+        server_header_transformation: file.server_header_transformation.map(|s| {
+            match s {
+                ServerHeaderTransformation::Overwrite => "overwrite",
+                ServerHeaderTransformation::AppendIfAbsent => "append_if_absent",
+                ServerHeaderTransformation::PassThrough => "pass_through",
+            }
+            .into()
+        }),
+        connection_balancer: l.connection_balancer,
+        max_requests_per_connection: l.max_requests_per_connection,
+        per_connection_buffer_limit_bytes: l.per_connection_buffer_limit_bytes,
+        tls,
+        socket_options: l.socket_options.map(|s| SocketOptions { tos: s.tos, traffic_class: s.traffic_class }),
+        max_requests_per_io_cycle: l.max_requests_per_io_cycle,
+        http_max_concurrent_streams: l.http2_max_concurrent_streams,
+        max_connections_per_listener: l.max_connections_per_listener,
+        max_connections_to_accept_per_socket_event: l.max_connections_to_accept_per_socket_event,
+    };
+    let timeouts = file.timeouts.as_ref().map(|t| TimeoutParameters {
+        request_timeout: t.request_timeout.clone(),
+        connection_idle_timeout: t.connection_idle_timeout.clone(),
+        stream_idle_timeout: t.stream_idle_timeout.clone(),
+        max_connection_duration: t.max_connection_duration.clone(),
+        delayed_close_timeout: t.delayed_close_timeout.clone(),
+        connection_shutdown_grace_period: t.connection_shutdown_grace_period.clone(),
+        connect_timeout: t.connect_timeout.clone(),
+    });
+    let network = file.network.as_ref().map(|n| NetworkParameters {
+        num_trusted_hops: n.num_trusted_hops,
+        admin_port: n.admin_port.map(i64::from),
+        strip_trailing_host_dot: n.strip_trailing_host_dot,
+    });
+    EnvoyConfig {
+        listener: Some(listener),
+        logging: Some(logging),
+        default_http_versions: file.default_http_versions.as_ref().map(|vs| {
+            vs.iter()
+                .map(|v| {
+                    match v {
+                        V::Http11 => "HTTP/1.1",
+                        V::Http2 => "HTTP/2",
+                    }
+                    .to_string()
+                })
+                .collect()
+        }),
+        timeouts,
+        network,
+        ..Default::default()
+    }
+}
+
+/// Applies `envoy` on top of `out`: every value given replaces what is there, and a bad one
+/// stops start-up naming its key.
+pub fn apply(out: &mut ListenerOptions, envoy: &EnvoyConfig, source: Source) -> anyhow::Result<()> {
+    if let Some(logging) = &envoy.logging {
+        apply_logging(&mut out.access_log, logging, source)?;
+    }
+    for (listener, path) in
+        [(&envoy.http, &mut out.access_log.http_path), (&envoy.https, &mut out.access_log.https_path)]
+    {
+        if let Some(p) = listener.as_ref().and_then(|l| l.access_log.clone()).filter(|p| !p.is_empty()) {
+            *path = p;
+        }
+    }
+    if let Some(l) = &envoy.listener {
+        apply_listener(out, l, source)?;
+    }
+    if let Some(versions) = &envoy.default_http_versions {
+        out.http_versions = versions
+            .iter()
+            .map(|v| match v.to_ascii_uppercase().as_str() {
+                "HTTP/1.1" => Ok(HttpVersion::Http1),
+                "HTTP/2" => Ok(HttpVersion::Http2),
+                _ => bail!(
+                    "{}: {v:?} is not HTTP/1.1 or HTTP/2",
+                    source.key("default-http-versions", "defaultHTTPVersions")
+                ),
+            })
+            .collect::<anyhow::Result<_>>()?;
+    }
+    if let Some(t) = &envoy.timeouts {
+        apply_timeouts(&mut out.timeouts, t, source)?;
+    }
+    if let Some(n) = &envoy.network {
+        if let Some(hops) = n.num_trusted_hops {
+            out.xff_num_trusted_hops = hops;
+        }
+        if let Some(strip) = n.strip_trailing_host_dot {
+            out.strip_trailing_host_dot = strip;
+        }
+    }
+    Ok(())
+}
+
+fn apply_logging(out: &mut AccessLog, logging: &EnvoyLogging, source: Source) -> anyhow::Result<()> {
+    let key = |file, resource| source.key(file, &format!("logging.{resource}"));
+    let json = match logging.access_log_format.as_deref() {
+        None | Some("") => matches!(out.format, accesslog::Format::Json(_)),
+        Some("envoy") => false,
+        Some("json") => true,
+        Some(other) => bail!("{}: {other:?} is not envoy or json", key("accesslog-format", "accessLogFormat")),
+    };
+    let format_string = logging.access_log_format_string.clone().filter(|s| !s.is_empty());
+    if let Some(text) = &format_string {
+        accesslog::validate_format_string(text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", key("accesslog-format-string", "accessLogFormatString")))?;
+    }
+    let fields = match &logging.access_log_json_fields {
+        Some(fields) if !fields.is_empty() => Some(
+            accesslog::json_fields(fields)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", key("json-fields", "accessLogJSONFields")))?,
+        ),
+        _ => None,
+    };
+    out.format = match (json, &out.format) {
+        (true, _) if fields.is_some() => accesslog::Format::Json(fields.unwrap_or_default()),
+        (true, accesslog::Format::Json(kept)) => accesslog::Format::Json(kept.clone()),
+        (true, _) => accesslog::Format::Json(accesslog::json_fields(&accesslog::DEFAULT_JSON_FIELDS).expect("valid")),
+        (false, accesslog::Format::Envoy(kept)) if format_string.is_none() => accesslog::Format::Envoy(kept.clone()),
+        (false, _) => accesslog::Format::Envoy(format_string),
+    };
+    if let Some(level) = logging.access_log_level.as_deref().filter(|l| !l.is_empty()) {
+        out.level = match level {
+            "info" => accesslog::Level::Info,
+            "error" => accesslog::Level::Error,
+            "critical" => accesslog::Level::Critical,
+            "disabled" => accesslog::Level::Disabled,
+            other => {
+                bail!(
+                    "{}: {other:?} is not info, error, critical or disabled",
+                    key("accesslog-level", "accessLogLevel")
+                )
+            }
+        };
+    }
+    Ok(())
+}
+
+fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: Source) -> anyhow::Result<()> {
+    let key = |file: &str, resource: &str| source.key(file, &format!("listener.{resource}"));
+    if let Some(v) = l.use_proxy_protocol {
+        out.use_proxy_protocol = v;
+    }
+    if let Some(algorithm) = l.compression.as_ref().and_then(|c| c.algorithm.as_deref()).filter(|a| !a.is_empty()) {
+        out.compression = match algorithm {
+            "gzip" => Compression::Gzip,
+            "brotli" => Compression::Brotli,
+            "zstd" => Compression::Zstd,
+            "disabled" => Compression::Disabled,
+            other => bail!(
+                "{}: {other:?} is not gzip, brotli, zstd or disabled",
+                key("compression.algorithm", "compression.algorithm")
+            ),
+        };
+    }
+    if let Some(v) = l.disable_allow_chunked_length {
+        out.allow_chunked_length = !v;
+    }
+    if let Some(v) = l.server_header_transformation.as_deref().filter(|v| !v.is_empty()) {
+        out.server_header = match v {
+            "overwrite" => ServerHeader::Overwrite,
+            "append_if_absent" => ServerHeader::AppendIfAbsent,
+            "pass_through" => ServerHeader::PassThrough,
+            other => bail!(
+                "{}: {other:?} is not overwrite, append_if_absent or pass_through",
+                key("serverHeaderTransformation", "serverHeaderTransformation")
+            ),
+        };
+    }
+    match l.connection_balancer.as_deref() {
+        None => {}
+        Some("") => out.exact_connection_balancer = false,
+        Some("exact") => out.exact_connection_balancer = true,
+        Some(other) => {
+            bail!("{}: {other:?} is not exact or empty", key("listener.connection-balancer", "connectionBalancer"))
+        }
+    }
+    let positive = |v: Option<u32>, file: &str, resource: &str| -> anyhow::Result<Option<u32>> {
+        match v {
+            Some(0) => bail!("{}: must be at least 1", key(file, resource)),
+            v => Ok(v),
+        }
+    };
+    if let Some(v) =
+        positive(l.max_requests_per_connection, "listener.max-requests-per-connection", "maxRequestsPerConnection")?
+    {
+        out.max_requests_per_connection = Some(v);
+    }
+    if let Some(v) = positive(
+        l.per_connection_buffer_limit_bytes,
+        "listener.per-connection-buffer-limit-bytes",
+        "per-connection-buffer-limit-bytes",
+    )? {
+        out.per_connection_buffer_limit_bytes = Some(v);
+    }
+    if let Some(v) =
+        positive(l.http_max_concurrent_streams, "listener.http2-max-concurrent-streams", "httpMaxConcurrentStreams")?
+    {
+        out.http2_max_concurrent_streams = Some(v);
+    }
+    if let Some(s) = &l.socket_options {
+        let byte = |v: Option<i32>, file: &str, resource: &str| -> anyhow::Result<Option<u8>> {
+            v.map(|v| u8::try_from(v).with_context(|| format!("{}: {v} is not within 0-255", key(file, resource))))
+                .transpose()
+        };
+        if let Some(v) = byte(s.tos, "listener.socket-options.tos", "socketOptions.tos")? {
+            out.socket_options.tos = v;
+        }
+        if let Some(v) = byte(s.traffic_class, "listener.socket-options.traffic-class", "socketOptions.trafficClass")? {
+            out.socket_options.traffic_class = v;
+        }
+    }
+    if let Some(tls) = &l.tls {
+        apply_tls(&mut out.tls, tls, source)?;
+    }
+    Ok(())
+}
+
+fn apply_tls(out: &mut xds::settings::TlsOptions, tls: &EnvoyTLS, source: Source) -> anyhow::Result<()> {
+    let key = |file: &str, resource: &str| source.key(&format!("tls.{file}"), &format!("listener.tls.{resource}"));
+    let version = |v: &Option<String>, file: &str, resource: &str| -> anyhow::Result<Option<ir::TlsVersion>> {
+        match v.as_deref() {
+            None | Some("") => Ok(None),
+            Some("1.2") => Ok(Some(ir::TlsVersion::V1_2)),
+            Some("1.3") => Ok(Some(ir::TlsVersion::V1_3)),
+            Some(other) => bail!("{}: {other:?} is not 1.2 or 1.3", key(file, resource)),
+        }
+    };
+    if let Some(v) = version(&tls.minimum_protocol_version, "minimum-protocol-version", "minimumProtocolVersion")? {
+        out.min_version = v;
+    }
+    if let Some(v) = version(&tls.maximum_protocol_version, "maximum-protocol-version", "maximumProtocolVersion")? {
+        out.max_version = v;
+    }
+    if out.max_version < out.min_version {
+        bail!(
+            "{}: the maximum TLS version is below the minimum",
+            key("maximum-protocol-version", "maximumProtocolVersion")
+        );
+    }
+    if let Some(suites) = &tls.cipher_suites {
+        let bad: Vec<&String> = suites.iter().filter(|c| !xds::settings::valid_cipher_suite(c)).collect();
+        if !bad.is_empty() {
+            bail!("{}: invalid cipher suites {bad:?}", key("cipher-suites", "cipherSuites"));
+        }
+        out.cipher_suites = xds::settings::cipher_suites(suites);
+    }
+    if let Some(curves) = &tls.ecdh_curves {
+        out.ecdh_curves = curves.clone();
+    }
+    Ok(())
+}
+
+fn apply_timeouts(out: &mut Timeouts, t: &TimeoutParameters, source: Source) -> anyhow::Result<()> {
+    let all = [
+        (&t.request_timeout, &mut out.request, "request-timeout", "requestTimeout"),
+        (&t.connection_idle_timeout, &mut out.connection_idle, "connection-idle-timeout", "connectionIdleTimeout"),
+        (&t.stream_idle_timeout, &mut out.stream_idle, "stream-idle-timeout", "streamIdleTimeout"),
+        (
+            &t.max_connection_duration,
+            &mut out.max_connection_duration,
+            "max-connection-duration",
+            "maxConnectionDuration",
+        ),
+        (&t.delayed_close_timeout, &mut out.delayed_close, "delayed-close-timeout", "delayedCloseTimeout"),
+        (
+            &t.connection_shutdown_grace_period,
+            &mut out.connection_shutdown_grace_period,
+            "connection-shutdown-grace-period",
+            "connectionShutdownGracePeriod",
+        ),
+    ];
+    for (value, target, file, resource) in all {
+        if let Some(text) = value {
+            *target = Timeout::parse(text).with_context(|| {
+                format!(
+                    "{}: {text:?} is not a duration (such as 30s or 1m) or infinity",
+                    source.key(&format!("timeouts.{file}"), &format!("timeouts.{resource}"))
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(text: &str) -> anyhow::Result<ListenerOptions> {
+        let file = config::parse("contour.yaml", text)?;
+        let mut out = ListenerOptions::default();
+        apply(&mut out, &from_file(&file), Source::File)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn defaults_are_upstreams() {
+        let out = resolve("").unwrap();
+        assert_eq!(out, ListenerOptions::default());
+        assert_eq!(out.access_log.http_path, "/dev/stdout");
+        assert_eq!(out.access_log.format, accesslog::Format::Envoy(None));
+        assert_eq!(out.compression, Compression::Gzip);
+        assert!(out.allow_chunked_length);
+    }
+
+    #[test]
+    fn file_keys_reach_the_listener_options() {
+        let out = resolve(
+            r#"
+accesslog-format: json
+json-fields: [method, "custom=%REQ(X-CUSTOM)%"]
+accesslog-level: critical
+compression: {algorithm: brotli}
+disableAllowChunkedLength: true
+serverHeaderTransformation: pass_through
+network: {num-trusted-hops: 2, strip-trailing-host-dot: true}
+default-http-versions: ["HTTP/1.1"]
+timeouts: {stream-idle-timeout: 2s, request-timeout: infinity}
+listener:
+  connection-balancer: exact
+  max-requests-per-connection: 5
+  socket-options: {tos: 64}
+tls: {minimum-protocol-version: "1.3", cipher-suites: [AES128-SHA, AES128-SHA]}
+"#,
+        )
+        .unwrap();
+        assert_eq!(
+            out.access_log.format,
+            accesslog::Format::Json(vec![
+                ("method".into(), "%REQ(:METHOD)%".into()),
+                ("custom".into(), "%REQ(X-CUSTOM)%".into())
+            ])
+        );
+        assert_eq!(out.access_log.level, accesslog::Level::Critical);
+        assert_eq!(out.compression, Compression::Brotli);
+        assert!(!out.allow_chunked_length);
+        assert_eq!(out.server_header, ServerHeader::PassThrough);
+        assert_eq!((out.xff_num_trusted_hops, out.strip_trailing_host_dot), (2, true));
+        assert_eq!(out.http_versions, [HttpVersion::Http1]);
+        assert_eq!(out.timeouts.stream_idle, Timeout::After(std::time::Duration::from_secs(2)));
+        assert_eq!(out.timeouts.request, Timeout::Disabled);
+        assert!(out.exact_connection_balancer);
+        assert_eq!(out.max_requests_per_connection, Some(5));
+        assert_eq!(out.socket_options.tos, 64);
+        assert_eq!(out.tls.min_version, ir::TlsVersion::V1_3);
+        assert_eq!(out.tls.cipher_suites, ["AES128-SHA"]);
+    }
+
+    #[test]
+    fn bad_values_name_their_key_in_the_users_form() {
+        for (text, key) in [
+            ("json-fields: [nope]\naccesslog-format: json\n", "json-fields"),
+            ("accesslog-format-string: \"%NOPE%\\n\"\n", "accesslog-format-string"),
+            ("listener: {connection-balancer: random}\n", "listener.connection-balancer"),
+            ("listener: {socket-options: {tos: 300}}\n", "listener.socket-options.tos"),
+            ("tls: {cipher-suites: [RC4]}\n", "tls.cipher-suites"),
+            ("listener: {max-requests-per-connection: 0}\n", "listener.max-requests-per-connection"),
+        ] {
+            let err = format!("{:#}", resolve(text).unwrap_err());
+            assert!(err.contains(key), "{text}: {err}");
+        }
+        let envoy: EnvoyConfig = serde_json::from_value(serde_json::json!({
+            "logging": {"accessLogLevel": "loud"}
+        }))
+        .unwrap();
+        let err = apply(&mut ListenerOptions::default(), &envoy, Source::Resource).unwrap_err().to_string();
+        assert!(err.contains("spec.envoy.logging.accessLogLevel"), "{err}");
+    }
+}

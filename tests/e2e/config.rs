@@ -1,0 +1,171 @@
+//! Global configuration as a Contour user gives it: contour.yaml and `contour serve`'s flags,
+//! each key proven by what Envoy does with real traffic.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use testkit::{Backend, Request, Response};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::harness::{Serve, service};
+
+/// One HTTPProxy `web` for `www.example.com`, every path to the backend `web`.
+fn objects(backend: SocketAddr) -> String {
+    [
+        service("web", &[backend]),
+        "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: web, namespace: default}\nspec:\n  virtualhost: {fqdn: www.example.com}\n  routes: [{services: [{name: web, port: 80}]}]\n".into(),
+    ]
+    .concat()
+}
+
+/// Waits until the default fleet's HTTP port answers `www.example.com` with 200.
+async fn served(serve: &Serve) -> anyhow::Result<()> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], serve.http));
+    let ok = testkit::eventually(Duration::from_secs(20), || async move {
+        testkit::request(addr, &Request::get("www.example.com", "/")).await.ok().filter(|r| r.status == 200)
+    })
+    .await;
+    anyhow::ensure!(ok.is_some(), "www.example.com never served; controller log:\n{}", serve.log());
+    Ok(())
+}
+
+async fn get(serve: &Serve, req: &Request) -> anyhow::Result<Response> {
+    testkit::request(SocketAddr::from(([127, 0, 0, 1], serve.http)), req).await
+}
+
+/// `gzip -dc`, the tool a user would reach for.
+fn gunzip(bytes: &[u8]) -> anyhow::Result<String> {
+    let mut child = std::process::Command::new("gzip")
+        .arg("-dc")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    std::io::Write::write_all(&mut child.stdin.take().expect("piped"), bytes)?;
+    let out = child.wait_with_output()?;
+    anyhow::ensure!(out.status.success(), "gzip -dc failed");
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+/// With no configuration at all, Envoy logs every request to its standard output in Envoy's
+/// text format, compresses with gzip, and names itself in the Server header, as upstream.
+#[tokio::test]
+async fn without_configuration_envoy_logs_every_request_and_compresses_with_gzip() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let serve = Serve::start(&objects(web.addr), None, &[])?;
+    let envoy = serve.envoy().await?;
+    served(&serve).await?;
+
+    let r = get(&serve, &Request::get("www.example.com", "/logged?q=1").header("User-Agent", "config-test")).await?;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("server"), Some("envoy"), "upstream's default overwrites the Server header");
+    let line = envoy.stdout_line(|l| l.contains("/logged?q=1")).await;
+    let line = line.unwrap_or_else(|| panic!("no access log line; stdout:\n{}", envoy.stdout()));
+    // Envoy's default format: `[time] "METHOD PATH PROTOCOL" CODE FLAGS ... "USER-AGENT" ... "AUTHORITY" "UPSTREAM"`.
+    assert!(line.contains(r#""GET /logged?q=1 HTTP/1.1" 200"#), "{line}");
+    assert!(line.contains(r#""config-test""#) && line.contains(r#""www.example.com""#), "{line}");
+    assert!(line.contains(&web.addr.to_string()), "the upstream host: {line}");
+
+    let r = get(&serve, &Request::get("www.example.com", "/zipped").header("Accept-Encoding", "gzip")).await?;
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    let body: serde_json::Value = serde_json::from_str(&gunzip(&r.raw)?)?;
+    assert_eq!(body["path"], "/zipped");
+    Ok(())
+}
+
+/// contour.yaml's access log, compression, Server header and X-Forwarded-For keys.
+#[tokio::test]
+async fn contour_yaml_sets_the_access_log_compression_server_header_and_trusted_hops() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let config = r#"
+accesslog-format: json
+json-fields: ["@timestamp", method, path, response_code, contour_config_name, "tenant=%REQ(X-TENANT)%"]
+accesslog-level: error
+compression: {algorithm: disabled}
+serverHeaderTransformation: pass_through
+network: {num-trusted-hops: 1}
+"#;
+    let serve = Serve::start(&objects(web.addr), Some(config), &[])?;
+    let envoy = serve.envoy().await?;
+    served(&serve).await?;
+
+    // Level `error` logs 300 and above only: a 200 leaves no line, a 503 does.
+    get(&serve, &Request::get("www.example.com", "/fine")).await?;
+    let r = get(
+        &serve,
+        &Request::get("www.example.com", "/broken").header("X-Echo-Status", "503").header("X-Tenant", "blue"),
+    )
+    .await?;
+    assert_eq!(r.status, 503);
+    let line = envoy.stdout_line(|l| l.contains("/broken")).await;
+    let line = line.unwrap_or_else(|| panic!("no access log line; stdout:\n{}", envoy.stdout()));
+    let json: serde_json::Value = serde_json::from_str(&line)?;
+    assert_eq!(json["method"], "GET");
+    assert_eq!(json["response_code"], 503);
+    assert_eq!(json["tenant"], "blue", "a custom field: {line}");
+    assert_eq!(json["contour_config_name"], "web", "the route's HTTPProxy: {line}");
+    assert!(json["@timestamp"].is_string());
+    assert!(!envoy.stdout().contains("/fine"), "a 200 is below level error:\n{}", envoy.stdout());
+
+    let r = get(&serve, &Request::get("www.example.com", "/plain").header("Accept-Encoding", "gzip")).await?;
+    assert_eq!(r.header("content-encoding"), None, "compression disabled");
+    assert_eq!(r.echo()["path"], "/plain");
+    assert_eq!(r.header("server"), None, "pass_through: the backend sent none, so none");
+
+    // One trusted hop: the client's own X-Forwarded-For entry is the client's address.
+    let r = get(&serve, &Request::get("www.example.com", "/").header("X-Forwarded-For", "203.0.113.7")).await?;
+    assert_eq!(r.echo()["headers"]["x-envoy-external-address"], "203.0.113.7");
+    Ok(())
+}
+
+/// `--use-proxy-protocol`: the address in the PROXY header is the client's.
+#[tokio::test]
+async fn proxy_protocol_gives_the_client_address() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let serve = Serve::start(&objects(web.addr), None, &["--use-proxy-protocol"])?;
+    let _envoy = serve.envoy().await?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], serve.http));
+    let request = "PROXY TCP4 198.51.100.9 127.0.0.1 40000 80\r\nGET / HTTP/1.1\r\nHost: www.example.com\r\nConnection: close\r\n\r\n";
+    let answer = testkit::eventually(Duration::from_secs(20), || async move {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut text = String::new();
+        tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut text)).await.ok()?.ok()?;
+        text.starts_with("HTTP/1.1 200").then_some(text)
+    })
+    .await;
+    let answer = answer.unwrap_or_else(|| panic!("never served; controller log:\n{}", serve.log()));
+    let body = &answer[answer.find("\r\n\r\n").expect("a body") + 4..];
+    let echo: serde_json::Value = serde_json::from_str(body)?;
+    assert_eq!(echo["headers"]["x-forwarded-for"], "198.51.100.9", "{echo}");
+    // Without the header, the connection is refused rather than misread.
+    let plain = testkit::request(addr, &Request::get("www.example.com", "/")).await;
+    assert!(plain.is_err() || plain.is_ok_and(|r| r.status != 200), "a request without PROXY header is not served");
+    Ok(())
+}
+
+/// `timeouts.stream-idle-timeout`: when the backend stays silent longer, Envoy answers for it
+/// (504 `stream timeout`: the request was complete, the response never started).
+#[tokio::test]
+async fn stream_idle_timeout_closes_a_silent_request() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let serve = Serve::start(&objects(web.addr), Some("timeouts: {stream-idle-timeout: 1s}\n"), &[])?;
+    let _envoy = serve.envoy().await?;
+    served(&serve).await?;
+    let started = std::time::Instant::now();
+    let r = get(&serve, &Request::get("www.example.com", "/slow").header("X-Echo-Delay-Ms", "4000")).await?;
+    assert_eq!((r.status, r.body.as_str()), (504, "stream timeout"));
+    assert!(started.elapsed() < Duration::from_secs(3), "closed after {:?}", started.elapsed());
+    assert_eq!(get(&serve, &Request::get("www.example.com", "/quick")).await?.status, 200);
+    Ok(())
+}
+
+/// A bad key stops `contour serve` at once, naming the key.
+#[tokio::test]
+async fn a_bad_value_stops_start_up_naming_the_key() -> anyhow::Result<()> {
+    let mut serve = Serve::start("", Some("json-fields: [no_such_field]\naccesslog-format: json\n"), &[])?;
+    let status = tokio::time::timeout(Duration::from_secs(10), serve.child.wait()).await??;
+    assert!(!status.success());
+    let log = serve.log();
+    assert!(log.contains("json-fields") && log.contains("no_such_field"), "{log}");
+    Ok(())
+}
