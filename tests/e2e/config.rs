@@ -29,6 +29,16 @@ async fn served(serve: &Serve) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Waits until `host` is routed (any answer but 404) and returns the first such answer.
+async fn routed(serve: &Serve, host: &'static str) -> anyhow::Result<Response> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], serve.http));
+    let answer = testkit::eventually(Duration::from_secs(20), || async move {
+        testkit::request(addr, &Request::get(host, "/")).await.ok().filter(|r| r.status != 404)
+    })
+    .await;
+    answer.ok_or_else(|| anyhow::anyhow!("{host} never routed; controller log:\n{}", serve.log()))
+}
+
 async fn get(serve: &Serve, req: &Request) -> anyhow::Result<Response> {
     testkit::request(SocketAddr::from(([127, 0, 0, 1], serve.http)), req).await
 }
@@ -167,5 +177,194 @@ async fn a_bad_value_stops_start_up_naming_the_key() -> anyhow::Result<()> {
     assert!(!status.success());
     let log = serve.log();
     assert!(log.contains("json-fields") && log.contains("no_such_field"), "{log}");
+    Ok(())
+}
+
+/// Start-up problems are said once, with what to do: no cluster found, or a `--from-dir` that
+/// does not exist. And a log that goes to a file carries no colour codes.
+#[tokio::test]
+async fn start_up_errors_say_what_to_do_once() -> anyhow::Result<()> {
+    let home = std::env::temp_dir().join(format!("contour-no-cluster-{}", testkit::free_port()));
+    std::fs::create_dir_all(&home)?;
+    let run = |args: &'static [&'static str]| {
+        let home = home.clone();
+        async move {
+            tokio::process::Command::new(testkit::workspace_binary("contour-serve")?)
+                .args(args)
+                .env_remove("KUBECONFIG")
+                .env_remove("KUBERNETES_SERVICE_HOST")
+                .env("HOME", &home)
+                .kill_on_drop(true)
+                .output()
+                .await
+                .map_err(anyhow::Error::from)
+        }
+    };
+    let out = tokio::time::timeout(Duration::from_secs(20), run(&["--insecure", "--xds-port=0"])).await??;
+    let _ = std::fs::remove_dir_all(&home);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.matches("no Kubernetes cluster found").count(), 1, "{err}");
+    assert!(err.contains("--kubeconfig") && err.contains("--incluster") && err.contains("--from-dir"), "{err}");
+    assert!(!err.contains("Caused by"), "{err}");
+
+    let out = tokio::time::timeout(Duration::from_secs(20), run(&["--from-dir=/nonexistent/objects"])).await??;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refuses to start: {err}");
+    assert!(err.contains("/nonexistent/objects") && err.contains("no such directory"), "{err}");
+
+    let web = Backend::start("web").await?;
+    let serve = Serve::start(&objects(web.addr), None, &[])?;
+    let _envoy = serve.envoy().await?;
+    served(&serve).await?;
+    let log = serve.log();
+    assert!(log.contains("contour-serve starting") && !log.contains('\u{1b}'), "plain text:\n{log}");
+    Ok(())
+}
+
+/// `policy`: headers on every HTTPProxy service (a service's own value wins), and on Ingress
+/// backends only with `applyToIngress: true`.
+#[tokio::test]
+async fn global_header_policy_reaches_httpproxy_and_ingress_only_when_asked() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let objects = [
+        service("web", &[web.addr]),
+        r#"---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: web, namespace: default}
+spec:
+  virtualhost: {fqdn: www.example.com}
+  routes:
+  - services: [{name: web, port: 80}]
+  - conditions: [{prefix: /own}]
+    services: [{name: web, port: 80, requestHeadersPolicy: {set: [{name: X-Global, value: own}]}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: legacy, namespace: default}
+spec:
+  rules:
+  - host: ingress.example.com
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}
+"#
+        .into(),
+    ]
+    .concat();
+    let policy = |apply: bool| {
+        format!(
+            "policy:\n  request-headers: {{set: {{X-Global: \"%CONTOUR_NAMESPACE%\"}}, remove: [X-Secret]}}\n  response-headers: {{set: {{X-Policy: global}}}}\n  applyToIngress: {apply}\n"
+        )
+    };
+    for apply in [false, true] {
+        let serve = Serve::start(&objects, Some(&policy(apply)), &[])?;
+        let _envoy = serve.envoy().await?;
+        served(&serve).await?;
+        let r = get(&serve, &Request::get("www.example.com", "/").header("X-Secret", "s3cr3t")).await?;
+        let headers = &r.echo()["headers"];
+        assert_eq!(headers["x-global"], "default", "set, with the namespace filled in: {headers}");
+        assert!(headers.get("x-secret").is_none(), "removed: {headers}");
+        assert_eq!(r.header("x-policy"), Some("global"));
+        let r = get(&serve, &Request::get("www.example.com", "/own")).await?;
+        assert_eq!(r.echo()["headers"]["x-global"], "own", "the service's own value wins");
+
+        let r = get(&serve, &Request::get("ingress.example.com", "/").header("X-Secret", "s3cr3t")).await?;
+        assert_eq!(r.status, 200);
+        let headers = &r.echo()["headers"];
+        match apply {
+            false => {
+                assert!(headers.get("x-global").is_none(), "not on Ingress by default: {headers}");
+                assert_eq!(headers["x-secret"], "s3cr3t");
+                assert_eq!(r.header("x-policy"), None);
+            }
+            true => {
+                assert_eq!(headers["x-global"], "default", "{headers}");
+                assert!(headers.get("x-secret").is_none(), "{headers}");
+                assert_eq!(r.header("x-policy"), Some("global"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `enableExternalNameService`: off by default (the route answers 503), and when on, Envoy
+/// resolves the Service's name itself; a localhost name stays refused, as upstream refuses it.
+#[tokio::test]
+async fn external_name_services_answer_only_when_enabled_and_never_for_localhost() -> anyhow::Result<()> {
+    let outside = Backend::start_on(SocketAddr::from(([127, 0, 0, 7], 0)), "outside").await?;
+    let port = outside.addr.port();
+    let objects = format!(
+        r#"---
+apiVersion: v1
+kind: Service
+metadata: {{name: outside, namespace: default}}
+spec: {{type: ExternalName, externalName: 127.0.0.7, ports: [{{port: {port}}}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: itself, namespace: default}}
+spec: {{type: ExternalName, externalName: localhost, ports: [{{port: {port}}}]}}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {{name: www, namespace: default}}
+spec:
+  virtualhost: {{fqdn: www.example.com}}
+  routes: [{{services: [{{name: outside, port: {port}}}]}}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {{name: loop, namespace: default}}
+spec:
+  virtualhost: {{fqdn: loop.example.com}}
+  routes: [{{services: [{{name: itself, port: {port}}}]}}]
+"#
+    );
+    for enabled in [false, true] {
+        let serve = Serve::start(&objects, Some(&format!("enableExternalNameService: {enabled}\n")), &[])?;
+        let _envoy = serve.envoy().await?;
+        let answer = routed(&serve, "www.example.com").await?;
+        match enabled {
+            false => assert_eq!(answer.status, 503, "refused by default"),
+            true => {
+                assert_eq!((answer.status, answer.header("x-backend")), (200, Some("outside")), "{}", answer.body);
+                let r = get(&serve, &Request::get("loop.example.com", "/")).await?;
+                assert_eq!(r.status, 503, "a localhost name is refused");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `tls.envoy-client-certificate`: Envoy presents this certificate to backends it speaks TLS to,
+/// so a backend behind mutual TLS answers; without it, the backend refuses the handshake.
+#[tokio::test]
+async fn envoy_presents_its_client_certificate_to_tls_backends() -> anyhow::Result<()> {
+    let (server_ca, client_ca) = (testkit::Ca::new()?, testkit::Ca::new()?);
+    let secure = Backend::start_mtls("secure", &server_ca.issue(&["secure.internal"])?, &client_ca.pem()).await?;
+    let objects = [
+        service("secure", &[secure.addr]),
+        crate::tls::tls_secret("envoy-client", &client_ca.issue(&["envoy"])?),
+        r#"---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: web, namespace: default}
+spec:
+  virtualhost: {fqdn: www.example.com}
+  routes: [{services: [{name: secure, port: 80, protocol: tls}]}]
+"#
+        .into(),
+    ]
+    .concat();
+    let config = "tls:\n  envoy-client-certificate: {name: envoy-client, namespace: default}\n";
+    for configured in [false, true] {
+        let serve = Serve::start(&objects, configured.then_some(config), &[])?;
+        let _envoy = serve.envoy().await?;
+        let answer = routed(&serve, "www.example.com").await?;
+        match configured {
+            false => assert_eq!(answer.status, 503, "the backend refuses a client without a certificate"),
+            true => assert_eq!((answer.status, answer.header("x-backend")), (200, Some("secure")), "{}", answer.body),
+        }
+    }
     Ok(())
 }

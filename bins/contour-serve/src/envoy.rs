@@ -4,11 +4,14 @@
 
 use anyhow::{Context, bail};
 use api::contourconfig::{
-    EnvoyCompression, EnvoyConfig, EnvoyListenerConfig, EnvoyLogging, EnvoyTLS, NetworkParameters, SocketOptions,
-    TimeoutParameters,
+    ClusterParameters, EnvoyCompression, EnvoyConfig, EnvoyListenerConfig, EnvoyLogging, EnvoyTLS, NetworkParameters,
+    SocketOptions, TimeoutParameters,
 };
+use api::extensionservice::CircuitBreakers;
 use xds::accesslog::{self, AccessLog};
-use xds::settings::{Compression, HttpVersion, ListenerOptions, ServerHeader, Timeout, Timeouts};
+use xds::settings::{
+    ClusterOptions, Compression, DnsLookupFamily, HttpVersion, ListenerOptions, ServerHeader, Timeout, Timeouts,
+};
 
 /// Where the values came from, so errors name the key as the user wrote it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,8 +108,27 @@ pub fn from_file(file: &config::ContourConfig) -> EnvoyConfig {
         admin_port: n.admin_port.map(i64::from),
         strip_trailing_host_dot: n.strip_trailing_host_dot,
     });
+    let cluster = file.cluster.as_ref().map(|c| ClusterParameters {
+        dns_lookup_family: c.dns_lookup_family.clone(),
+        max_requests_per_connection: c.max_requests_per_connection,
+        per_connection_buffer_limit_bytes: c.per_connection_buffer_limit_bytes,
+        circuit_breakers: c.circuit_breakers.as_ref().map(|b| CircuitBreakers {
+            max_connections: b.max_connections,
+            max_pending_requests: b.max_pending_requests,
+            max_requests: b.max_requests,
+            max_retries: b.max_retries,
+            per_host_max_connections: b.per_host_max_connections,
+        }),
+        upstream_tls: c.upstream_tls.as_ref().map(|t| EnvoyTLS {
+            minimum_protocol_version: t.minimum_protocol_version.clone(),
+            maximum_protocol_version: t.maximum_protocol_version.clone(),
+            cipher_suites: t.cipher_suites.clone(),
+            ecdh_curves: None,
+        }),
+    });
     EnvoyConfig {
         listener: Some(listener),
+        cluster,
         logging: Some(logging),
         default_http_versions: file.default_http_versions.as_ref().map(|vs| {
             vs.iter()
@@ -123,6 +145,61 @@ pub fn from_file(file: &config::ContourConfig) -> EnvoyConfig {
         network,
         ..Default::default()
     }
+}
+
+/// Applies the cluster settings of `envoy` (`cluster.*` and `timeouts.connect-timeout`) on top of
+/// `out`.
+pub fn apply_cluster(out: &mut ClusterOptions, envoy: &EnvoyConfig, source: Source) -> anyhow::Result<()> {
+    let key = |file: &str, resource: &str| source.key(&format!("cluster.{file}"), &format!("cluster.{resource}"));
+    if let Some(text) = envoy.timeouts.as_ref().and_then(|t| t.connect_timeout.as_deref()).filter(|t| !t.is_empty()) {
+        // As upstream: a duration only, `infinity` is no connect timeout Envoy would take.
+        out.connect_timeout = duration::parse(text).filter(|d| !d.is_zero()).with_context(|| {
+            format!(
+                "{}: {text:?} is not a duration such as 2s",
+                source.key("timeouts.connect-timeout", "timeouts.connectTimeout")
+            )
+        })?;
+    }
+    let Some(c) = &envoy.cluster else { return Ok(()) };
+    if let Some(family) = c.dns_lookup_family.as_deref().filter(|f| !f.is_empty()) {
+        out.dns_lookup_family = match family {
+            "auto" => DnsLookupFamily::Auto,
+            "v4" => DnsLookupFamily::V4,
+            "v6" => DnsLookupFamily::V6,
+            "all" => DnsLookupFamily::All,
+            other => bail!("{}: {other:?} is not auto, v4, v6 or all", key("dns-lookup-family", "dnsLookupFamily")),
+        };
+    }
+    match c.max_requests_per_connection {
+        Some(0) => bail!("{}: must be at least 1", key("max-requests-per-connection", "maxRequestsPerConnection")),
+        Some(v) => out.max_requests_per_connection = Some(v),
+        None => {}
+    }
+    match c.per_connection_buffer_limit_bytes {
+        Some(0) => bail!(
+            "{}: must be at least 1",
+            key("per-connection-buffer-limit-bytes", "per-connection-buffer-limit-bytes")
+        ),
+        Some(v) => out.per_connection_buffer_limit_bytes = Some(v),
+        None => {}
+    }
+    if let Some(b) = &c.circuit_breakers {
+        // Zero means unset, as upstream reads it.
+        let set = |v: Option<u32>| v.filter(|n| *n != 0);
+        out.circuit_breakers = dag::CircuitBreakers {
+            max_connections: set(b.max_connections),
+            max_pending_requests: set(b.max_pending_requests),
+            max_requests: set(b.max_requests),
+            max_retries: set(b.max_retries),
+            per_host_max_connections: set(b.per_host_max_connections),
+        };
+    }
+    if let Some(tls) = &c.upstream_tls {
+        let name =
+            |file: &str, resource: &str| key(&format!("upstream-tls.{file}"), &format!("upstreamTLS.{resource}"));
+        apply_tls_with(&mut out.upstream_tls, tls, &name)?;
+    }
+    Ok(())
 }
 
 /// Applies `envoy` on top of `out`: every value given replaces what is there, and a bad one
@@ -294,6 +371,15 @@ fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: So
 
 fn apply_tls(out: &mut xds::settings::TlsOptions, tls: &EnvoyTLS, source: Source) -> anyhow::Result<()> {
     let key = |file: &str, resource: &str| source.key(&format!("tls.{file}"), &format!("listener.tls.{resource}"));
+    apply_tls_with(out, tls, &key)
+}
+
+/// TLS versions, cipher suites and curves, each error named by `key(file form, resource form)`.
+fn apply_tls_with(
+    out: &mut xds::settings::TlsOptions,
+    tls: &EnvoyTLS,
+    key: &dyn Fn(&str, &str) -> String,
+) -> anyhow::Result<()> {
     let version = |v: &Option<String>, file: &str, resource: &str| -> anyhow::Result<Option<ir::TlsVersion>> {
         match v.as_deref() {
             None | Some("") => Ok(None),
@@ -421,6 +507,44 @@ tls: {minimum-protocol-version: "1.3", cipher-suites: [AES128-SHA, AES128-SHA]}
         assert_eq!(out.socket_options.tos, 64);
         assert_eq!(out.tls.min_version, ir::TlsVersion::V1_3);
         assert_eq!(out.tls.cipher_suites, ["AES128-SHA"]);
+    }
+
+    #[test]
+    fn cluster_keys_reach_the_cluster_options() {
+        let file = config::parse(
+            "contour.yaml",
+            r#"
+timeouts: {connect-timeout: 500ms}
+cluster:
+  dns-lookup-family: v4
+  max-requests-per-connection: 3
+  per-connection-buffer-limit-bytes: 65536
+  circuit-breakers: {max-connections: 20, max-retries: 0}
+  upstream-tls: {minimum-protocol-version: "1.3", cipher-suites: [AES256-SHA]}
+"#,
+        )
+        .unwrap();
+        let mut out = ClusterOptions::default();
+        apply_cluster(&mut out, &from_file(&file), Source::File).unwrap();
+        assert_eq!(out.connect_timeout, std::time::Duration::from_millis(500));
+        assert_eq!(out.dns_lookup_family, DnsLookupFamily::V4);
+        assert_eq!((out.max_requests_per_connection, out.per_connection_buffer_limit_bytes), (Some(3), Some(65536)));
+        assert_eq!(out.circuit_breakers.max_connections, Some(20));
+        assert_eq!(out.circuit_breakers.max_retries, None, "0 is unset");
+        assert_eq!(out.upstream_tls.min_version, ir::TlsVersion::V1_3);
+        assert_eq!(out.upstream_tls.cipher_suites, ["AES256-SHA"]);
+        for (text, key) in [
+            ("timeouts: {connect-timeout: infinity}\n", "timeouts.connect-timeout"),
+            ("cluster: {dns-lookup-family: v5}\n", "cluster.dns-lookup-family"),
+            (
+                "cluster: {upstream-tls: {maximum-protocol-version: \"1.1\"}}\n",
+                "cluster.upstream-tls.maximum-protocol-version",
+            ),
+        ] {
+            let file = config::parse("contour.yaml", text).unwrap();
+            let err = apply_cluster(&mut ClusterOptions::default(), &from_file(&file), Source::File).unwrap_err();
+            assert!(err.to_string().contains(key), "{text}: {err}");
+        }
     }
 
     #[test]

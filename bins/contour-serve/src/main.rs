@@ -192,6 +192,21 @@ struct Args {
     /// Envoy's traffic listeners, from contour.yaml, the ContourConfiguration and the flags above.
     #[arg(skip)]
     listener: xds::ListenerOptions,
+    /// Envoy's client certificate towards TLS backends (contour.yaml `tls.envoy-client-certificate`).
+    #[arg(skip)]
+    envoy_client_certificate: Option<ir::ObjectRef>,
+    /// ExternalName Services may be backends (contour.yaml `enableExternalNameService`).
+    #[arg(skip)]
+    enable_external_name_service: bool,
+    /// The global header policy (contour.yaml `policy`).
+    #[arg(skip)]
+    default_headers: Option<std::sync::Arc<frontends::DefaultHeaders>>,
+    /// The global header policy applies to Ingress too (`policy.applyToIngress`).
+    #[arg(skip)]
+    default_headers_on_ingress: bool,
+    /// Envoy's upstream clusters, from contour.yaml and the ContourConfiguration.
+    #[arg(skip)]
+    cluster: xds::ClusterOptions,
     /// Log at debug level.
     #[arg(short, long)]
     debug: bool,
@@ -228,7 +243,9 @@ fn main() -> anyhow::Result<()> {
             _ => tracing_subscriber::EnvFilter::new(format!("{base},kube_client=trace,hyper_util=debug")),
         }
     });
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colour only for a terminal: a log file or a pipe gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     if args.log_format == "json" {
         logs.json().init();
     } else {
@@ -240,8 +257,15 @@ fn main() -> anyhow::Result<()> {
 async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()> {
     // In Kubernetes mode the client comes first: a ContourConfiguration may move the ports.
     let client = match &args.from_dir {
-        Some(_) => None,
-        None => Some(kubeclient::connect(args.kubeconfig.as_deref(), args.incluster).await?),
+        Some(dir) => {
+            anyhow::ensure!(dir.is_dir(), "--from-dir {}: no such directory", dir.display());
+            None
+        }
+        None => match kubeclient::connect(args.kubeconfig.as_deref(), args.incluster).await {
+            Ok(client) => Some(client),
+            Err(e @ kubeclient::Error::Infer(_)) => anyhow::bail!("{e}, or --from-dir DIR for standalone mode"),
+            Err(e) => return Err(e.into()),
+        },
     };
     if let Some(client) = &client {
         settings::apply_resource(&mut args, &explicit, client).await?;
@@ -261,11 +285,14 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             https_port: args.envoy_service_https_port,
             disable_permit_insecure: args.disable_permit_insecure,
             fallback_certificate: args.fallback_certificate.clone(),
+            default_headers: args.default_headers.clone(),
+            enable_external_name_service: args.enable_external_name_service,
         },
         ingress: frontends::ingress::Options {
             class_names: args.ingress_class_name.clone(),
             http_port: args.envoy_service_http_port,
             https_port: args.envoy_service_https_port,
+            default_headers: args.default_headers.clone().filter(|_| args.default_headers_on_ingress),
         },
         compile: xds::CompileOptions {
             default_address: args.envoy_service_http_address,
@@ -273,6 +300,11 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             admin_listener: Some(SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), args.envoy_admin_port)),
             merge_slashes: !args.disable_merge_slashes,
             listener: args.listener.clone(),
+            cluster: args.cluster.clone(),
+        },
+        dag: dag::Options {
+            external_names: args.enable_external_name_service,
+            client_certificate: args.envoy_client_certificate.clone(),
         },
         holdoff: args.rebuild_holdoff,
         holdoff_max: args.rebuild_holdoff_max,

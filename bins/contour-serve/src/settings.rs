@@ -16,7 +16,9 @@ pub type Explicit = BTreeSet<String>;
 pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     let Some(path) = args.config_path.clone() else { return Ok(()) };
     let file = config::load(&path)?;
-    crate::envoy::apply(&mut args.listener, &crate::envoy::from_file(&file), crate::envoy::Source::File)
+    let envoy = crate::envoy::from_file(&file);
+    crate::envoy::apply(&mut args.listener, &envoy, crate::envoy::Source::File)
+        .and_then(|()| crate::envoy::apply_cluster(&mut args.cluster, &envoy, crate::envoy::Source::File))
         .with_context(|| path.display().to_string())?;
     if !explicit.contains("incluster") {
         args.incluster = file.incluster.unwrap_or(false);
@@ -34,10 +36,71 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     if let Some(r) = file.gateway.as_ref().and_then(|g| g.gateway_ref.clone()) {
         args.gateway_ref = Some(static_gateway("gateway.gatewayRef", &r.namespace, &r.name)?);
     }
+    if let Some(addresses) = &file.ingress_status_address
+        && !explicit.contains("ingress_status_address")
+    {
+        args.ingress_status_address = split_addresses(addresses);
+    }
+    if let Some(name) = file.envoy_service_name.clone().filter(|_| !explicit.contains("envoy_service_name")) {
+        args.envoy_service_name = name;
+    }
+    if let Some(ns) = file.envoy_service_namespace.clone().filter(|_| !explicit.contains("envoy_service_namespace")) {
+        args.envoy_service_namespace = ns;
+    }
+    if let Some(v) = file.enable_external_name_service {
+        args.enable_external_name_service = v;
+    }
+    if let Some(p) = &file.policy {
+        let policy = api::contourconfig::PolicyConfig {
+            request_headers: p
+                .request_headers
+                .as_ref()
+                .map(|h| api::contourconfig::HeadersPolicy { set: h.set.clone(), remove: h.remove.clone() }),
+            response_headers: p
+                .response_headers
+                .as_ref()
+                .map(|h| api::contourconfig::HeadersPolicy { set: h.set.clone(), remove: h.remove.clone() }),
+            apply_to_ingress: p.apply_to_ingress,
+        };
+        apply_policy(args, &policy, "policy").with_context(|| path.display().to_string())?;
+    }
+    if let Some(c) = file.tls.as_ref().and_then(|t| t.envoy_client_certificate.clone()) {
+        args.envoy_client_certificate = Some(secret_ref("tls.envoy-client-certificate", &c.namespace, &c.name)?);
+    }
     if let Some(f) = file.tls.and_then(|t| t.fallback_certificate) {
         args.fallback_certificate = Some(ir::ObjectRef { namespace: f.namespace, name: f.name });
     }
     Ok(())
+}
+
+/// Upstream's global header policy, from the file's `policy` or the resource's `spec.policy`:
+/// HTTPProxy services always, Ingress backends when `applyToIngress` is true.
+fn apply_policy(args: &mut Args, policy: &api::contourconfig::PolicyConfig, key: &str) -> anyhow::Result<()> {
+    let convert = |p: &Option<api::contourconfig::HeadersPolicy>| api::httpproxy::HeadersPolicy {
+        set: p.as_ref().and_then(|p| p.set.as_ref()).map(|set| {
+            set.iter()
+                .map(|(name, value)| api::httpproxy::HeaderValue { name: name.clone(), value: value.clone() })
+                .collect()
+        }),
+        remove: p.as_ref().and_then(|p| p.remove.clone()),
+    };
+    let defaults = frontends::DefaultHeaders {
+        request: convert(&policy.request_headers),
+        response: convert(&policy.response_headers),
+    };
+    frontends::httpproxy::check_default_headers(&defaults).map_err(|e| anyhow::anyhow!("{key}.{e}"))?;
+    if defaults != frontends::DefaultHeaders::default() {
+        args.default_headers = Some(std::sync::Arc::new(defaults));
+    }
+    if let Some(v) = policy.apply_to_ingress {
+        args.default_headers_on_ingress = v;
+    }
+    Ok(())
+}
+
+/// Upstream's status address: one address, or several separated by commas.
+fn split_addresses(text: &str) -> Vec<String> {
+    text.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_string).collect()
 }
 
 /// The flags that override what the file or the resource said about Envoy's listeners.
@@ -112,6 +175,31 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
         set_addr("spec.metrics.address", &m.address, &mut args.http_address, "http_address")?;
         set_port("spec.metrics.port", m.port, &mut args.http_port, "http_port")?;
     }
+    if let Some(c) = spec.envoy.as_ref().and_then(|e| e.client_certificate.as_ref()) {
+        args.envoy_client_certificate = Some(secret_ref("spec.envoy.clientCertificate", &c.namespace, &c.name)?);
+    }
+    if let Some(v) = spec.enable_external_name_service {
+        args.enable_external_name_service = v;
+    }
+    if let Some(p) = &spec.policy {
+        apply_policy(args, p, "spec.policy")?;
+    }
+    if let Some(i) = &spec.ingress {
+        if let Some(classes) = i.class_names.clone().filter(|_| !explicit.contains("ingress_class_name")) {
+            args.ingress_class_name = classes;
+        }
+        if let Some(a) = i.status_address.as_deref().filter(|_| !explicit.contains("ingress_status_address")) {
+            args.ingress_status_address = split_addresses(a);
+        }
+    }
+    if let Some(service) = spec.envoy.as_ref().and_then(|e| e.service.as_ref()) {
+        if !explicit.contains("envoy_service_name") {
+            args.envoy_service_name = service.name.clone();
+        }
+        if !explicit.contains("envoy_service_namespace") {
+            args.envoy_service_namespace = service.namespace.clone();
+        }
+    }
     if let Some(g) = &spec.gateway {
         let r = &g.gateway_ref;
         args.gateway_ref = Some(static_gateway("spec.gateway.gatewayRef", &r.namespace, &r.name)?);
@@ -131,6 +219,7 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
     }
     if let Some(e) = &spec.envoy {
         crate::envoy::apply(&mut args.listener, e, crate::envoy::Source::Resource)?;
+        crate::envoy::apply_cluster(&mut args.cluster, e, crate::envoy::Source::Resource)?;
         if let Some(v) = e.network.as_ref().and_then(|n| n.admin_port) {
             match u16::try_from(v) {
                 Ok(p) if p != 0 => args.envoy_admin_port = p,
@@ -160,6 +249,14 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
         }
     }
     Ok(())
+}
+
+/// A Secret named by the configuration: both parts must be set.
+fn secret_ref(field: &str, namespace: &str, name: &str) -> anyhow::Result<ir::ObjectRef> {
+    if namespace.trim().is_empty() || name.trim().is_empty() {
+        bail!("{field}: both namespace and name must be set");
+    }
+    Ok(ir::ObjectRef { namespace: namespace.into(), name: name.into() })
 }
 
 /// Upstream's static Gateway, checked as upstream does: both parts named.
@@ -193,6 +290,31 @@ mod tests {
             serde_json::from_value(serde_json::json!({"metrics": {"port": 70000}})).unwrap();
         let err = apply_spec(&mut args, &explicit, &bad).unwrap_err().to_string();
         assert!(err.contains("spec.metrics.port"), "{err}");
+    }
+
+    #[test]
+    fn status_address_and_envoy_service_come_from_the_file_and_the_resource() {
+        let dir = std::env::temp_dir().join(format!("contour-serve-status-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("contour.yaml");
+        let text =
+            "ingress-status-address: 192.0.2.1, 192.0.2.2\nenvoy-service-name: edge\nenvoy-service-namespace: infra\n";
+        std::fs::write(&path, text).unwrap();
+        let mut args = Args::parse_from(["contour-serve", "--config-path", path.to_str().unwrap()]);
+        apply_file(&mut args, &Explicit::new()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(args.ingress_status_address, ["192.0.2.1", "192.0.2.2"]);
+        assert_eq!((args.envoy_service_namespace.as_str(), args.envoy_service_name.as_str()), ("infra", "edge"));
+        let spec: ContourConfigurationSpec = serde_json::from_value(serde_json::json!({
+            "ingress": {"statusAddress": "198.51.100.4", "classNames": ["internal"]},
+            "envoy": {"service": {"name": "envoy-int", "namespace": "edge"}},
+        }))
+        .unwrap();
+        let explicit: Explicit = ["envoy_service_name".to_string()].into();
+        apply_spec(&mut args, &explicit, &spec).unwrap();
+        assert_eq!(args.ingress_status_address, ["198.51.100.4"]);
+        assert_eq!(args.ingress_class_name, ["internal"]);
+        assert_eq!((args.envoy_service_namespace.as_str(), args.envoy_service_name.as_str()), ("edge", "edge"));
     }
 
     #[test]

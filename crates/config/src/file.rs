@@ -80,7 +80,7 @@ pub struct ContourConfig {
     pub default_http_versions: Option<Vec<HttpVersion>>,
     /// Upstream cluster settings.
     #[serde(default)]
-    pub cluster: Option<serde_yaml::Mapping>,
+    pub cluster: Option<Cluster>,
     /// Network settings.
     #[serde(default)]
     pub network: Option<Network>,
@@ -283,6 +283,63 @@ pub enum HttpVersion {
     /// HTTP/2.
     #[serde(rename = "HTTP/2", alias = "http/2")]
     Http2,
+}
+
+/// `cluster:`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// `auto`, `v4`, `v6` or `all`.
+    #[serde(default, rename = "dns-lookup-family")]
+    pub dns_lookup_family: Option<String>,
+    /// Requests per upstream connection.
+    #[serde(default, rename = "max-requests-per-connection")]
+    pub max_requests_per_connection: Option<u32>,
+    /// Buffer limit of each upstream connection.
+    #[serde(default, rename = "per-connection-buffer-limit-bytes")]
+    pub per_connection_buffer_limit_bytes: Option<u32>,
+    /// Limits for clusters whose Service sets none.
+    #[serde(default, rename = "circuit-breakers")]
+    pub circuit_breakers: Option<CircuitBreakers>,
+    /// TLS towards backends.
+    #[serde(default, rename = "upstream-tls")]
+    pub upstream_tls: Option<ProtocolParameters>,
+}
+
+/// `cluster.circuit-breakers`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CircuitBreakers {
+    /// Connections at once.
+    #[serde(default, rename = "max-connections")]
+    pub max_connections: Option<u32>,
+    /// Pending requests at once.
+    #[serde(default, rename = "max-pending-requests")]
+    pub max_pending_requests: Option<u32>,
+    /// Requests at once.
+    #[serde(default, rename = "max-requests")]
+    pub max_requests: Option<u32>,
+    /// Retries at once.
+    #[serde(default, rename = "max-retries")]
+    pub max_retries: Option<u32>,
+    /// Connections to one host at once.
+    #[serde(default, rename = "per-host-max-connections")]
+    pub per_host_max_connections: Option<u32>,
+}
+
+/// TLS versions and cipher suites (`cluster.upstream-tls`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolParameters {
+    /// `1.2` or `1.3`.
+    #[serde(default, rename = "minimum-protocol-version")]
+    pub minimum_protocol_version: Option<String>,
+    /// `1.2` or `1.3`.
+    #[serde(default, rename = "maximum-protocol-version")]
+    pub maximum_protocol_version: Option<String>,
+    /// Cipher suites.
+    #[serde(default, rename = "cipher-suites")]
+    pub cipher_suites: Option<Vec<String>>,
 }
 
 /// `listener:`.

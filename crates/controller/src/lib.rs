@@ -27,6 +27,8 @@ pub struct Options {
     pub httpproxy: frontends::httpproxy::Options,
     /// The Ingress front end's settings.
     pub ingress: frontends::ingress::Options,
+    /// The DAG's settings.
+    pub dag: dag::Options,
     /// The compiler's settings.
     pub compile: CompileOptions,
     /// Quiet time after a change before rebuilding.
@@ -41,6 +43,7 @@ impl Default for Options {
             gateway_api: Default::default(),
             httpproxy: Default::default(),
             ingress: Default::default(),
+            dag: Default::default(),
             compile: Default::default(),
             holdoff: Duration::from_millis(100),
             holdoff_max: Duration::from_millis(500),
@@ -130,6 +133,7 @@ impl Pipeline {
         });
         let translate = clock.elapsed();
         let attached = frontends::gateway_api::status::attached_routes(&translation.ir);
+        self.dag.set_options(&options.dag);
         let dag = dag::build_cached(&translation.ir, snapshot, translation.diagnostics, &mut self.dag);
         let dag_done = clock.elapsed();
         let mut fleets = xds::compile_cached(&dag, &options.compile, &mut self.compile);

@@ -48,9 +48,30 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
     Dag { fleets, diagnostics }
 }
 
+/// Settings of the DAG that do not come from objects.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// ExternalName Services may be backends (upstream's `enableExternalNameService`, off by
+    /// default).
+    pub external_names: bool,
+    /// The Secret whose certificate Envoy presents to backends it speaks TLS to
+    /// (`tls.envoy-client-certificate`).
+    pub client_certificate: Option<ir::ObjectRef>,
+}
+
+impl Cache {
+    /// The settings the next builds use; a change forgets every cached route.
+    pub fn set_options(&mut self, options: &Options) {
+        if self.options != *options {
+            *self = Cache { options: options.clone(), ..Cache::default() };
+        }
+    }
+}
+
 /// DAG pieces kept between builds, keyed by the identity of the IR routes they came from.
 #[derive(Debug, Default)]
 pub struct Cache {
+    options: Options,
     kinds: objects::KindWatch,
     generation: u64,
     routes: FxHashMap<usize, CachedRoute>,
@@ -74,16 +95,36 @@ const READ_KINDS: &[Kind] = &[Kind::Service, Kind::Secret, Kind::ConfigMap];
 struct CachedVhost {
     members: Vec<usize>,
     vhost: Arc<VirtualHost>,
-    clusters: Arc<[Cluster]>,
+    uses: Arc<Uses>,
     diagnostics: Arc<[Diagnostic]>,
     used: u64,
 }
 
-/// What one IR route becomes: DAG routes by rule and match, the clusters they use, problems.
+/// What routes add to their fleet besides themselves: clusters, the CA bundles that verify
+/// backends, and the certificates presented to backends.
+#[derive(Debug, Default)]
+pub(crate) struct Uses {
+    clusters: Vec<Cluster>,
+    validation: Vec<CaBundle>,
+    secrets: Vec<TlsSecret>,
+}
+
+impl Uses {
+    /// What a scratch fleet collected while routes were built.
+    fn of(fleet: FleetDag) -> Uses {
+        Uses {
+            clusters: fleet.clusters.into_values().collect(),
+            validation: fleet.validation.into_values().collect(),
+            secrets: fleet.secrets.into_values().collect(),
+        }
+    }
+}
+
+/// What one IR route becomes: DAG routes by rule and match, what they use, problems.
 #[derive(Debug)]
 pub(crate) struct RouteParts {
     routes: Vec<Vec<Arc<Route>>>,
-    clusters: Vec<Cluster>,
+    uses: Uses,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -354,24 +395,27 @@ impl Builder<'_> {
                 let cached = self.cache.vhosts.get_mut(&key).expect("found above");
                 cached.used = generation;
                 let vhost = Arc::clone(&cached.vhost);
-                let (clusters, diagnostics) = (Arc::clone(&cached.clusters), Arc::clone(&cached.diagnostics));
+                let (uses, diagnostics) = (Arc::clone(&cached.uses), Arc::clone(&cached.diagnostics));
                 for member in &members {
                     if let Some(entry) = self.cache.routes.get_mut(member) {
                         entry.used = generation;
                     }
                 }
-                self.merge(&clusters, &diagnostics, out);
+                self.merge(&uses, &diagnostics, out);
                 virtual_hosts.push(vhost);
                 continue;
             }
             let parts: Vec<Arc<RouteParts>> = routes.iter().map(|r| self.route_parts(r)).collect();
-            let mut clusters: BTreeMap<&str, &Cluster> = BTreeMap::new();
+            let mut uses = FleetDag::default();
             let mut diagnostics = Vec::new();
             for p in &parts {
-                clusters.extend(p.clusters.iter().map(|c| (c.name.as_str(), c)));
+                let u = &p.uses;
+                uses.clusters.extend(u.clusters.iter().map(|c| (c.name.clone(), c.clone())));
+                uses.validation.extend(u.validation.iter().map(|b| (b.name.clone(), b.clone())));
+                uses.secrets.extend(u.secrets.iter().map(|t| (t.name.clone(), t.clone())));
                 diagnostics.extend(p.diagnostics.iter().cloned());
             }
-            let clusters: Arc<[Cluster]> = clusters.into_values().cloned().collect();
+            let uses = Arc::new(Uses::of(uses));
             let conflicts = crate::conflict::conflicting_rules(&routes);
             let dropped: FxHashSet<(usize, usize)> = conflicts.iter().map(|c| c.rule).collect();
             for c in &conflicts {
@@ -407,8 +451,8 @@ impl Builder<'_> {
                 hostname: key.1.clone(),
                 routes: entries.into_iter().map(|(_, r)| r).collect(),
             });
-            self.merge(&clusters, &diagnostics, out);
-            let cached = CachedVhost { members, vhost: Arc::clone(&vhost), clusters, diagnostics, used: generation };
+            self.merge(&uses, &diagnostics, out);
+            let cached = CachedVhost { members, vhost: Arc::clone(&vhost), uses, diagnostics, used: generation };
             self.cache.vhosts.insert(key, cached);
             virtual_hosts.push(vhost);
         }
@@ -436,10 +480,20 @@ impl Builder<'_> {
     /// The DAG routes of one IR route (per rule, per match), the clusters they use and what
     /// went wrong, from the cache when the route and the Services are unchanged.
     /// Adds a virtual host's clusters and problems to the fleet.
-    fn merge(&mut self, clusters: &[Cluster], diagnostics: &[Diagnostic], out: &mut FleetDag) {
-        for c in clusters {
+    fn merge(&mut self, uses: &Uses, diagnostics: &[Diagnostic], out: &mut FleetDag) {
+        for c in &uses.clusters {
             if !out.clusters.contains_key(&c.name) {
                 out.clusters.insert(c.name.clone(), c.clone());
+            }
+        }
+        for b in &uses.validation {
+            if !out.validation.contains_key(&b.name) {
+                out.validation.insert(b.name.clone(), b.clone());
+            }
+        }
+        for t in &uses.secrets {
+            if !out.secrets.contains_key(&t.name) {
+                out.secrets.insert(t.name.clone(), t.clone());
             }
         }
         self.diagnostics.extend(diagnostics.iter().cloned());
@@ -466,7 +520,7 @@ impl Builder<'_> {
         let reads = self.reads.take().unwrap_or_default();
         diagnostics.sort();
         diagnostics.dedup();
-        let parts = Arc::new(RouteParts { routes, clusters: scratch.clusters.into_values().collect(), diagnostics });
+        let parts = Arc::new(RouteParts { routes, uses: Uses::of(scratch), diagnostics });
         let cached =
             CachedRoute { _route: Arc::clone(route), parts: Arc::clone(&parts), reads, used: self.cache.generation };
         self.cache.routes.insert(key, cached);

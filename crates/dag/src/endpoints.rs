@@ -170,7 +170,7 @@ pub fn cluster_endpoints_of(
         }
     }
     let index = SliceIndex { by_service };
-    for c in fleet.clusters.values() {
+    for c in fleet.clusters.values().filter(|c| c.external_name.is_none()) {
         if !services.contains(&(c.service.namespace.clone(), c.service.name.clone())) {
             continue;
         }
@@ -202,7 +202,8 @@ pub fn fleet_endpoints_cached(
     let epoch = cache.epoch;
     let mut index = None;
     let mut out = FleetEndpoints::new();
-    for c in fleet.clusters.values() {
+    // An ExternalName Service's cluster resolves its name itself: no load assignment over EDS.
+    for c in fleet.clusters.values().filter(|c| c.external_name.is_none()) {
         let cached = cache.by_cluster.get_mut(&c.name).filter(|e| e.cluster == *c);
         let endpoints = match cached {
             Some(e) if e.epoch == epoch => Arc::clone(&e.endpoints),

@@ -16,7 +16,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-pub use build::{Cache, build, build_cached};
+pub use build::{Cache, Options, build, build_cached};
 pub use dot::to_dot;
 pub use endpoints::{
     Endpoint, EndpointCache, FleetEndpoints, SliceIndex, cluster_endpoints_of, fleet_endpoints_cached,
@@ -262,6 +262,12 @@ pub struct Cluster {
     pub sni: Option<String>,
     /// Limits from the Service's `projectcontour.io/max-*` annotations.
     pub circuit_breakers: CircuitBreakers,
+    /// The DNS name of an ExternalName Service (`enableExternalNameService`): Envoy resolves it
+    /// itself instead of taking endpoints over EDS.
+    pub external_name: Option<String>,
+    /// The secret (a key of [`FleetDag::secrets`]) whose certificate Envoy presents to the
+    /// backend over TLS.
+    pub client_certificate: Option<String>,
 }
 
 /// Connection and request limits of a cluster (upstream's Service annotations); `None` keeps
@@ -278,6 +284,20 @@ pub struct CircuitBreakers {
     pub max_retries: Option<u32>,
     /// `projectcontour.io/per-host-max-connections`.
     pub per_host_max_connections: Option<u32>,
+}
+
+impl CircuitBreakers {
+    /// These limits, each unset one taken from `defaults` (upstream's global circuit-breaker
+    /// defaults fill in what a Service leaves unset, field by field).
+    pub fn or(&self, defaults: &CircuitBreakers) -> CircuitBreakers {
+        CircuitBreakers {
+            max_connections: self.max_connections.or(defaults.max_connections),
+            max_pending_requests: self.max_pending_requests.or(defaults.max_pending_requests),
+            max_requests: self.max_requests.or(defaults.max_requests),
+            max_retries: self.max_retries.or(defaults.max_retries),
+            per_host_max_connections: self.per_host_max_connections.or(defaults.per_host_max_connections),
+        }
+    }
 }
 
 /// A TLS certificate and key.

@@ -415,3 +415,33 @@ fn client_validation_bundles_differ_by_how_they_verify() {
         ]
     );
 }
+
+/// A route's backend CA and Envoy's client certificate reach the fleet, on the first build and
+/// from the cache on the next: routes are built apart from the fleet, and what they use must
+/// come along (a CA used by no listener was lost before, and Envoy waited for it forever).
+#[test]
+fn what_route_clusters_use_reaches_the_fleet_from_the_cache_too() {
+    let pem = |label: &str| format!("-----BEGIN {label}-----\\nx\\n-----END {label}-----\\n");
+    let yaml = format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: web, namespace: apps}}\nspec: {{ports: [{{port: 443}}]}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: backend-ca, namespace: apps}}\nstringData: {{ca.crt: \"{c}\"}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: envoy-client, namespace: infra}}\ntype: kubernetes.io/tls\nstringData: {{tls.crt: \"{c}\", tls.key: \"{k}\"}}\n---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: p, namespace: apps}}\nspec:\n  virtualhost: {{fqdn: p.test}}\n  routes: [{{services: [{{name: web, port: 443, protocol: tls, validation: {{caSecret: backend-ca, subjectName: web.apps}}}}]}}]\n",
+        c = pem("CERTIFICATE"),
+        k = pem("PRIVATE KEY"),
+    );
+    let s = snapshot(&yaml);
+    let t = frontends::httpproxy::translate(&s, &Default::default());
+    let mut cache = Cache::default();
+    let options = Options {
+        client_certificate: Some(ir::ObjectRef { namespace: "infra".into(), name: "envoy-client".into() }),
+        ..Default::default()
+    };
+    cache.set_options(&options);
+    for build in ["first", "cached"] {
+        let dag = build_cached(&t.ir, &s, t.diagnostics.clone(), &mut cache);
+        let fleet = &dag.fleets[ir::DEFAULT_FLEET];
+        let cluster = fleet.clusters.values().next().expect("a cluster");
+        let (ca, _) = cluster.validation.clone().expect("validated");
+        assert!(fleet.validation.contains_key(&ca), "{build}: the CA bundle is the fleet's");
+        assert_eq!(cluster.client_certificate.as_deref(), Some("infra/envoy-client"), "{build}");
+        assert!(fleet.secrets.contains_key("infra/envoy-client"), "{build}: the client certificate is the fleet's");
+    }
+}

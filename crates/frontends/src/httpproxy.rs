@@ -46,6 +46,10 @@ pub struct Options {
     pub disable_permit_insecure: bool,
     /// The certificate for clients without SNI, for virtual hosts that enable it.
     pub fallback_certificate: Option<ir::ObjectRef>,
+    /// The global header policy (contour.yaml `policy`).
+    pub default_headers: Option<std::sync::Arc<crate::DefaultHeaders>>,
+    /// ExternalName Services may be backends (`enableExternalNameService`).
+    pub enable_external_name_service: bool,
 }
 
 impl Default for Options {
@@ -57,8 +61,39 @@ impl Default for Options {
             https_port: 8443,
             disable_permit_insecure: false,
             fallback_certificate: None,
+            default_headers: None,
+            enable_external_name_service: false,
         }
     }
+}
+
+/// Checks the global header policy as a service's would be checked; the error says which
+/// direction and why.
+pub fn check_default_headers(defaults: &crate::DefaultHeaders) -> Result<(), String> {
+    let vars = policy::Variables { namespace: "", service: None };
+    policy::headers(Some(&defaults.request), true, &vars).map_err(|e| format!("request-headers: {e}"))?;
+    policy::headers(Some(&defaults.response), false, &vars).map_err(|e| format!("response-headers: {e}"))?;
+    Ok(())
+}
+
+/// The global header policy alone as a backend's options (for Ingress backends, which have no
+/// policy of their own); `None` when it changes nothing or cannot be used.
+pub(crate) fn backend_headers(
+    defaults: &crate::DefaultHeaders,
+    namespace: &str,
+    service: &str,
+    port: u16,
+) -> Option<ir::BackendOptions> {
+    let vars = policy::Variables { namespace, service: Some((service, port)) };
+    let request = policy::headers(Some(&defaults.request), true, &vars).ok()?;
+    let response = policy::headers(Some(&defaults.response), false, &vars).ok()?;
+    let options = ir::BackendOptions {
+        request_headers: request.modifier,
+        response_headers: response.modifier,
+        host_rewrite: request.host.and_then(Result::ok),
+        ..Default::default()
+    };
+    (options != ir::BackendOptions::default()).then_some(options)
 }
 
 /// Translates every HTTPProxy of our class into listeners of the default fleet.

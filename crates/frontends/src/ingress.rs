@@ -33,11 +33,13 @@ pub struct Options {
     pub http_port: u16,
     /// The port Envoy serves HTTPS on (`--envoy-service-https-port`).
     pub https_port: u16,
+    /// The global header policy, when `applyToIngress` says it applies to Ingress too.
+    pub default_headers: Option<Arc<crate::DefaultHeaders>>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { class_names: Vec::new(), http_port: 8080, https_port: 8443 }
+        Self { class_names: Vec::new(), http_port: 8080, https_port: 8443, default_headers: None }
     }
 }
 
@@ -107,7 +109,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
         }
         let (_, entry) = cache.ingresses.entry(key.clone()).or_insert_with(|| {
             let mut found = Vec::new();
-            let t = translate_one(snapshot, ingress, &mut found);
+            let t = translate_one(snapshot, ingress, options.default_headers.as_deref(), &mut found);
             (Arc::clone(ingress), Arc::new((t, found)))
         });
         let (t, found) = &**entry;
@@ -229,7 +231,12 @@ fn annotations(ingress: &Ingress, origin: &Origin, diagnostics: &mut Vec<Diagnos
     }
 }
 
-fn translate_one(snapshot: &Snapshot, ingress: &Ingress, diagnostics: &mut Vec<Diagnostic>) -> Translated {
+fn translate_one(
+    snapshot: &Snapshot,
+    ingress: &Ingress,
+    defaults: Option<&crate::DefaultHeaders>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Translated {
     let origin = crate::gateway_api::origin("Ingress", &ingress.metadata);
     let a = annotations(ingress, &origin, diagnostics);
     let spec = ingress.spec.as_ref();
@@ -244,7 +251,7 @@ fn translate_one(snapshot: &Snapshot, ingress: &Ingress, diagnostics: &mut Vec<D
     };
     if let Some(backend) = spec.and_then(|s| s.default_backend.as_ref()) {
         let field = "spec.defaultBackend".to_string();
-        if let Some(b) = backend_of(snapshot, &origin, backend, field, diagnostics) {
+        if let Some(b) = backend_of(snapshot, &origin, backend, defaults, field, diagnostics) {
             add("*".into(), rule(HttpMatch::default(), b, &a, "/"));
         }
     }
@@ -254,7 +261,8 @@ fn translate_one(snapshot: &Snapshot, ingress: &Ingress, diagnostics: &mut Vec<D
             let field = format!("spec.rules[{i}].http.paths[{j}]");
             let path = p.path.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "/".into());
             let Some(matcher) = path_match(&path, &p.path_type, &origin, &field, diagnostics) else { continue };
-            let Some(b) = backend_of(snapshot, &origin, &p.backend, format!("{field}.backend"), diagnostics) else {
+            let field = format!("{field}.backend");
+            let Some(b) = backend_of(snapshot, &origin, &p.backend, defaults, field, diagnostics) else {
                 continue;
             };
             add(host.clone(), rule(matcher, b, &a, &path));
@@ -367,6 +375,7 @@ fn backend_of(
     snapshot: &Snapshot,
     origin: &Origin,
     backend: &k8s_openapi::api::networking::v1::IngressBackend,
+    defaults: Option<&crate::DefaultHeaders>,
     field: String,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Backend> {
@@ -392,8 +401,10 @@ fn backend_of(
         diagnostics.push(error(origin, format!("{field}.service.port"), "ServicePortInvalid", message));
         return None;
     };
+    // The global header policy, when it applies to Ingress (`applyToIngress`); checked at start-up.
+    let options = defaults.and_then(|d| crate::httpproxy::backend_headers(d, &origin.namespace, name, port));
     let target = ServicePort { namespace: origin.namespace.clone(), name: name.clone(), port };
-    Some(Backend { target: BackendTarget::Service(target), weight: 1, options: None })
+    Some(Backend { target: BackendTarget::Service(target), weight: 1, options: options.map(Arc::new) })
 }
 
 /// A rule forwarding `matcher` to `backend` with the Ingress's annotations applied.

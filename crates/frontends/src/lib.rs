@@ -9,6 +9,17 @@ pub mod gateway_api;
 pub mod httpproxy;
 pub mod ingress;
 
+/// Upstream's global header policy (contour.yaml `policy`, ContourConfiguration `spec.policy`):
+/// header changes on every HTTPProxy service, and on every Ingress backend when `applyToIngress`
+/// is set. A service's own policy wins header by header; removals add up.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DefaultHeaders {
+    /// Changes to requests sent to backends (a `Host` here rewrites it where the service does not).
+    pub request: api::httpproxy::HeadersPolicy,
+    /// Changes to responses.
+    pub response: api::httpproxy::HeadersPolicy,
+}
+
 /// What a front end produces: fleets for the IR and the problems it found, per object.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Translation {

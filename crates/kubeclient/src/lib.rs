@@ -27,9 +27,12 @@ pub enum Error {
         #[source]
         source: kube::config::KubeconfigError,
     },
-    /// Neither in-cluster nor a kubeconfig was found.
-    #[error("finding a Kubernetes configuration: {0}")]
-    Infer(#[source] kube::config::InferConfigError),
+    /// Neither in-cluster nor a kubeconfig was found. Said once: kube's own error repeats
+    /// itself through its causes, so it is kept for debugging, not printed.
+    #[error(
+        "no Kubernetes cluster found: no in-cluster service account, and no kubeconfig at $KUBECONFIG or ~/.kube/config; pass --kubeconfig or --incluster"
+    )]
+    Infer(kube::config::InferConfigError),
     /// The configuration did not make a client.
     #[error("creating the Kubernetes client: {0}")]
     Client(#[source] kube::Error),

@@ -45,6 +45,30 @@ pub fn app_protocol(service: &Service, port: &ServicePort) -> Option<AppProtocol
     found
 }
 
+/// Names upstream refuses as ExternalName targets: they would point Envoy at itself.
+const LOCALHOST_NAMES: [&str; 3] = ["localhost", "localhost.localdomain", "local.projectcontour.io"];
+
+/// The DNS name of an ExternalName Service when such Services are allowed and the name is not a
+/// localhost name; `Ok(None)` for any other Service. The error completes "Service ns/name ..." (upstream's words).
+pub fn external_name(service: &Service, allowed: bool) -> Result<Option<String>, String> {
+    let spec = service.spec.as_ref();
+    if spec.and_then(|s| s.type_.as_deref()) != Some("ExternalName") {
+        return Ok(None);
+    }
+    if !allowed {
+        return Err("is an ExternalName service, these are not currently enabled. See the config.enableExternalNameService config file setting".into());
+    }
+    let name =
+        spec.and_then(|s| s.external_name.as_deref()).unwrap_or_default().trim_end_matches('.').to_ascii_lowercase();
+    if name.is_empty() {
+        return Err("is an ExternalName service without spec.externalName".into());
+    }
+    if LOCALHOST_NAMES.contains(&name.as_str()) {
+        return Err("is an ExternalName service that points to localhost, this is not allowed".into());
+    }
+    Ok(Some(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,25 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// An echo backend that speaks HTTPS with this certificate and refuses any client without a
+    /// certificate signed by `client_ca_pem` (a backend behind mutual TLS).
+    pub async fn start_mtls(name: &str, cert: &crate::Issued, client_ca_pem: &str) -> anyhow::Result<Self> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in rustls_pemfile(client_ca_pem)? {
+            roots.add(ca)?;
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots)).build()?;
+        let certs = rustls_pemfile(&cert.cert_pem)?;
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(cert.key_pem.as_bytes())?;
+        let config =
+            rustls::ServerConfig::builder().with_client_cert_verifier(verifier).with_single_cert(certs, key)?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        Self::spawn(TcpListener::bind("127.0.0.1:0").await?, name, Some(acceptor), 0)
+    }
+}
+
 fn rustls_pemfile(pem: &str) -> anyhow::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
     use rustls::pki_types::pem::PemObject;
     Ok(rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()).collect::<Result<Vec<_>, _>>()?)

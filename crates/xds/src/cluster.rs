@@ -24,25 +24,28 @@ use envoy_types::pb::google::protobuf::UInt32Value;
 use envoy_types::util::pack_any;
 use ir::{LoadBalancer, UpstreamProtocol};
 
+use crate::settings::{ClusterOptions, DnsLookupFamily, TlsOptions};
 use crate::{Resource, Resources, ads, duration_ms};
 
-/// The connect timeout of every upstream cluster (upstream Contour's default).
-const CONNECT_TIMEOUT_MS: u64 = 2000;
-
-pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
+pub(crate) fn cluster(c: &dag::Cluster, settings: &ClusterOptions) -> Resource {
     use http_protocol_options::explicit_http_config::ProtocolConfig;
     let http2 = matches!(c.protocol, Some(UpstreamProtocol::H2 | UpstreamProtocol::H2c));
     let idle = c.policy.idle_connection_timeout_ms;
+    let max_requests = settings.max_requests_per_connection;
     let mut typed_extension_protocol_options = HashMap::new();
-    if http2 || idle.is_some() {
+    if http2 || idle.is_some() || max_requests.is_some() {
         let protocol_config = if http2 {
             ProtocolConfig::Http2ProtocolOptions(Http2ProtocolOptions::default())
         } else {
             ProtocolConfig::HttpProtocolOptions(Http1ProtocolOptions::default())
         };
+        let common = HttpOptions {
+            idle_timeout: idle.map(duration_ms),
+            max_requests_per_connection: max_requests.map(|value| UInt32Value { value }),
+            ..Default::default()
+        };
         let options = HttpProtocolOptions {
-            common_http_protocol_options: idle
-                .map(|ms| HttpOptions { idle_timeout: Some(duration_ms(ms)), ..Default::default() }),
+            common_http_protocol_options: (common != HttpOptions::default()).then_some(common),
             upstream_protocol_options: Some(http_protocol_options::UpstreamProtocolOptions::ExplicitHttpConfig(
                 http_protocol_options::ExplicitHttpConfig { protocol_config: Some(protocol_config) },
             )),
@@ -58,13 +61,45 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
         LoadBalancer::Random => cluster::LbPolicy::Random,
         LoadBalancer::RequestHash => cluster::LbPolicy::RingHash,
     };
+    // An ExternalName Service: Envoy resolves the name itself (logical DNS when asked for every
+    // address family, as upstream), at the Service's port.
+    let (discovery, eds_cluster_config, load_assignment) = match &c.external_name {
+        None => (
+            cluster::DiscoveryType::Eds,
+            Some(cluster::EdsClusterConfig { eds_config: Some(ads()), service_name: c.name.clone() }),
+            None,
+        ),
+        Some(host) => {
+            let discovery = match settings.dns_lookup_family {
+                DnsLookupFamily::All => cluster::DiscoveryType::LogicalDns,
+                _ => cluster::DiscoveryType::StrictDns,
+            };
+            let endpoint = dag::Endpoint {
+                address: std::net::SocketAddr::from(([0, 0, 0, 0], c.service.port)),
+                health_port: None,
+            };
+            let mut assignment = load_assignment_message(&c.name, std::slice::from_ref(&endpoint));
+            set_host(&mut assignment, host);
+            (discovery, None, Some(assignment))
+        }
+    };
     let message = Cluster {
         name: c.name.clone(),
         // Stats name the Service port (`namespace_name_port`), as upstream's, whatever the settings.
         alt_stat_name: format!("{}_{}_{}", c.service.namespace, c.service.name, c.service.port),
-        cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(cluster::DiscoveryType::Eds as i32)),
-        eds_cluster_config: Some(cluster::EdsClusterConfig { eds_config: Some(ads()), service_name: c.name.clone() }),
-        connect_timeout: Some(duration_ms(CONNECT_TIMEOUT_MS)),
+        cluster_discovery_type: Some(cluster::ClusterDiscoveryType::Type(discovery as i32)),
+        eds_cluster_config,
+        load_assignment,
+        connect_timeout: Some(duration_ms(u64::try_from(settings.connect_timeout.as_millis()).unwrap_or(u64::MAX))),
+        dns_lookup_family: match settings.dns_lookup_family {
+            DnsLookupFamily::Auto => cluster::DnsLookupFamily::Auto,
+            DnsLookupFamily::V4 => cluster::DnsLookupFamily::V4Only,
+            DnsLookupFamily::V6 => cluster::DnsLookupFamily::V6Only,
+            DnsLookupFamily::All => cluster::DnsLookupFamily::All,
+        } as i32,
+        per_connection_buffer_limit_bytes: settings
+            .per_connection_buffer_limit_bytes
+            .map(|value| UInt32Value { value }),
         lb_policy: lb_policy as i32,
         lb_config: c.slow_start.map(|s| {
             let config = Some(cluster::SlowStartConfig {
@@ -85,7 +120,7 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
                 _ => cluster::LbConfig::RoundRobinLbConfig(cluster::RoundRobinLbConfig { slow_start_config: config }),
             }
         }),
-        circuit_breakers: circuit_breakers(&c.circuit_breakers),
+        circuit_breakers: circuit_breakers(&c.circuit_breakers.or(&settings.circuit_breakers)),
         health_checks: c.policy.health_check.iter().map(health_check).collect(),
         // As upstream: no panic mode. When every endpoint fails its health checks, requests get
         // a 503 instead of being sent to the failing endpoints anyway.
@@ -94,7 +129,7 @@ pub(crate) fn cluster(c: &dag::Cluster) -> Resource {
             ..Default::default()
         }),
         typed_extension_protocol_options,
-        transport_socket: upstream_tls(c),
+        transport_socket: upstream_tls(c, &settings.upstream_tls),
         ..Default::default()
     };
     Resource::new(&c.name, message)
@@ -148,7 +183,7 @@ fn health_check(h: &ir::HealthCheck) -> HealthCheck {
 
 /// TLS towards the backend for the `tls` and `h2` protocols, verifying its certificate when the
 /// cluster names a CA.
-fn upstream_tls(c: &dag::Cluster) -> Option<TransportSocket> {
+fn upstream_tls(c: &dag::Cluster, tls: &TlsOptions) -> Option<TransportSocket> {
     if !matches!(c.protocol, Some(UpstreamProtocol::Tls | UpstreamProtocol::H2)) && c.validation.is_none() {
         return None;
     }
@@ -182,6 +217,12 @@ fn upstream_tls(c: &dag::Cluster) -> Option<TransportSocket> {
         common_tls_context: Some(CommonTlsContext {
             alpn_protocols: alpn,
             validation_context_type,
+            tls_params: Some(crate::listener::tls_parameters(tls.min_version, tls.max_version, tls)),
+            tls_certificate_sds_secret_configs: c
+                .client_certificate
+                .iter()
+                .map(|name| SdsSecretConfig { name: name.clone(), sds_config: Some(ads()) })
+                .collect(),
             ..Default::default()
         }),
         sni: c.sni.clone().unwrap_or_default(),
@@ -233,6 +274,20 @@ pub fn update_load_assignments(
 }
 
 pub(crate) fn load_assignment(name: &str, endpoints: &[dag::Endpoint]) -> Resource {
+    Resource::new(name, load_assignment_message(name, endpoints))
+}
+
+/// Points the single endpoint of `assignment` at `host` (a DNS name) instead of its address.
+fn set_host(assignment: &mut ClusterLoadAssignment, host: &str) {
+    let endpoint = assignment.endpoints.iter_mut().flat_map(|l| l.lb_endpoints.iter_mut()).next();
+    if let Some(lb_endpoint::HostIdentifier::Endpoint(e)) = endpoint.and_then(|e| e.host_identifier.as_mut())
+        && let Some(address::Address::SocketAddress(a)) = e.address.as_mut().and_then(|a| a.address.as_mut())
+    {
+        a.address = host.to_string();
+    }
+}
+
+fn load_assignment_message(name: &str, endpoints: &[dag::Endpoint]) -> ClusterLoadAssignment {
     use envoy_types::pb::envoy::config::endpoint::v3::{Endpoint, endpoint::HealthCheckConfig};
     let lb_endpoints = endpoints
         .iter()
@@ -247,12 +302,11 @@ pub(crate) fn load_assignment(name: &str, endpoints: &[dag::Endpoint]) -> Resour
             ..Default::default()
         })
         .collect();
-    let message = ClusterLoadAssignment {
+    ClusterLoadAssignment {
         cluster_name: name.to_string(),
         endpoints: vec![LocalityLbEndpoints { lb_endpoints, ..Default::default() }],
         ..Default::default()
-    };
-    Resource::new(name, message)
+    }
 }
 
 pub(crate) fn socket(address: String, port: u16) -> Address {

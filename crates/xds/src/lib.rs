@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 
 pub use cluster::{LoadAssignmentCache, load_assignments_cached, update_load_assignments};
 pub use route::VHDS_ROUTE_CONFIGURATION_HEADER;
-pub use settings::ListenerOptions;
+pub use settings::{ClusterOptions, ListenerOptions};
 
 /// The resource types the controller serves, in make-before-break order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -215,6 +215,8 @@ pub struct CompileOptions {
     pub merge_slashes: bool,
     /// Everything else about the listeners that carry traffic.
     pub listener: ListenerOptions,
+    /// How upstream clusters are built.
+    pub cluster: ClusterOptions,
 }
 
 impl Default for CompileOptions {
@@ -225,6 +227,7 @@ impl Default for CompileOptions {
             admin_listener: None,
             merge_slashes: true,
             listener: ListenerOptions::default(),
+            cluster: ClusterOptions::default(),
         }
     }
 }
@@ -259,7 +262,7 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
         let resource = match cache.clusters.get(&c.name) {
             Some((cached, r)) if cached == c => r.clone(),
             _ => {
-                let r = cluster::cluster(c);
+                let r = cluster::cluster(c, &options.cluster);
                 cache.clusters.insert(c.name.clone(), (c.clone(), r.clone()));
                 r
             }

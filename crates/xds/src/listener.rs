@@ -340,6 +340,28 @@ fn socket_options(settings: &SocketOptions) -> Vec<SocketOption> {
     out
 }
 
+/// TLS versions from `min` to `max` (never below `min`), with the configured ciphers and curves.
+pub(crate) fn tls_parameters(
+    min: ir::TlsVersion,
+    max: ir::TlsVersion,
+    defaults: &TlsOptions,
+) -> envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::TlsParameters {
+    use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{TlsParameters, tls_parameters::TlsProtocol};
+    let version = |v: ir::TlsVersion| {
+        (match v {
+            ir::TlsVersion::V1_2 => TlsProtocol::TlSv12,
+            ir::TlsVersion::V1_3 => TlsProtocol::TlSv13,
+        }) as i32
+    };
+    TlsParameters {
+        tls_minimum_protocol_version: version(min),
+        tls_maximum_protocol_version: version(max.max(min)),
+        cipher_suites: defaults.cipher_suites.clone(),
+        ecdh_curves: defaults.ecdh_curves.clone(),
+        ..Default::default()
+    }
+}
+
 /// A TLS chain's context: the chain's own versions within the configured range, the
 /// configured ciphers and curves, and `alpn` for HTTP.
 fn downstream_tls(
@@ -349,14 +371,7 @@ fn downstream_tls(
     alpn: Vec<String>,
 ) -> TransportSocket {
     use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
-        CertificateValidationContext, TlsParameters, certificate_validation_context, common_tls_context,
-        tls_parameters::TlsProtocol,
-    };
-    let version = |v: ir::TlsVersion| {
-        (match v {
-            ir::TlsVersion::V1_2 => TlsProtocol::TlSv12,
-            ir::TlsVersion::V1_3 => TlsProtocol::TlSv13,
-        }) as i32
+        CertificateValidationContext, certificate_validation_context, common_tls_context,
     };
     // As upstream: the higher of the two minimums, the lower of the two maximums.
     let min = settings.min_version.map_or(defaults.min_version, |v| v.max(defaults.min_version));
@@ -375,13 +390,7 @@ fn downstream_tls(
     });
     let context = DownstreamTlsContext {
         common_tls_context: Some(CommonTlsContext {
-            tls_params: Some(TlsParameters {
-                tls_minimum_protocol_version: version(min),
-                tls_maximum_protocol_version: version(max.max(min)),
-                cipher_suites: defaults.cipher_suites.clone(),
-                ecdh_curves: defaults.ecdh_curves.clone(),
-                ..Default::default()
-            }),
+            tls_params: Some(tls_parameters(min, max, defaults)),
             tls_certificate_sds_secret_configs: secrets
                 .iter()
                 .map(|name| SdsSecretConfig { name: name.clone(), sds_config: Some(ads()) })

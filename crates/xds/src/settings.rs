@@ -232,3 +232,47 @@ impl Default for TlsOptions {
         }
     }
 }
+
+/// How every upstream cluster is built (`cluster.*`, `timeouts.connect-timeout`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// How long Envoy waits to connect to an endpoint (upstream's 2 s).
+    pub connect_timeout: Duration,
+    /// Which addresses a DNS name resolves to.
+    pub dns_lookup_family: DnsLookupFamily,
+    /// Requests an upstream connection carries before Envoy closes it.
+    pub max_requests_per_connection: Option<u32>,
+    /// Read and write buffer limit of each upstream connection.
+    pub per_connection_buffer_limit_bytes: Option<u32>,
+    /// Limits for clusters whose Service does not set its own (`projectcontour.io/max-*`).
+    pub circuit_breakers: dag::CircuitBreakers,
+    /// TLS towards backends: versions and cipher suites (curves are not used).
+    pub upstream_tls: TlsOptions,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(2),
+            dns_lookup_family: DnsLookupFamily::Auto,
+            max_requests_per_connection: None,
+            per_connection_buffer_limit_bytes: None,
+            circuit_breakers: dag::CircuitBreakers::default(),
+            upstream_tls: TlsOptions::default(),
+        }
+    }
+}
+
+/// `cluster.dns-lookup-family`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DnsLookupFamily {
+    /// IPv6 first, then IPv4 (Envoy's and upstream's default).
+    #[default]
+    Auto,
+    /// IPv4 only.
+    V4,
+    /// IPv6 only.
+    V6,
+    /// Both.
+    All,
+}

@@ -106,11 +106,15 @@ fn routes_answer_host_with_any_port_and_point_at_clusters() {
 
 /// An HTTPProxy fixture compiled for the default fleet.
 fn compiled_proxies(yaml: &str) -> FleetResources {
+    compiled_proxies_with(yaml, &CompileOptions::default())
+}
+
+fn compiled_proxies_with(yaml: &str, options: &CompileOptions) -> FleetResources {
     let s = objects::Snapshot::from_yaml(yaml).expect("fixture parses");
     let t = frontends::httpproxy::translate(&s, &Default::default());
     assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
     let dag = dag::build(&t.ir, &s, t.diagnostics);
-    compile(&dag, &CompileOptions::default()).remove(ir::DEFAULT_FLEET).expect("fleet compiled")
+    compile(&dag, options).remove(ir::DEFAULT_FLEET).expect("fleet compiled")
 }
 
 #[test]
@@ -392,4 +396,69 @@ fn listener_options_reach_the_listener_and_its_connection_manager() {
         assert!(listener.connection_balance_config.is_some());
         assert_eq!(listener.socket_options.len(), 5, "keep-alive and TOS");
     }
+}
+
+/// `cluster.*` and `timeouts.connect-timeout` on every cluster; a Service's own limits win
+/// field by field over the global circuit-breaker defaults.
+#[test]
+fn cluster_options_reach_every_cluster() {
+    use envoy_types::pb::envoy::config::cluster::v3::{Cluster, cluster};
+    use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext;
+    use envoy_types::pb::envoy::extensions::upstreams::http::v3::HttpProtocolOptions;
+    let yaml = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: apps, annotations: {projectcontour.io/max-connections: "7"}}
+spec: {ports: [{port: 443}]}
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: p, namespace: apps}
+spec:
+  virtualhost: {fqdn: p.test}
+  routes: [{services: [{name: web, port: 443, protocol: tls}]}]
+"#;
+    let options = CompileOptions {
+        cluster: settings::ClusterOptions {
+            connect_timeout: std::time::Duration::from_millis(250),
+            dns_lookup_family: settings::DnsLookupFamily::V4,
+            max_requests_per_connection: Some(3),
+            per_connection_buffer_limit_bytes: Some(4096),
+            circuit_breakers: dag::CircuitBreakers {
+                max_connections: Some(100),
+                max_requests: Some(50),
+                ..Default::default()
+            },
+            upstream_tls: settings::TlsOptions { min_version: ir::TlsVersion::V1_3, ..Default::default() },
+        },
+        ..Default::default()
+    };
+    let fleet = compiled_proxies_with(yaml, &options);
+    let clusters = fleet.of(ResourceType::Cluster);
+    assert_eq!(clusters.len(), 1);
+    let c = Cluster::decode(clusters.values().next().unwrap().body.value.as_slice()).unwrap();
+    assert_eq!(c.connect_timeout.map(|d| d.nanos), Some(250_000_000));
+    assert_eq!(c.dns_lookup_family, cluster::DnsLookupFamily::V4Only as i32);
+    assert_eq!(c.per_connection_buffer_limit_bytes.map(|v| v.value), Some(4096));
+    let limits = &c.circuit_breakers.as_ref().unwrap().thresholds[0];
+    assert_eq!(limits.max_connections.as_ref().map(|v| v.value), Some(7), "the Service's own");
+    assert_eq!(limits.max_requests.as_ref().map(|v| v.value), Some(50), "the global default");
+    let options = HttpProtocolOptions::decode(
+        c.typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].value.as_slice(),
+    )
+    .unwrap();
+    let common = options.common_http_protocol_options.unwrap();
+    assert_eq!(common.max_requests_per_connection.map(|v| v.value), Some(3));
+    let Some(envoy_types::pb::envoy::config::core::v3::transport_socket::ConfigType::TypedConfig(tls)) =
+        c.transport_socket.and_then(|t| t.config_type)
+    else {
+        panic!("upstream TLS")
+    };
+    let tls = UpstreamTlsContext::decode(tls.value.as_slice()).unwrap();
+    let params = tls.common_tls_context.unwrap().tls_params.unwrap();
+    assert_eq!(
+        params.tls_minimum_protocol_version,
+        envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::tls_parameters::TlsProtocol::TlSv13 as i32
+    );
+    assert_eq!(params.cipher_suites.len(), 4, "upstream's defaults");
 }

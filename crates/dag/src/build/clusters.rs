@@ -25,15 +25,13 @@ impl Builder<'_> {
             return None;
         };
         let spec = service.spec.as_ref();
-        if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
-            self.error(
-                origin,
-                field,
-                "UnsupportedValue",
-                format!("Service {}/{} is ExternalName, which is disabled", sp.namespace, sp.name),
-            );
-            return None;
-        }
+        let external_name = match objects::services::external_name(service, self.cache.options.external_names) {
+            Ok(name) => name,
+            Err(why) => {
+                self.error(origin, field, "UnsupportedValue", format!("Service {}/{} {why}", sp.namespace, sp.name));
+                return None;
+            }
+        };
         let Some(port) =
             spec.and_then(|s| s.ports.as_ref()).and_then(|ports| ports.iter().find(|p| p.port == i32::from(sp.port)))
         else {
@@ -86,11 +84,22 @@ impl Builder<'_> {
             }),
             circuit_breakers: circuit_breakers(service),
             sni: options.and_then(|o| o.sni.clone()),
+            external_name,
+            client_certificate: None,
         };
+        if matches!(cluster.protocol, Some(UpstreamProtocol::Tls | UpstreamProtocol::H2))
+            || cluster.validation.is_some()
+        {
+            cluster.client_certificate = self.client_certificate(out);
+        }
         // Upstream's cluster names: `namespace/service/port/` and ten hex digits of the SHA-1 of
         // the settings that make another cluster of the same Service port (of nothing for the
         // defaults, so a plain cluster is named exactly as upstream names it).
+        // An ExternalName Service's cluster is its own kind (DNS, not EDS): it gets the DNS
+        // name in its settings, so it never shares a name with an EDS cluster.
         let settings = if cluster.protocol.is_some()
+            || cluster.external_name.is_some()
+            || cluster.client_certificate.is_some()
             || cluster.policy != ClusterPolicy::default()
             || cluster.validation.is_some()
             || cluster.slow_start.is_some()
@@ -98,13 +107,31 @@ impl Builder<'_> {
             || cluster.sni.is_some()
         {
             let settings = (&cluster.protocol, &cluster.policy, &cluster.validation, &cluster.slow_start);
-            format!("{:?}", (settings, &cluster.health_port_name, &cluster.sni))
+            let more = (&cluster.external_name, &cluster.client_certificate);
+            format!("{:?}", (settings, &cluster.health_port_name, &cluster.sni, more))
         } else {
             String::new()
         };
         cluster.name = format!("{}/{}", cluster.name, settings_hash(&settings));
         let name = cluster.name.clone();
         out.clusters.entry(name.clone()).or_insert(cluster);
+        Some(name)
+    }
+
+    /// Envoy's client certificate towards TLS backends, added to the fleet's secrets; `None` when
+    /// none is configured or its Secret holds no usable pair (the connection is then made
+    /// without one, and a backend that requires one refuses it).
+    fn client_certificate(&mut self, out: &mut FleetDag) -> Option<String> {
+        let r = self.cache.options.client_certificate.clone()?;
+        let key = ObjectKey::new(&r.namespace, &r.name);
+        self.read(Kind::Secret, &key);
+        let (crt, pem_key) = objects::secrets::tls_pair(self.snapshot.secrets.get(&key).map(|s| &**s)).ok()?;
+        let name = format!("{}/{}", r.namespace, r.name);
+        out.secrets.entry(name.clone()).or_insert_with(|| TlsSecret {
+            name: name.clone(),
+            certificate_chain: crt.to_vec(),
+            private_key: pem_key.to_vec(),
+        });
         Some(name)
     }
 

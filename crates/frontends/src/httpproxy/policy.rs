@@ -47,7 +47,7 @@ const ENVOY_VARIABLES: &[&str] = &[
 ];
 
 /// Values substituted for upstream's own variables in header values.
-pub(super) struct Variables<'a> {
+pub(crate) struct Variables<'a> {
     pub namespace: &'a str,
     /// `(name, port)` of the Service, for per-service policies.
     pub service: Option<(&'a str, u16)>,
@@ -119,13 +119,34 @@ const HEADER_NAME_RULE: &str = "[a valid HTTP header must consist of alphanumeri
 
 /// A checked header policy: the modifier, and the Host rewrite a request policy may carry
 /// (a literal, or `Err(header)` for `%REQ(header)%`).
-pub(super) struct Headers {
+pub(crate) struct Headers {
     pub modifier: HeaderModifier,
     pub host: Option<Result<String, String>>,
 }
 
+impl Headers {
+    /// Adds the global policy's changes under these: a header this policy sets keeps its value,
+    /// removals add up, and the global Host applies when this policy sets none.
+    pub(crate) fn with_defaults(mut self, defaults: Headers) -> Headers {
+        for (name, value) in defaults.modifier.set {
+            if !self.modifier.set.iter().any(|(n, _)| *n == name) {
+                self.modifier.set.push((name, value));
+            }
+        }
+        for name in defaults.modifier.remove {
+            if !self.modifier.remove.contains(&name) {
+                self.modifier.remove.push(name);
+            }
+        }
+        if self.host.is_none() {
+            self.host = defaults.host;
+        }
+        self
+    }
+}
+
 /// Checks and converts a headers policy; `request` allows a Host rewrite.
-pub(super) fn headers(policy: Option<&HeadersPolicy>, request: bool, vars: &Variables<'_>) -> Result<Headers, String> {
+pub(crate) fn headers(policy: Option<&HeadersPolicy>, request: bool, vars: &Variables<'_>) -> Result<Headers, String> {
     let mut out = Headers { modifier: HeaderModifier::default(), host: None };
     let Some(policy) = policy else { return Ok(out) };
     let mut seen: Vec<String> = Vec::new();

@@ -33,10 +33,8 @@ fn lookup(t: &Translator<'_>, namespace: &str, name: &str, port: i32) -> Result<
     let Some(service) = t.service(namespace, name) else {
         return Err(format!("service \"{namespace}/{name}\" not found"));
     };
-    if service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
-        return Err(format!(
-            "{namespace}/{name} is an ExternalName service, these are not currently enabled. See the config.enableExternalNameService config file setting"
-        ));
+    if let Err(why) = objects::services::external_name(service, t.options.enable_external_name_service) {
+        return Err(format!("{namespace}/{name} {why}"));
     }
     let wanted = port.to_string();
     match service_port(t, namespace, name, port).map(|(_, p)| p) {
@@ -150,7 +148,13 @@ fn service(
     };
     let vars = Variables { namespace, service: Some((&s.name, port)) };
     let headers = &s.headers;
-    let request = policy::headers(headers.request_headers_policy.as_ref(), true, &vars).and_then(|h| match h.host {
+    let defaults = t.options.default_headers.as_deref();
+    let request = policy::headers(headers.request_headers_policy.as_ref(), true, &vars);
+    let request = match defaults {
+        Some(d) => request.and_then(|own| Ok(own.with_defaults(policy::headers(Some(&d.request), true, &vars)?))),
+        None => request,
+    };
+    let request = request.and_then(|h| match h.host {
         // A service sets a literal Host; copying one from a request header is a route's policy.
         Some(Err(header)) => Err(format!("rewriting \"Host\" from %REQ({header})% is only supported on routes")),
         Some(Ok(host)) => Ok((h.modifier, Some(host))),
@@ -160,6 +164,10 @@ fn service(
         t.error(origin, "ServiceError", field, "RequestHeadersPolicyInvalid", format!("{e} on request headers"));
     })?;
     let response = policy::headers(headers.response_headers_policy.as_ref(), false, &vars);
+    let response = match defaults {
+        Some(d) => response.and_then(|own| Ok(own.with_defaults(policy::headers(Some(&d.response), false, &vars)?))),
+        None => response,
+    };
     let response = response.map_err(|e| {
         t.error(origin, "ServiceError", field, "ResponseHeadersPolicyInvalid", format!("{e} on response headers"));
     })?;

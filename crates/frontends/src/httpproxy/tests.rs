@@ -479,3 +479,35 @@ fn more_reasons_as_upstream_words_them() {
 
 mod policies;
 mod tls;
+
+/// `enableExternalNameService`: upstream's words when off, and for a localhost name when on.
+#[test]
+fn external_name_services_follow_the_setting_and_never_point_at_localhost() {
+    let yaml = [
+        "apiVersion: v1\nkind: Service\nmetadata: {name: ext, namespace: apps}\nspec: {type: ExternalName, externalName: api.example.net, ports: [{port: 443}]}\n---\n",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: loop, namespace: apps}\nspec: {type: ExternalName, externalName: localhost., ports: [{port: 80}]}\n---\n",
+        &proxy(
+            "root",
+            "  virtualhost: {fqdn: example.com}\n  routes:\n  - services: [{name: ext, port: 443}]\n  - conditions: [{prefix: /loop}]\n    services: [{name: loop, port: 80}]",
+        ),
+    ]
+    .concat();
+    let (_, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/root invalid: At least one error present, see Errors for details",
+            "  ServiceError/ServiceUnresolvedReference: Spec.Routes unresolved service reference: apps/ext is an ExternalName service, these are not currently enabled. See the config.enableExternalNameService config file setting",
+            "  ServiceError/ServiceUnresolvedReference: Spec.Routes unresolved service reference: apps/loop is an ExternalName service, these are not currently enabled. See the config.enableExternalNameService config file setting",
+        ]
+    );
+    let options = Options { enable_external_name_service: true, ..Default::default() };
+    let (_, statuses) = run_with(&yaml, &options);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/root invalid: At least one error present, see Errors for details",
+            "  ServiceError/ServiceUnresolvedReference: Spec.Routes unresolved service reference: apps/loop is an ExternalName service that points to localhost, this is not allowed",
+        ]
+    );
+}
