@@ -79,6 +79,8 @@ async fn without_configuration_envoy_logs_every_request_and_compresses_with_gzip
     assert_eq!(r.header("content-encoding"), Some("gzip"));
     let body: serde_json::Value = serde_json::from_str(&gunzip(&r.raw)?)?;
     assert_eq!(body["path"], "/zipped");
+    // Upstream's dashboards read the default fleet's HTTP statistics under `ingress_http`.
+    assert!(envoy.counter_sum("http.ingress_http.downstream_rq_total").await? >= 2);
     Ok(())
 }
 
@@ -366,5 +368,38 @@ spec:
             true => assert_eq!((answer.status, answer.header("x-backend")), (200, Some("secure")), "{}", answer.body),
         }
     }
+    Ok(())
+}
+
+/// `listener.max-connections-per-listener`, delivered as upstream delivers it (the runtime layer
+/// `dynamic` over RTDS): with a limit of 1, a second connection is closed while the first is
+/// open, and served once it is gone.
+#[tokio::test]
+async fn the_listener_connection_limit_reaches_envoy_over_rtds() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let config = "listener: {max-connections-per-listener: 1}\n";
+    let serve = Serve::start(&objects(web.addr), Some(config), &[])?;
+    let _envoy = serve.envoy().await?;
+    served(&serve).await?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], serve.http));
+    // The first connection stays open after its answer (keep-alive). Envoy may still count the
+    // connections that `served` closed a moment ago, so it is retried until it is served.
+    let first = testkit::eventually(Duration::from_secs(10), || async move {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+        stream.write_all(b"GET / HTTP/1.1\r\nHost: www.example.com\r\n\r\n").await.ok()?;
+        let mut buf = vec![0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await.ok()?.ok()?;
+        buf[..n].starts_with(b"HTTP/1.1 200").then_some(stream)
+    })
+    .await;
+    let first = first.expect("a first connection served");
+    let second = testkit::request(addr, &Request::get("www.example.com", "/")).await;
+    assert!(second.is_err(), "a second connection is closed at the limit: {:?}", second.map(|r| r.status));
+    drop(first);
+    let again = testkit::eventually(Duration::from_secs(5), || async move {
+        testkit::request(addr, &Request::get("www.example.com", "/")).await.ok().filter(|r| r.status == 200)
+    })
+    .await;
+    assert!(again.is_some(), "served again once the first connection is gone");
     Ok(())
 }

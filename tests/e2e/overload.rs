@@ -29,9 +29,11 @@ async fn keep_alive_request(addr: SocketAddr) -> anyhow::Result<(TcpStream, Stri
 #[tokio::test]
 async fn connections_beyond_the_limit_are_refused_and_readiness_still_answers() -> anyhow::Result<()> {
     let web = Backend::start("web").await?;
-    let (port, stats) = (testkit::free_port(), testkit::free_port());
+    let (port, stats, enforced) = (testkit::free_port(), testkit::free_port(), testkit::free_port());
     let mut options = crate::harness::default_fleet_options(testkit::free_port(), testkit::free_port());
     options.compile.stats_listener = Some(SocketAddr::from(([127, 0, 0, 1], stats)));
+    // Upstream's `omEnforcedHealthListener`: a readiness listener that does count.
+    options.compile.om_enforced_health_listener = Some(SocketAddr::from(([127, 0, 0, 1], enforced)));
     let side = EnvoySide {
         overload: bootstrap::Overload { max_downstream_connections: Some(2), ..Default::default() },
         ..Default::default()
@@ -39,6 +41,9 @@ async fn connections_beyond_the_limit_are_refused_and_readiness_still_answers() 
     let h = Harness::start_envoy_side(&single_route(port, web.addr), options, None, side).await?;
     h.until(port, &Request::get("x", "/"), |r| r.status == 200).await?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let enforced = SocketAddr::from(([127, 0, 0, 1], enforced));
+    let ready = testkit::request(enforced, &Request::get("x", "/ready")).await?;
+    assert_eq!(ready.status, 200, "the enforced readiness listener answers below the limit");
 
     let (_first, answer) = keep_alive_request(addr).await?;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
@@ -50,6 +55,8 @@ async fn connections_beyond_the_limit_are_refused_and_readiness_still_answers() 
     // Probes are not traffic: readiness answers at the limit.
     let ready = testkit::request(SocketAddr::from(([127, 0, 0, 1], stats)), &Request::get("x", "/ready")).await?;
     assert_eq!(ready.status, 200, "readiness at the connection limit");
+    let (_probe, answer) = keep_alive_request(enforced).await?;
+    assert!(answer.is_empty(), "the enforced readiness listener is full too: {answer}");
 
     // A connection freed is a connection available.
     drop(second);

@@ -351,6 +351,30 @@ fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: So
     {
         out.http2_max_concurrent_streams = Some(v);
     }
+    for (value, target, file, resource) in [
+        (
+            l.max_requests_per_io_cycle,
+            &mut out.max_requests_per_io_cycle,
+            "listener.max-requests-per-io-cycle",
+            "maxRequestsPerIOCycle",
+        ),
+        (
+            l.max_connections_per_listener,
+            &mut out.max_connections_per_listener,
+            "listener.max-connections-per-listener",
+            "maxConnectionsPerListener",
+        ),
+        (
+            l.max_connections_to_accept_per_socket_event,
+            &mut out.max_connections_to_accept_per_socket_event,
+            "listener.max-connections-to-accept-per-socket-event",
+            "maxConnectionsToAcceptPerSocketEvent",
+        ),
+    ] {
+        if let Some(v) = positive(value, file, resource)? {
+            *target = Some(v);
+        }
+    }
     if let Some(s) = &l.socket_options {
         let byte = |v: Option<i32>, file: &str, resource: &str| -> anyhow::Result<Option<u8>> {
             v.map(|v| u8::try_from(v).with_context(|| format!("{}: {v} is not within 0-255", key(file, resource))))
@@ -482,6 +506,8 @@ timeouts: {stream-idle-timeout: 2s, request-timeout: infinity}
 listener:
   connection-balancer: exact
   max-requests-per-connection: 5
+  max-requests-per-io-cycle: 8
+  max-connections-per-listener: 1000
   socket-options: {tos: 64}
 tls: {minimum-protocol-version: "1.3", cipher-suites: [AES128-SHA, AES128-SHA]}
 "#,
@@ -504,6 +530,7 @@ tls: {minimum-protocol-version: "1.3", cipher-suites: [AES128-SHA, AES128-SHA]}
         assert_eq!(out.timeouts.request, Timeout::Disabled);
         assert!(out.exact_connection_balancer);
         assert_eq!(out.max_requests_per_connection, Some(5));
+        assert_eq!((out.max_requests_per_io_cycle, out.max_connections_per_listener), (Some(8), Some(1000)));
         assert_eq!(out.socket_options.tos, 64);
         assert_eq!(out.tls.min_version, ir::TlsVersion::V1_3);
         assert_eq!(out.tls.cipher_suites, ["AES128-SHA"]);

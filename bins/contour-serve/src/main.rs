@@ -192,6 +192,9 @@ struct Args {
     /// Envoy's traffic listeners, from contour.yaml, the ContourConfiguration and the flags above.
     #[arg(skip)]
     listener: xds::ListenerOptions,
+    /// A readiness listener the overload manager's limit applies to (`omEnforcedHealthListener`).
+    #[arg(skip)]
+    om_enforced_health: Option<SocketAddr>,
     /// Envoy's client certificate towards TLS backends (contour.yaml `tls.envoy-client-certificate`).
     #[arg(skip)]
     envoy_client_certificate: Option<ir::ObjectRef>,
@@ -298,6 +301,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             default_address: args.envoy_service_http_address,
             stats_listener: Some(SocketAddr::new(args.stats_address, args.stats_port)),
             admin_listener: Some(SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), args.envoy_admin_port)),
+            om_enforced_health_listener: args.om_enforced_health,
             merge_slashes: !args.disable_merge_slashes,
             listener: args.listener.clone(),
             cluster: args.cluster.clone(),

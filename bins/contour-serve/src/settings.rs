@@ -47,6 +47,10 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     if let Some(ns) = file.envoy_service_namespace.clone().filter(|_| !explicit.contains("envoy_service_namespace")) {
         args.envoy_service_namespace = ns;
     }
+    if let Some(h) = &file.om_enforced_health_listener {
+        let port = h.port.map(i64::from);
+        args.om_enforced_health = Some(listen_address("omEnforcedHealthListener", h.address.as_deref(), port)?);
+    }
     if let Some(v) = file.enable_external_name_service {
         args.enable_external_name_service = v;
     }
@@ -175,6 +179,9 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
         set_addr("spec.metrics.address", &m.address, &mut args.http_address, "http_address")?;
         set_port("spec.metrics.port", m.port, &mut args.http_port, "http_port")?;
     }
+    if let Some(h) = spec.envoy.as_ref().and_then(|e| e.om_enforced_health.as_ref()) {
+        args.om_enforced_health = Some(listen_address("spec.envoy.omEnforcedHealth", h.address.as_deref(), h.port)?);
+    }
     if let Some(c) = spec.envoy.as_ref().and_then(|e| e.client_certificate.as_ref()) {
         args.envoy_client_certificate = Some(secret_ref("spec.envoy.clientCertificate", &c.namespace, &c.name)?);
     }
@@ -251,6 +258,19 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
     Ok(())
 }
 
+/// A listener's address (0.0.0.0 when unset) and port (required).
+fn listen_address(field: &str, address: Option<&str>, port: Option<i64>) -> anyhow::Result<std::net::SocketAddr> {
+    let ip: IpAddr = match address.filter(|a| !a.is_empty()) {
+        Some(a) => a.parse().with_context(|| format!("{field}.address: {a:?} is not an IP address"))?,
+        None => std::net::Ipv4Addr::UNSPECIFIED.into(),
+    };
+    match port.map(u16::try_from) {
+        Some(Ok(p)) if p != 0 => Ok(std::net::SocketAddr::new(ip, p)),
+        Some(_) => bail!("{field}.port: {} is not a port", port.unwrap_or_default()),
+        None => bail!("{field}.port: a port is needed"),
+    }
+}
+
 /// A Secret named by the configuration: both parts must be set.
 fn secret_ref(field: &str, namespace: &str, name: &str) -> anyhow::Result<ir::ObjectRef> {
     if namespace.trim().is_empty() || name.trim().is_empty() {
@@ -315,6 +335,25 @@ mod tests {
         assert_eq!(args.ingress_status_address, ["198.51.100.4"]);
         assert_eq!(args.ingress_class_name, ["internal"]);
         assert_eq!((args.envoy_service_namespace.as_str(), args.envoy_service_name.as_str()), ("edge", "edge"));
+    }
+
+    #[test]
+    fn the_enforced_health_listener_comes_from_the_file_and_the_resource() {
+        let dir = std::env::temp_dir().join(format!("contour-serve-om-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("contour.yaml");
+        std::fs::write(&path, "omEnforcedHealthListener: {address: 127.0.0.1, port: 8003}\n").unwrap();
+        let mut args = Args::parse_from(["contour-serve", "--config-path", path.to_str().unwrap()]);
+        apply_file(&mut args, &Explicit::new()).unwrap();
+        assert_eq!(args.om_enforced_health.map(|a| a.to_string()).as_deref(), Some("127.0.0.1:8003"));
+        std::fs::write(&path, "omEnforcedHealthListener: {address: 127.0.0.1}\n").unwrap();
+        let err = apply_file(&mut args, &Explicit::new()).unwrap_err().to_string();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(err.contains("omEnforcedHealthListener.port"), "{err}");
+        let spec: ContourConfigurationSpec =
+            serde_json::from_value(serde_json::json!({"envoy": {"omEnforcedHealth": {"port": 8004}}})).unwrap();
+        apply_spec(&mut args, &Explicit::new(), &spec).unwrap();
+        assert_eq!(args.om_enforced_health.map(|a| a.to_string()).as_deref(), Some("0.0.0.0:8004"));
     }
 
     #[test]

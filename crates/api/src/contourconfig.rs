@@ -224,6 +224,9 @@ pub struct EnvoyConfig {
     /// Set a stat prefix on routes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_stat_prefix: Option<bool>,
+    /// A readiness listener the overload manager's connection limit applies to.
+    #[serde(default, rename = "omEnforcedHealth", skip_serializing_if = "Option::is_none")]
+    pub om_enforced_health: Option<HealthConfig>,
 }
 
 /// Listener settings.

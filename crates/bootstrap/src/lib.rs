@@ -227,6 +227,8 @@ impl Bootstrap {
                 // Regular expressions are validated by the controller; Envoy's default program
                 // size limit (100) would reject ordinary patterns.
                 {"name": "static", "static_layer": {"re2.max_program_size.error_level": 1_048_576, "re2.max_program_size.warn_level": 1000}},
+                // Runtime keys the configuration sets (upstream's layer and resource name).
+                {"name": "dynamic", "rtds_layer": {"name": "dynamic", "rtds_config": ads}},
                 {"name": "admin", "admin_layer": {}}
             ]}
         });

@@ -102,9 +102,9 @@ pub struct ContourConfig {
     /// Feature flags (none are defined, as upstream).
     #[serde(default, rename = "featureFlags")]
     pub feature_flags: Option<Vec<String>>,
-    /// Overload-manager health listener.
+    /// A readiness listener the overload manager's connection limit applies to.
     #[serde(default, rename = "omEnforcedHealthListener")]
-    pub om_enforced_health_listener: Option<serde_yaml::Mapping>,
+    pub om_enforced_health_listener: Option<Address>,
     /// Extra Envoy runtime keys.
     #[serde(default, rename = "runtime-settings")]
     pub runtime_settings: Option<serde_yaml::Mapping>,
@@ -340,6 +340,18 @@ pub struct ProtocolParameters {
     /// Cipher suites.
     #[serde(default, rename = "cipher-suites")]
     pub cipher_suites: Option<Vec<String>>,
+}
+
+/// An address and port (`omEnforcedHealthListener`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Address {
+    /// The IP address to bind.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// The port.
+    #[serde(default)]
+    pub port: Option<u16>,
 }
 
 /// `listener:`.

@@ -204,8 +204,13 @@ impl Fleets {
         }
         // Every resource of one form accepted (State-of-the-World: routes inline; Delta: routes
         // over VHDS).
+        // The runtime layer does not count: an Envoy bootstrapped without one never asks for it,
+        // and its routing is complete without it.
         let accepted = [false, true].into_iter().any(|delta| {
-            ResourceType::served_by(delta).iter().all(|t| fleet.pending.get(t).is_none_or(|(_, p)| p.is_empty()))
+            ResourceType::served_by(delta)
+                .iter()
+                .filter(|t| **t != ResourceType::Runtime)
+                .all(|t| fleet.pending.get(t).is_none_or(|(_, p)| p.is_empty()))
         });
         if accepted { Programming::Programmed } else { Programming::Pending }
     }

@@ -419,6 +419,9 @@ fn name_of(t: ResourceType, a: &Any) -> String {
             r::RouteConfiguration::decode(a.value.as_slice()).unwrap().name
         }
         ResourceType::VirtualHost => r::VirtualHost::decode(a.value.as_slice()).unwrap().name,
+        ResourceType::Runtime => {
+            envoy_types::pb::envoy::service::runtime::v3::Runtime::decode(a.value.as_slice()).unwrap().name
+        }
         ResourceType::Secret => String::new(),
     }
 }

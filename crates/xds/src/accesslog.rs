@@ -16,6 +16,8 @@ use envoy_types::pb::google::protobuf::{Any, Value, value};
 use envoy_types::util::pack_any;
 use prost::{Message, Name};
 
+use crate::ordered::{OrderedStruct, StructEntry};
+
 /// Upstream's default access log path for both listeners.
 pub const DEFAULT_PATH: &str = "/dev/stdout";
 
@@ -469,22 +471,6 @@ struct JsonFormat {
     omit_empty_values: bool,
     #[prost(message, repeated, tag = "6")]
     formatters: Vec<TypedExtensionConfig>,
-}
-
-/// `google.protobuf.Struct` as the wire sees its map: entries in order.
-#[derive(Clone, PartialEq, Message)]
-struct OrderedStruct {
-    #[prost(message, repeated, tag = "1")]
-    fields: Vec<StructEntry>,
-}
-
-/// One entry of [`OrderedStruct`].
-#[derive(Clone, PartialEq, Message)]
-struct StructEntry {
-    #[prost(string, tag = "1")]
-    key: String,
-    #[prost(message, optional, tag = "2")]
-    value: Option<Value>,
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ pub mod accesslog;
 mod cluster;
 mod compression;
 mod listener;
+mod ordered;
 mod route;
+mod runtime;
 mod secret;
 pub mod settings;
 
@@ -26,11 +28,15 @@ use sha2::{Digest, Sha256};
 
 pub use cluster::{LoadAssignmentCache, load_assignments_cached, update_load_assignments};
 pub use route::VHDS_ROUTE_CONFIGURATION_HEADER;
+pub use runtime::RUNTIME_LAYER;
 pub use settings::{ClusterOptions, ListenerOptions};
 
 /// The resource types the controller serves, in make-before-break order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ResourceType {
+    /// RTDS: the runtime layer `dynamic` of the bootstrap (Envoy's runtime keys the
+    /// configuration sets), first: nothing depends on it and Envoy waits for it at start.
+    Runtime,
     /// CDS: clusters, first so routes never name a missing cluster.
     Cluster,
     /// EDS: endpoints of the clusters.
@@ -53,7 +59,8 @@ pub enum ResourceType {
 
 impl ResourceType {
     /// All types, in make-before-break order.
-    pub const ALL: [ResourceType; 7] = [
+    pub const ALL: [ResourceType; 8] = [
+        ResourceType::Runtime,
         ResourceType::Cluster,
         ResourceType::Endpoint,
         ResourceType::Secret,
@@ -66,6 +73,7 @@ impl ResourceType {
     /// The xDS type URL.
     pub fn type_url(self) -> &'static str {
         match self {
+            ResourceType::Runtime => "type.googleapis.com/envoy.service.runtime.v3.Runtime",
             ResourceType::Cluster => "type.googleapis.com/envoy.config.cluster.v3.Cluster",
             ResourceType::Endpoint => "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
             ResourceType::Secret => "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
@@ -85,6 +93,7 @@ impl ResourceType {
     /// A short name for logs and metrics (`cds`, `eds`, ...).
     pub fn short(self) -> &'static str {
         match self {
+            ResourceType::Runtime => "rtds",
             ResourceType::Cluster => "cds",
             ResourceType::Endpoint => "eds",
             ResourceType::Secret => "sds",
@@ -111,9 +120,9 @@ impl ResourceType {
     pub fn served_by(delta: bool) -> &'static [ResourceType] {
         use ResourceType::*;
         if delta {
-            &[Cluster, Endpoint, Secret, Listener, RouteVhds, VirtualHost]
+            &[Runtime, Cluster, Endpoint, Secret, Listener, RouteVhds, VirtualHost]
         } else {
-            &[Cluster, Endpoint, Secret, Listener, Route]
+            &[Runtime, Cluster, Endpoint, Secret, Listener, Route]
         }
     }
 }
@@ -210,6 +219,9 @@ pub struct CompileOptions {
     pub stats_listener: Option<std::net::SocketAddr>,
     /// Envoy's read-only admin listener, upstream's 127.0.0.1:9001; `None` serves none.
     pub admin_listener: Option<std::net::SocketAddr>,
+    /// A second readiness listener (`/ready`) that the overload manager's connection limit does
+    /// apply to (upstream's `omEnforcedHealthListener`): it stops answering when Envoy is full.
+    pub om_enforced_health_listener: Option<std::net::SocketAddr>,
     /// Merge repeated slashes in request paths before routing (upstream's default; contour.yaml
     /// `disableMergeSlashes: true` turns it off).
     pub merge_slashes: bool,
@@ -225,6 +237,7 @@ impl Default for CompileOptions {
             default_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             stats_listener: None,
             admin_listener: None,
+            om_enforced_health_listener: None,
             merge_slashes: true,
             listener: ListenerOptions::default(),
             cluster: ClusterOptions::default(),
@@ -275,11 +288,12 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
     for b in fleet.validation.values() {
         out.insert(ResourceType::Secret, secret::validation(b));
     }
+    out.insert(ResourceType::Runtime, runtime::layer(fleet, &options.listener));
     for listener in listener::envoy_listeners(options, fleet.address) {
         out.insert(ResourceType::Listener, listener);
     }
     for l in &fleet.listeners {
-        let (listener, tables) = listener::listener(l, options);
+        let (listener, tables) = listener::listener(l, options, fleet.id == ir::DEFAULT_FLEET);
         out.insert(ResourceType::Listener, listener);
         for (table, vhds) in tables {
             out.insert_forms(route::route_configuration(table, vhds, &mut cache.routes));

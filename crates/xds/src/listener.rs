@@ -33,7 +33,19 @@ const ADMIN_CLUSTER: &str = "envoy-admin";
 /// virtual hosts over VHDS: a plain-HTTP listener's table holds every host of its port, so one
 /// host's change should not re-send them all; a TLS filter chain's table holds the few hosts of
 /// its certificate, and VHDS would cost Envoy a stream per chain.
-pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Resource, Vec<(&'a RouteTable, bool)>) {
+///
+/// The default fleet's listeners report their statistics as upstream's do (`ingress_http`,
+/// `ingress_https`), so upstream's dashboards keep working.
+pub(crate) fn listener<'a>(
+    l: &'a DagListener,
+    options: &CompileOptions,
+    default_fleet: bool,
+) -> (Resource, Vec<(&'a RouteTable, bool)>) {
+    let stat_prefix = match (&l.kind, default_fleet) {
+        (ListenerKind::Http(_), true) => "ingress_http",
+        (ListenerKind::Tls(_), true) => "ingress_https",
+        (_, false) => l.name.as_str(),
+    };
     let address = l.address.unwrap_or(options.default_address).to_string();
     let mut tables = Vec::new();
     let settings = &options.listener;
@@ -44,6 +56,9 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
             .per_connection_buffer_limit_bytes
             .map(|value| UInt32Value { value }),
         socket_options: socket_options(&settings.socket_options),
+        max_connections_to_accept_per_socket_event: settings
+            .max_connections_to_accept_per_socket_event
+            .map(|value| UInt32Value { value }),
         connection_balance_config: settings.exact_connection_balancer.then(|| ConnectionBalanceConfig {
             balance_type: Some(connection_balance_config::BalanceType::ExactBalance(Default::default())),
         }),
@@ -59,7 +74,7 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
     match &l.kind {
         ListenerKind::Http(table) => {
             message.filter_chains.push(FilterChain {
-                filters: vec![http_connection_manager(&l.name, &table.name, Default::default(), options, false)],
+                filters: vec![http_connection_manager(stat_prefix, &table.name, Default::default(), options, false)],
                 ..Default::default()
             });
             tables.push((table, true));
@@ -79,20 +94,20 @@ pub(crate) fn listener<'a>(l: &'a DagListener, options: &CompileOptions) -> (Res
                         let forward = tls.client.as_ref().map(|c| c.forward).unwrap_or_default();
                         FilterChain {
                             filter_chain_match,
-                            filters: vec![http_connection_manager(&l.name, &routes.name, forward, options, true)],
+                            filters: vec![http_connection_manager(stat_prefix, &routes.name, forward, options, true)],
                             transport_socket: Some(downstream_tls(secrets, tls, &settings.tls, alpn(settings))),
                             ..Default::default()
                         }
                     }
                     TlsAction::TerminateTcp { secrets, settings: tls, backends } => FilterChain {
                         filter_chain_match,
-                        filters: vec![tcp_proxy(&l.name, backends, settings)],
+                        filters: vec![tcp_proxy(stat_prefix, backends, settings)],
                         transport_socket: Some(downstream_tls(secrets, tls, &settings.tls, Vec::new())),
                         ..Default::default()
                     },
                     TlsAction::Passthrough { backends } => FilterChain {
                         filter_chain_match,
-                        filters: vec![tcp_proxy(&l.name, backends, settings)],
+                        filters: vec![tcp_proxy(stat_prefix, backends, settings)],
                         ..Default::default()
                     },
                 };
@@ -138,7 +153,7 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
     };
     use r::route_match::PathSpecifier::{Path, Prefix};
     let mut out = Vec::new();
-    let mut add = |name: &str, address: std::net::SocketAddr, routes: Vec<r::Route>| {
+    let mut add = |name: &str, address: std::net::SocketAddr, routes: Vec<r::Route>, enforced: bool| {
         let table = r::RouteConfiguration {
             name: name.into(),
             virtual_hosts: vec![r::VirtualHost {
@@ -170,21 +185,24 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
             address: Some(socket(address.ip().to_string(), address.port())),
             filter_chains: vec![FilterChain { filters: vec![filter], ..Default::default() }],
             // Probes and scrapes must still answer when the overload manager's connection
-            // limit is reached by traffic.
-            ignore_global_conn_limit: true,
+            // limit is reached by traffic (except on the listener meant to show that limit).
+            ignore_global_conn_limit: !enforced,
             ..Default::default()
         };
         out.push(Resource::new(name, listener));
     };
     if let Some(address) = options.stats_listener.map(at) {
-        add("stats-health", address, vec![route(Path("/ready".into())), route(Prefix("/stats".into()))]);
+        add("stats-health", address, vec![route(Path("/ready".into())), route(Prefix("/stats".into()))], false);
     }
     if let Some(address) = options.admin_listener.map(at) {
         let pages =
             ["/certs", "/clusters", "/listeners", "/config_dump", "/memory", "/ready", "/runtime", "/server_info"];
         let mut routes: Vec<r::Route> = pages.iter().map(|p| route(Path((*p).into()))).collect();
         routes.push(route(Prefix("/stats".into())));
-        add("envoy-admin", address, routes);
+        add("envoy-admin", address, routes, false);
+    }
+    if let Some(address) = options.om_enforced_health_listener.map(at) {
+        add("health-om-enforced", address, vec![route(Path("/ready".into()))], true);
     }
     out
 }

@@ -40,6 +40,12 @@ pub struct ListenerOptions {
     pub use_proxy_protocol: bool,
     /// Downstream TLS defaults.
     pub tls: TlsOptions,
+    /// Requests Envoy handles per I/O cycle (runtime `http.max_requests_per_io_cycle`).
+    pub max_requests_per_io_cycle: Option<u32>,
+    /// Connections each traffic listener accepts at most (a runtime limit per listener).
+    pub max_connections_per_listener: Option<u32>,
+    /// Connections a listener accepts per socket event.
+    pub max_connections_to_accept_per_socket_event: Option<u32>,
 }
 
 impl Default for ListenerOptions {
@@ -60,6 +66,9 @@ impl Default for ListenerOptions {
             socket_options: SocketOptions::default(),
             use_proxy_protocol: false,
             tls: TlsOptions::default(),
+            max_requests_per_io_cycle: None,
+            max_connections_per_listener: None,
+            max_connections_to_accept_per_socket_event: None,
         }
     }
 }

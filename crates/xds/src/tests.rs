@@ -374,6 +374,9 @@ fn listener_options_reach_the_listener_and_its_connection_manager() {
         socket_options: SocketOptions { tos: 64, traffic_class: 0 },
         use_proxy_protocol: true,
         tls: TlsOptions::default(),
+        max_requests_per_io_cycle: Some(2),
+        max_connections_per_listener: Some(10),
+        max_connections_to_accept_per_socket_event: Some(4),
     };
     for (listener, hcm) in connection_managers(options) {
         assert!(hcm.access_log.is_empty(), "level disabled");
@@ -395,6 +398,7 @@ fn listener_options_reach_the_listener_and_its_connection_manager() {
         assert_eq!(listener.per_connection_buffer_limit_bytes.map(|v| v.value), Some(32768));
         assert!(listener.connection_balance_config.is_some());
         assert_eq!(listener.socket_options.len(), 5, "keep-alive and TOS");
+        assert_eq!(listener.max_connections_to_accept_per_socket_event.map(|v| v.value), Some(4));
     }
 }
 

@@ -1,0 +1,37 @@
+//! Protobuf messages whose `google.protobuf.Struct` fields are written in a fixed order.
+//!
+//! prost's `Struct` is a hash map, so its encoding changes from one process to the next; a
+//! resource's version is the hash of its bytes, and a different version makes Envoy apply (and
+//! for a listener, drain) a configuration that did not change. These mirror types have the same
+//! wire format with entries in the order given.
+
+use envoy_types::pb::google::protobuf::{Value, value};
+use prost::Message;
+
+/// `google.protobuf.Struct` as the wire sees its map: entries in order.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct OrderedStruct {
+    #[prost(message, repeated, tag = "1")]
+    pub(crate) fields: Vec<StructEntry>,
+}
+
+/// One entry of [`OrderedStruct`].
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct StructEntry {
+    #[prost(string, tag = "1")]
+    pub(crate) key: String,
+    #[prost(message, optional, tag = "2")]
+    pub(crate) value: Option<Value>,
+}
+
+impl OrderedStruct {
+    /// Entries in the order given.
+    pub(crate) fn new(entries: impl IntoIterator<Item = (String, value::Kind)>) -> Self {
+        Self {
+            fields: entries
+                .into_iter()
+                .map(|(key, kind)| StructEntry { key, value: Some(Value { kind: Some(kind) }) })
+                .collect(),
+        }
+    }
+}
