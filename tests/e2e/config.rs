@@ -403,3 +403,51 @@ async fn the_listener_connection_limit_reaches_envoy_over_rtds() -> anyhow::Resu
     assert!(again.is_some(), "served again once the first connection is gone");
     Ok(())
 }
+
+/// `metrics.envoy` with certificate files: Envoy's statistics over HTTPS on their own port, only
+/// for scrapers with a client certificate from the CA; readiness stays plain HTTP.
+#[tokio::test]
+async fn envoy_statistics_over_https_refuse_a_client_without_a_certificate() -> anyhow::Result<()> {
+    let (server_ca, client_ca) = (testkit::Ca::new()?, testkit::Ca::new()?);
+    let dir = std::env::temp_dir().join(format!("contour-metrics-tls-{}", testkit::free_port()));
+    std::fs::create_dir_all(&dir)?;
+    let server = server_ca.issue(&["envoy-metrics"])?;
+    let files = [("tls.crt", server.cert_pem.as_str()), ("tls.key", &server.key_pem), ("ca.crt", &client_ca.pem())];
+    for (name, pem) in files {
+        std::fs::write(dir.join(name), pem)?;
+    }
+    let port = testkit::free_port();
+    let path = |name: &str| dir.join(name).display().to_string();
+    let config = format!(
+        "metrics:\n  envoy: {{address: 127.0.0.1, port: {port}, server-certificate-path: {}, server-key-path: {}, ca-certificate-path: {}}}\n",
+        path("tls.crt"),
+        path("tls.key"),
+        path("ca.crt")
+    );
+    let serve = Serve::start("", Some(&config), &[])?;
+    let _envoy = serve.envoy().await?;
+    let metrics = SocketAddr::from(([127, 0, 0, 1], port));
+    let client = client_ca.issue(&["prometheus"])?;
+    let ca = server_ca.pem();
+    let scrape = Request::get("envoy-metrics", "/stats/prometheus");
+    let scraped = testkit::eventually(Duration::from_secs(20), || {
+        let (ca, client, scrape) = (ca.clone(), client.clone(), scrape.clone());
+        async move { testkit::request_mtls(metrics, "envoy-metrics", &ca, &client, &scrape).await.ok() }
+    })
+    .await;
+    let scraped = scraped.unwrap_or_else(|| panic!("never scraped; controller log:\n{}", serve.log()));
+    assert_eq!(scraped.status, 200);
+    assert!(
+        scraped.body.contains("envoy_server_live"),
+        "Prometheus text: {}",
+        &scraped.body[..200.min(scraped.body.len())]
+    );
+    let anonymous = testkit::request_tls(metrics, "envoy-metrics", &ca, &scrape).await;
+    assert!(anonymous.is_err(), "a scraper without a certificate is refused: {:?}", anonymous.map(|r| r.status));
+    let plain = testkit::request(metrics, &scrape).await;
+    assert!(plain.is_err() || plain.is_ok_and(|r| r.status != 200), "no plain HTTP on the statistics port");
+    let ready = testkit::request(SocketAddr::from(([127, 0, 0, 1], serve.stats)), &Request::get("x", "/ready")).await?;
+    assert_eq!(ready.status, 200, "readiness stays plain HTTP on its own port");
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

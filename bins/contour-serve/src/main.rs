@@ -192,6 +192,9 @@ struct Args {
     /// Envoy's traffic listeners, from contour.yaml, the ContourConfiguration and the flags above.
     #[arg(skip)]
     listener: xds::ListenerOptions,
+    /// Envoy's statistics on their own address or over HTTPS (`metrics.envoy`).
+    #[arg(skip)]
+    envoy_metrics: Option<xds::MetricsListener>,
     /// A readiness listener the overload manager's limit applies to (`omEnforcedHealthListener`).
     #[arg(skip)]
     om_enforced_health: Option<SocketAddr>,
@@ -302,6 +305,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             stats_listener: Some(SocketAddr::new(args.stats_address, args.stats_port)),
             admin_listener: Some(SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), args.envoy_admin_port)),
             om_enforced_health_listener: args.om_enforced_health,
+            metrics_listener: args.envoy_metrics.clone(),
             merge_slashes: !args.disable_merge_slashes,
             listener: args.listener.clone(),
             cluster: args.cluster.clone(),

@@ -47,6 +47,27 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     if let Some(ns) = file.envoy_service_namespace.clone().filter(|_| !explicit.contains("envoy_service_namespace")) {
         args.envoy_service_namespace = ns;
     }
+    if let Some(m) = file.metrics.as_ref().and_then(|m| m.envoy.as_ref()) {
+        let tls = match (&m.server_certificate_path, &m.server_key_path) {
+            (Some(cert), Some(key)) if !cert.is_empty() && !key.is_empty() => Some(api::contourconfig::MetricsTLS {
+                cert_file: Some(cert.clone()),
+                key_file: Some(key.clone()),
+                ca_file: m.ca_certificate_path.clone(),
+            }),
+            _ => None,
+        };
+        let envoy = api::contourconfig::MetricsConfig { address: m.address.clone(), port: m.port.map(i64::from), tls };
+        apply_envoy_metrics(args, &envoy, "metrics.envoy")?;
+    }
+    if let Some(m) = file.metrics.as_ref().and_then(|m| m.contour.as_ref()) {
+        if let Some(a) = m.address.as_deref().filter(|_| !explicit.contains("http_address")) {
+            args.http_address =
+                a.parse().with_context(|| format!("metrics.contour.address: {a:?} is not an IP address"))?;
+        }
+        if let Some(p) = m.port.filter(|p| *p != 0 && !explicit.contains("http_port")) {
+            args.http_port = p;
+        }
+    }
     if let Some(h) = &file.om_enforced_health_listener {
         let port = h.port.map(i64::from);
         args.om_enforced_health = Some(listen_address("omEnforcedHealthListener", h.address.as_deref(), port)?);
@@ -179,6 +200,13 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
         set_addr("spec.metrics.address", &m.address, &mut args.http_address, "http_address")?;
         set_port("spec.metrics.port", m.port, &mut args.http_port, "http_port")?;
     }
+    if let Some(h) = spec.envoy.as_ref().and_then(|e| e.health.as_ref()) {
+        set_addr("spec.envoy.health.address", &h.address, &mut args.stats_address, "stats_address")?;
+        set_port("spec.envoy.health.port", h.port, &mut args.stats_port, "stats_port")?;
+    }
+    if let Some(m) = spec.envoy.as_ref().and_then(|e| e.metrics.as_ref()) {
+        apply_envoy_metrics(args, m, "spec.envoy.metrics")?;
+    }
     if let Some(h) = spec.envoy.as_ref().and_then(|e| e.om_enforced_health.as_ref()) {
         args.om_enforced_health = Some(listen_address("spec.envoy.omEnforcedHealth", h.address.as_deref(), h.port)?);
     }
@@ -255,6 +283,38 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
             set_port("spec.envoy.https.port", l.port, &mut args.envoy_service_https_port, "envoy_service_https_port")?;
         }
     }
+    Ok(())
+}
+
+/// Envoy's statistics listener (`metrics.envoy`, `spec.envoy.metrics`): its own address and port
+/// (the health listener's when unset), over HTTPS with its files when given.
+fn apply_envoy_metrics(args: &mut Args, m: &api::contourconfig::MetricsConfig, field: &str) -> anyhow::Result<()> {
+    let ip: IpAddr = match m.address.as_deref().filter(|a| !a.is_empty()) {
+        Some(a) => a.parse().with_context(|| format!("{field}.address: {a:?} is not an IP address"))?,
+        None => args.stats_address,
+    };
+    let port = match m.port {
+        None | Some(0) => args.stats_port,
+        Some(p) => u16::try_from(p).ok().with_context(|| format!("{field}.port: {p} is not a port"))?,
+    };
+    let tls = match &m.tls {
+        Some(t) => {
+            let (Some(cert), Some(key)) = (t.cert_file.clone(), t.key_file.clone()) else {
+                bail!("{field}.tls: both the certificate and the key files are needed");
+            };
+            Some(xds::MetricsTls {
+                cert_file: cert,
+                key_file: key,
+                ca_file: t.ca_file.clone().filter(|c| !c.is_empty()),
+            })
+        }
+        None => None,
+    };
+    let address = std::net::SocketAddr::new(ip, port);
+    if tls.is_some() && address == std::net::SocketAddr::new(args.stats_address, args.stats_port) {
+        bail!("{field}: statistics over HTTPS need a port of their own, apart from the health listener's");
+    }
+    args.envoy_metrics = Some(xds::MetricsListener { address, tls });
     Ok(())
 }
 
@@ -354,6 +414,39 @@ mod tests {
             serde_json::from_value(serde_json::json!({"envoy": {"omEnforcedHealth": {"port": 8004}}})).unwrap();
         apply_spec(&mut args, &Explicit::new(), &spec).unwrap();
         assert_eq!(args.om_enforced_health.map(|a| a.to_string()).as_deref(), Some("0.0.0.0:8004"));
+    }
+
+    #[test]
+    fn envoy_metrics_come_from_the_file_and_the_resource() {
+        let dir = std::env::temp_dir().join(format!("contour-serve-metrics-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("contour.yaml");
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            let mut args = Args::parse_from(["contour-serve", "--config-path", path.to_str().unwrap()]);
+            apply_file(&mut args, &Explicit::new()).map(|()| args)
+        };
+        let args = load("metrics:\n  envoy: {port: 8003, server-certificate-path: /c/tls.crt, server-key-path: /c/tls.key}\n  contour: {port: 9000}\n").unwrap();
+        let m = args.envoy_metrics.clone().unwrap();
+        assert_eq!(m.address.to_string(), "0.0.0.0:8003");
+        assert_eq!(m.tls.map(|t| (t.cert_file, t.ca_file)), Some(("/c/tls.crt".into(), None)));
+        assert_eq!(args.http_port, 9000);
+        let err = load("metrics:\n  envoy: {server-certificate-path: /c/tls.crt, server-key-path: /c/tls.key}\n")
+            .unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(err.to_string().contains("metrics.envoy") && err.to_string().contains("port of their own"), "{err}");
+        let mut args = Args::parse_from(["contour-serve"]);
+        let spec: ContourConfigurationSpec = serde_json::from_value(serde_json::json!({
+            "envoy": {"health": {"port": 8010}, "metrics": {"address": "127.0.0.1", "port": 8011, "tls": {"certFile": "/c/t", "keyFile": "/c/k", "caFile": "/c/ca"}}}
+        }))
+        .unwrap();
+        apply_spec(&mut args, &Explicit::new(), &spec).unwrap();
+        assert_eq!(args.stats_port, 8010);
+        let m = args.envoy_metrics.unwrap();
+        assert_eq!(
+            (m.address.to_string().as_str(), m.tls.and_then(|t| t.ca_file)),
+            ("127.0.0.1:8011", Some("/c/ca".into()))
+        );
     }
 
     #[test]

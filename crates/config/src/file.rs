@@ -95,7 +95,7 @@ pub struct ContourConfig {
     pub global_ext_auth: Option<serde_yaml::Mapping>,
     /// Metrics servers.
     #[serde(default)]
-    pub metrics: Option<serde_yaml::Mapping>,
+    pub metrics: Option<Metrics>,
     /// Tracing.
     #[serde(default)]
     pub tracing: Option<serde_yaml::Mapping>,
@@ -340,6 +340,39 @@ pub struct ProtocolParameters {
     /// Cipher suites.
     #[serde(default, rename = "cipher-suites")]
     pub cipher_suites: Option<Vec<String>>,
+}
+
+/// `metrics:`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    /// Contour's own `/metrics`.
+    #[serde(default)]
+    pub contour: Option<MetricsServer>,
+    /// Envoy's statistics listener.
+    #[serde(default)]
+    pub envoy: Option<MetricsServer>,
+}
+
+/// `metrics.contour` and `metrics.envoy`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsServer {
+    /// The IP address to bind.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// The port.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Serve HTTPS with this certificate...
+    #[serde(default, rename = "server-certificate-path")]
+    pub server_certificate_path: Option<String>,
+    /// ...and this key.
+    #[serde(default, rename = "server-key-path")]
+    pub server_key_path: Option<String>,
+    /// Require client certificates signed by this CA.
+    #[serde(default, rename = "ca-certificate-path")]
+    pub ca_certificate_path: Option<String>,
 }
 
 /// An address and port (`omEnforcedHealthListener`).

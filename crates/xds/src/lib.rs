@@ -219,6 +219,9 @@ pub struct CompileOptions {
     pub stats_listener: Option<std::net::SocketAddr>,
     /// Envoy's read-only admin listener, upstream's 127.0.0.1:9001; `None` serves none.
     pub admin_listener: Option<std::net::SocketAddr>,
+    /// Envoy's statistics on an address of their own or over HTTPS (`metrics.envoy`); `None`
+    /// serves them beside `/ready` on [`CompileOptions::stats_listener`].
+    pub metrics_listener: Option<MetricsListener>,
     /// A second readiness listener (`/ready`) that the overload manager's connection limit does
     /// apply to (upstream's `omEnforcedHealthListener`): it stops answering when Envoy is full.
     pub om_enforced_health_listener: Option<std::net::SocketAddr>,
@@ -238,11 +241,32 @@ impl Default for CompileOptions {
             stats_listener: None,
             admin_listener: None,
             om_enforced_health_listener: None,
+            metrics_listener: None,
             merge_slashes: true,
             listener: ListenerOptions::default(),
             cluster: ClusterOptions::default(),
         }
     }
+}
+
+/// Where Envoy serves its statistics when not beside `/ready`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsListener {
+    /// The address and port.
+    pub address: std::net::SocketAddr,
+    /// HTTPS with these files, when given.
+    pub tls: Option<MetricsTls>,
+}
+
+/// The files (in Envoy's filesystem) of the statistics listener's HTTPS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsTls {
+    /// The certificate chain.
+    pub cert_file: String,
+    /// Its private key.
+    pub key_file: String,
+    /// The CA that scrapers' client certificates must chain to; `None` asks for none.
+    pub ca_file: Option<String>,
 }
 
 /// Compiles every fleet except its endpoints (see [`load_assignments_cached`], which an endpoint-only
@@ -287,6 +311,9 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
     }
     for b in fleet.validation.values() {
         out.insert(ResourceType::Secret, secret::validation(b));
+    }
+    for s in options.metrics_listener.iter().filter_map(|m| m.tls.as_ref()).flat_map(secret::metrics) {
+        out.insert(ResourceType::Secret, s);
     }
     out.insert(ResourceType::Runtime, runtime::layer(fleet, &options.listener));
     for listener in listener::envoy_listeners(options, fleet.address) {

@@ -153,7 +153,11 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
     };
     use r::route_match::PathSpecifier::{Path, Prefix};
     let mut out = Vec::new();
-    let mut add = |name: &str, address: std::net::SocketAddr, routes: Vec<r::Route>, enforced: bool| {
+    let mut add = |name: &str,
+                   address: std::net::SocketAddr,
+                   routes: Vec<r::Route>,
+                   enforced: bool,
+                   tls: Option<&crate::MetricsTls>| {
         let table = r::RouteConfiguration {
             name: name.into(),
             virtual_hosts: vec![r::VirtualHost {
@@ -183,7 +187,11 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
         let listener = Listener {
             name: name.into(),
             address: Some(socket(address.ip().to_string(), address.port())),
-            filter_chains: vec![FilterChain { filters: vec![filter], ..Default::default() }],
+            filter_chains: vec![FilterChain {
+                filters: vec![filter],
+                transport_socket: tls.map(metrics_tls),
+                ..Default::default()
+            }],
             // Probes and scrapes must still answer when the overload manager's connection
             // limit is reached by traffic (except on the listener meant to show that limit).
             ignore_global_conn_limit: !enforced,
@@ -191,18 +199,30 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
         };
         out.push(Resource::new(name, listener));
     };
-    if let Some(address) = options.stats_listener.map(at) {
-        add("stats-health", address, vec![route(Path("/ready".into())), route(Prefix("/stats".into()))], false);
+    let stats = || route(Prefix("/stats".into()));
+    let metrics = options.metrics_listener.as_ref().map(|m| (at(m.address), m.tls.as_ref()));
+    match (options.stats_listener.map(at), metrics) {
+        // As upstream: statistics on their own address or over HTTPS, readiness apart.
+        (health, Some((address, tls))) if tls.is_some() || health != Some(address) => {
+            add("stats", address, vec![stats()], false, tls);
+            if let Some(health) = health {
+                add("health", health, vec![route(Path("/ready".into()))], false, None);
+            }
+        }
+        (Some(address), _) => {
+            add("stats-health", address, vec![route(Path("/ready".into())), stats()], false, None);
+        }
+        (None, _) => {}
     }
     if let Some(address) = options.admin_listener.map(at) {
         let pages =
             ["/certs", "/clusters", "/listeners", "/config_dump", "/memory", "/ready", "/runtime", "/server_info"];
         let mut routes: Vec<r::Route> = pages.iter().map(|p| route(Path((*p).into()))).collect();
         routes.push(route(Prefix("/stats".into())));
-        add("envoy-admin", address, routes, false);
+        add("envoy-admin", address, routes, false, None);
     }
     if let Some(address) = options.om_enforced_health_listener.map(at) {
-        add("health-om-enforced", address, vec![route(Path("/ready".into()))], true);
+        add("health-om-enforced", address, vec![route(Path("/ready".into()))], true, None);
     }
     out
 }
@@ -356,6 +376,36 @@ fn socket_options(settings: &SocketOptions) -> Vec<SocketOption> {
         out.push(option("Set IPv6 Traffic Class field", 41, 67, settings.traffic_class.into()));
     }
     out
+}
+
+/// HTTPS of the statistics listener, as upstream's: TLS 1.3, and a client certificate from the
+/// CA when one is configured.
+fn metrics_tls(tls: &crate::MetricsTls) -> TransportSocket {
+    use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::tls_parameters::TlsProtocol;
+    use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{TlsParameters, common_tls_context};
+    let sds = |name: &str| SdsSecretConfig { name: name.into(), sds_config: Some(ads()) };
+    let context = DownstreamTlsContext {
+        common_tls_context: Some(CommonTlsContext {
+            tls_params: Some(TlsParameters {
+                tls_minimum_protocol_version: TlsProtocol::TlSv13 as i32,
+                tls_maximum_protocol_version: TlsProtocol::TlSv13 as i32,
+                ..Default::default()
+            }),
+            tls_certificate_sds_secret_configs: vec![sds(crate::secret::METRICS_CERTIFICATE)],
+            validation_context_type: tls.ca_file.as_ref().map(|_| {
+                common_tls_context::ValidationContextType::ValidationContextSdsSecretConfig(sds(
+                    crate::secret::METRICS_CA,
+                ))
+            }),
+            ..Default::default()
+        }),
+        require_client_certificate: tls.ca_file.as_ref().map(|_| BoolValue { value: true }),
+        ..Default::default()
+    };
+    TransportSocket {
+        name: "envoy.transport_sockets.tls".into(),
+        config_type: Some(transport_socket::ConfigType::TypedConfig(pack_any(context))),
+    }
 }
 
 /// TLS versions from `min` to `max` (never below `min`), with the configured ciphers and curves.

@@ -42,3 +42,37 @@ pub(crate) fn secret(s: &dag::TlsSecret) -> Resource {
     };
     Resource::new(&s.name, message)
 }
+
+/// The SDS name of the statistics listener's certificate (upstream's).
+pub(crate) const METRICS_CERTIFICATE: &str = "metrics-tls-certificate";
+/// The SDS name of the CA that signs scrapers' client certificates (upstream's).
+pub(crate) const METRICS_CA: &str = "metrics-ca-certificate";
+
+fn file(path: &str) -> DataSource {
+    DataSource { specifier: Some(data_source::Specifier::Filename(path.to_string())), ..Default::default() }
+}
+
+/// The statistics listener's certificate and CA as secrets that name files in Envoy's own
+/// filesystem, as upstream's do: Envoy reads them where the pod mounts them.
+pub(crate) fn metrics(tls: &crate::MetricsTls) -> Vec<Resource> {
+    let certificate = Secret {
+        name: METRICS_CERTIFICATE.into(),
+        r#type: Some(secret::Type::TlsCertificate(TlsCertificate {
+            certificate_chain: Some(file(&tls.cert_file)),
+            private_key: Some(file(&tls.key_file)),
+            ..Default::default()
+        })),
+    };
+    let mut out = vec![Resource::new(METRICS_CERTIFICATE, certificate)];
+    if let Some(ca) = &tls.ca_file {
+        let validation = Secret {
+            name: METRICS_CA.into(),
+            r#type: Some(secret::Type::ValidationContext(CertificateValidationContext {
+                trusted_ca: Some(file(ca)),
+                ..Default::default()
+            })),
+        };
+        out.push(Resource::new(METRICS_CA, validation));
+    }
+    out
+}

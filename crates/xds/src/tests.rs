@@ -466,3 +466,38 @@ spec:
     );
     assert_eq!(params.cipher_suites.len(), 4, "upstream's defaults");
 }
+
+/// Envoy's own listeners as upstream lays them out: statistics beside readiness by default, apart
+/// when `metrics.envoy` names another port, and over HTTPS (with its file secrets) when it names
+/// certificate files.
+#[test]
+fn statistics_and_readiness_listeners_follow_the_metrics_settings() {
+    use envoy_types::pb::envoy::config::listener::v3::Listener;
+    let at = |port| Some(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    let layout = |metrics: Option<MetricsListener>| {
+        let options = CompileOptions { stats_listener: at(8002), metrics_listener: metrics, ..Default::default() };
+        let yaml = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: apps}\nspec: {ports: [{port: 80}]}\n---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: p, namespace: apps}\nspec:\n  virtualhost: {fqdn: p.test}\n  routes: [{services: [{name: web, port: 80}]}]\n";
+        let fleet = compiled_proxies_with(yaml, &options);
+        let listeners: Vec<(String, bool)> = fleet
+            .of(ResourceType::Listener)
+            .values()
+            .map(|r| {
+                let l = Listener::decode(r.body.value.as_slice()).unwrap();
+                (l.name, l.filter_chains[0].transport_socket.is_some())
+            })
+            .filter(|(name, _)| !name.starts_with("http-"))
+            .collect();
+        let secrets: Vec<String> = fleet.of(ResourceType::Secret).keys().map(|k| k.to_string()).collect();
+        (listeners, secrets)
+    };
+    assert_eq!(layout(None).0, [("stats-health".to_string(), false)]);
+    let same = MetricsListener { address: at(8002).unwrap(), tls: None };
+    assert_eq!(layout(Some(same)).0, [("stats-health".to_string(), false)]);
+    let apart = MetricsListener { address: at(8003).unwrap(), tls: None };
+    assert_eq!(layout(Some(apart)).0, [("health".to_string(), false), ("stats".to_string(), false)]);
+    let tls = MetricsTls { cert_file: "/certs/tls.crt".into(), key_file: "/certs/tls.key".into(), ca_file: None };
+    let https = MetricsListener { address: at(8003).unwrap(), tls: Some(tls) };
+    let (listeners, secrets) = layout(Some(https));
+    assert_eq!(listeners, [("health".to_string(), false), ("stats".to_string(), true)]);
+    assert_eq!(secrets, ["metrics-tls-certificate"]);
+}
