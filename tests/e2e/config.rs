@@ -451,3 +451,99 @@ async fn envoy_statistics_over_https_refuse_a_client_without_a_certificate() -> 
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+/// `metrics.contour` with certificate files: contour-serve's `/metrics` over HTTPS, only for
+/// scrapers with a client certificate from the CA; health stays plain HTTP on its own port.
+#[tokio::test]
+async fn contour_metrics_over_https_refuse_a_client_without_a_certificate() -> anyhow::Result<()> {
+    let (server_ca, client_ca) = (testkit::Ca::new()?, testkit::Ca::new()?);
+    let dir = std::env::temp_dir().join(format!("contour-own-metrics-tls-{}", testkit::free_port()));
+    std::fs::create_dir_all(&dir)?;
+    let server = server_ca.issue(&["contour-metrics"])?;
+    for (name, pem) in
+        [("tls.crt", server.cert_pem.as_str()), ("tls.key", &server.key_pem), ("ca.crt", &client_ca.pem())]
+    {
+        std::fs::write(dir.join(name), pem)?;
+    }
+    let path = |name: &str| dir.join(name).display().to_string();
+    let config = format!(
+        "metrics:\n  contour: {{server-certificate-path: {}, server-key-path: {}, ca-certificate-path: {}}}\n",
+        path("tls.crt"),
+        path("tls.key"),
+        path("ca.crt")
+    );
+    let serve = Serve::start("", Some(&config), &[])?;
+    let metrics = SocketAddr::from(([127, 0, 0, 1], serve.metrics));
+    let (ca, client) = (server_ca.pem(), client_ca.issue(&["prometheus"])?);
+    let scrape = Request::get("contour-metrics", "/metrics");
+    let scraped = testkit::eventually(Duration::from_secs(20), || {
+        let (ca, client, scrape) = (ca.clone(), client.clone(), scrape.clone());
+        async move { testkit::request_mtls(metrics, "contour-metrics", &ca, &client, &scrape).await.ok() }
+    })
+    .await;
+    let scraped = scraped.unwrap_or_else(|| panic!("never scraped; log:\n{}", serve.log()));
+    assert_eq!(scraped.status, 200);
+    assert!(scraped.body.contains("contour_build_info"), "{}", &scraped.body[..200.min(scraped.body.len())]);
+    let anonymous = testkit::request_tls(metrics, "contour-metrics", &ca, &scrape).await;
+    assert!(anonymous.is_err(), "a scraper without a certificate is refused: {:?}", anonymous.map(|r| r.status));
+    let health = SocketAddr::from(([127, 0, 0, 1], serve.health));
+    assert_eq!(testkit::request(health, &Request::get("x", "/healthz")).await?.status, 200);
+    assert_eq!(testkit::request(health, &Request::get("x", "/metrics")).await?.status, 404, "no plain metrics");
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `tls.fingerprint`: the TLS inspector computes the client's JA4 fingerprint, which the access
+/// log prints under upstream's field name.
+#[tokio::test]
+async fn the_ja4_fingerprint_of_a_tls_client_reaches_the_access_log() -> anyhow::Result<()> {
+    let ca = testkit::Ca::new()?;
+    let web = Backend::start("web").await?;
+    let objects = [
+        service("web", &[web.addr]),
+        crate::tls::tls_secret("cert", &ca.issue(&["secure.example.com"])?),
+        "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: secure, namespace: default}\nspec:\n  virtualhost: {fqdn: secure.example.com, tls: {secretName: cert}}\n  routes: [{services: [{name: web, port: 80}]}]\n".into(),
+    ]
+    .concat();
+    let config = "tls: {fingerprint: {ja4: true}}\naccesslog-format: json\njson-fields: [path, tls_ja4_fingerprint]\n";
+    let serve = Serve::start(&objects, Some(config), &[])?;
+    let envoy = serve.envoy().await?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], serve.https));
+    let pem = ca.pem();
+    let req = Request::get("secure.example.com", "/fingerprinted");
+    let answer =
+        testkit::eventually(Duration::from_secs(20), || {
+            let (pem, req) = (pem.clone(), req.clone());
+            async move {
+                testkit::request_tls(addr, "secure.example.com", &pem, &req).await.ok().filter(|r| r.status == 200)
+            }
+        })
+        .await;
+    assert!(answer.is_some(), "never served over TLS; log:\n{}", serve.log());
+    let line = envoy.stdout_line(|l| l.contains("/fingerprinted")).await;
+    let line = line.unwrap_or_else(|| panic!("no access log line; stdout:\n{}", envoy.stdout()));
+    let json: serde_json::Value = serde_json::from_str(&line)?;
+    let ja4 = json["tls_ja4_fingerprint"].as_str().unwrap_or_default();
+    assert!(ja4.starts_with("t13") || ja4.starts_with("t12"), "a JA4 fingerprint: {line}");
+    Ok(())
+}
+
+/// `runtime-settings`: the keys reach Envoy's runtime through the layer `dynamic`.
+#[tokio::test]
+async fn runtime_settings_reach_envoys_runtime() -> anyhow::Result<()> {
+    let config = "runtime-settings:\n  contour.test.answer: 42\n  contour.test.enabled: true\n";
+    let serve = Serve::start("", Some(config), &[])?;
+    let envoy = serve.envoy().await?;
+    let runtime = testkit::eventually(Duration::from_secs(20), || async {
+        let body = envoy.admin_get("/runtime").await.ok()?;
+        let json: serde_json::Value = serde_json::from_str(&body).ok()?;
+        json["entries"]["contour.test.answer"].is_object().then_some(json)
+    })
+    .await;
+    let runtime = runtime.unwrap_or_else(|| panic!("the key never reached Envoy; log:\n{}", serve.log()));
+    let answer = runtime["entries"]["contour.test.answer"]["final_value"].as_str().unwrap_or_default();
+    assert_eq!(answer.parse::<f64>().ok(), Some(42.0), "{runtime}");
+    assert_eq!(runtime["entries"]["contour.test.enabled"]["final_value"], "true");
+    assert!(runtime["layers"].as_array().is_some_and(|l| l.iter().any(|n| n == "dynamic")), "{runtime}");
+    Ok(())
+}

@@ -443,6 +443,11 @@ pub struct Serve {
     pub child: tokio::process::Child,
     pub xds: u16,
     pub stats: u16,
+    /// The default fleet's HTTPS port.
+    pub https: u16,
+    /// contour-serve's own `/metrics` and its health server.
+    pub metrics: u16,
+    pub health: u16,
     /// The default fleet's HTTP port.
     pub http: u16,
     dir: PathBuf,
@@ -451,7 +456,7 @@ pub struct Serve {
 impl Serve {
     pub fn start(objects: &str, config: Option<&str>, args: &[&str]) -> anyhow::Result<Self> {
         let port = testkit::free_port;
-        let (xds, metrics, stats, http, https) = (port(), port(), port(), port(), port());
+        let (xds, metrics, stats, http, https, health) = (port(), port(), port(), port(), port(), port());
         let dir = std::env::temp_dir().join(format!("contour-serve-{}-{xds}", std::process::id()));
         let objects_dir = dir.join("objects");
         std::fs::create_dir_all(&objects_dir)?;
@@ -461,11 +466,7 @@ impl Serve {
             .arg("serve")
             .arg(format!("--from-dir={}", objects_dir.display()))
             .args(["--insecure", &format!("--xds-port={xds}"), "--http-address=127.0.0.1"])
-            .args([
-                &format!("--http-port={metrics}"),
-                "--health-address=127.0.0.1",
-                &format!("--health-port={metrics}"),
-            ])
+            .args([&format!("--http-port={metrics}"), "--health-address=127.0.0.1", &format!("--health-port={health}")])
             .args([
                 &format!("--debug-http-port={}", port()),
                 "--stats-address=127.0.0.1",
@@ -484,7 +485,7 @@ impl Serve {
             command.arg(format!("--config-path={}", path.display()));
         }
         let child = command.spawn()?;
-        Ok(Self { child, xds, stats, http, dir })
+        Ok(Self { child, xds, stats, http, https, metrics, health, dir })
     }
 
     /// An Envoy of upstream's manifests (node cluster `projectcontour`: the default fleet).

@@ -5,12 +5,13 @@
 use anyhow::{Context, bail};
 use api::contourconfig::{
     ClusterParameters, EnvoyCompression, EnvoyConfig, EnvoyListenerConfig, EnvoyLogging, EnvoyTLS, NetworkParameters,
-    SocketOptions, TimeoutParameters,
+    SocketOptions, TimeoutParameters, TlsFingerprint,
 };
 use api::extensionservice::CircuitBreakers;
 use xds::accesslog::{self, AccessLog};
 use xds::settings::{
-    ClusterOptions, Compression, DnsLookupFamily, HttpVersion, ListenerOptions, ServerHeader, Timeout, Timeouts,
+    ClusterOptions, Compression, DnsLookupFamily, HttpVersion, ListenerOptions, RuntimeValue, ServerHeader, Timeout,
+    Timeouts,
 };
 
 /// Where the values came from, so errors name the key as the user wrote it.
@@ -59,6 +60,7 @@ pub fn from_file(file: &config::ContourConfig) -> EnvoyConfig {
         maximum_protocol_version: t.maximum_protocol_version.clone(),
         cipher_suites: t.cipher_suites.clone(),
         ecdh_curves: t.ecdh_curves.clone(),
+        fingerprint: t.fingerprint.map(|f| TlsFingerprint { ja3: f.ja3, ja4: f.ja4 }),
     });
     let l = file.listener.clone().unwrap_or_default();
     let listener = EnvoyListenerConfig {
@@ -123,12 +125,26 @@ pub fn from_file(file: &config::ContourConfig) -> EnvoyConfig {
             minimum_protocol_version: t.minimum_protocol_version.clone(),
             maximum_protocol_version: t.maximum_protocol_version.clone(),
             cipher_suites: t.cipher_suites.clone(),
-            ecdh_curves: None,
+            ecdh_curves: t.ecdh_curves.clone(),
+            fingerprint: None,
         }),
+    });
+    let runtime_settings = file.runtime_settings.as_ref().map(|m| {
+        m.iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    config::RuntimeValue::Bool(b) => serde_json::Value::Bool(*b),
+                    config::RuntimeValue::Number(n) => serde_json::json!(n),
+                    config::RuntimeValue::Text(t) => serde_json::Value::String(t.clone()),
+                };
+                (k.clone(), v)
+            })
+            .collect()
     });
     EnvoyConfig {
         listener: Some(listener),
         cluster,
+        runtime_settings,
         logging: Some(logging),
         default_http_versions: file.default_http_versions.as_ref().map(|vs| {
             vs.iter()
@@ -233,6 +249,21 @@ pub fn apply(out: &mut ListenerOptions, envoy: &EnvoyConfig, source: Source) -> 
     }
     if let Some(t) = &envoy.timeouts {
         apply_timeouts(&mut out.timeouts, t, source)?;
+    }
+    if let Some(settings) = &envoy.runtime_settings {
+        let key = source.key("runtime-settings", "runtimeSettings");
+        out.runtime = settings
+            .iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    serde_json::Value::Bool(b) => RuntimeValue::Bool(*b),
+                    serde_json::Value::Number(n) => RuntimeValue::Number(n.as_f64().unwrap_or_default()),
+                    serde_json::Value::String(t) => RuntimeValue::Text(t.clone()),
+                    other => bail!("{key}.{k}: {other} is not a number, a string or a boolean"),
+                };
+                Ok((k.clone(), value))
+            })
+            .collect::<anyhow::Result<_>>()?;
     }
     if let Some(n) = &envoy.network {
         if let Some(hops) = n.num_trusted_hops {
@@ -433,6 +464,10 @@ fn apply_tls_with(
     }
     if let Some(curves) = &tls.ecdh_curves {
         out.ecdh_curves = curves.clone();
+    }
+    if let Some(f) = &tls.fingerprint {
+        out.ja3_fingerprint = f.ja3.unwrap_or(out.ja3_fingerprint);
+        out.ja4_fingerprint = f.ja4.unwrap_or(out.ja4_fingerprint);
     }
     Ok(())
 }

@@ -192,6 +192,10 @@ struct Args {
     /// Envoy's traffic listeners, from contour.yaml, the ContourConfiguration and the flags above.
     #[arg(skip)]
     listener: xds::ListenerOptions,
+    /// contour-serve's `/metrics` over HTTPS: certificate, key and the client CA, if any
+    /// (`metrics.contour`'s files).
+    #[arg(skip)]
+    metrics_tls: Option<(PathBuf, PathBuf, Option<PathBuf>)>,
     /// Envoy's statistics on their own address or over HTTPS (`metrics.envoy`).
     #[arg(skip)]
     envoy_metrics: Option<xds::MetricsListener>,
@@ -423,22 +427,39 @@ fn disabled_kinds(features: &[String]) -> Vec<objects::Kind> {
         .collect()
 }
 
-/// Binds the metrics/health and debug servers.
+/// Binds the metrics/health and debug servers; metrics over HTTPS when configured, with health
+/// then on its own plain-HTTP server.
 async fn serve_telemetry(args: &Args, telemetry: telemetry::Telemetry) -> anyhow::Result<()> {
     let metrics_addr = SocketAddr::new(args.http_address, args.http_port);
     let health_addr = SocketAddr::new(args.health_address, args.health_port);
     let debug_addr = SocketAddr::new(args.debug_http_address, args.debug_http_port);
-    let mut http = vec![metrics_addr];
-    if health_addr != metrics_addr {
-        http.push(health_addr);
+    let bind = |addr: SocketAddr| async move {
+        tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))
+    };
+    match &args.metrics_tls {
+        Some((cert, key, ca)) => {
+            anyhow::ensure!(
+                health_addr != metrics_addr,
+                "metrics over HTTPS need the health server on an address or port of its own (--health-address, --health-port)"
+            );
+            let tls = xds_server::Reloading::https(cert.clone(), key.clone(), ca.clone()).context("metrics TLS")?;
+            let listener = bind(metrics_addr).await?;
+            let t = telemetry.clone();
+            tokio::spawn(telemetry::serve_metrics_tls(listener, std::sync::Arc::new(tls), t, std::future::pending()));
+            tokio::spawn(telemetry::serve_health(bind(health_addr).await?, telemetry.clone(), std::future::pending()));
+        }
+        None => {
+            let mut http = vec![metrics_addr];
+            if health_addr != metrics_addr {
+                http.push(health_addr);
+            }
+            for addr in http {
+                let t = telemetry.clone();
+                tokio::spawn(telemetry::serve_metrics(bind(addr).await?, t, std::future::pending()));
+            }
+        }
     }
-    for addr in http {
-        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
-        tokio::spawn(telemetry::serve_metrics(listener, telemetry.clone(), std::future::pending()));
-    }
-    let debug_listener =
-        tokio::net::TcpListener::bind(debug_addr).await.with_context(|| format!("binding {debug_addr}"))?;
-    tokio::spawn(telemetry::serve_debug(debug_listener, telemetry, std::future::pending()));
+    tokio::spawn(telemetry::serve_debug(bind(debug_addr).await?, telemetry, std::future::pending()));
     Ok(())
 }
 

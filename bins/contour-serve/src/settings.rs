@@ -60,6 +60,13 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
         apply_envoy_metrics(args, &envoy, "metrics.envoy")?;
     }
     if let Some(m) = file.metrics.as_ref().and_then(|m| m.contour.as_ref()) {
+        if let (Some(cert), Some(key)) = (&m.server_certificate_path, &m.server_key_path)
+            && !cert.is_empty()
+            && !key.is_empty()
+        {
+            let ca = m.ca_certificate_path.clone().filter(|c| !c.is_empty()).map(Into::into);
+            args.metrics_tls = Some((cert.into(), key.into(), ca));
+        }
         if let Some(a) = m.address.as_deref().filter(|_| !explicit.contains("http_address")) {
             args.http_address =
                 a.parse().with_context(|| format!("metrics.contour.address: {a:?} is not an IP address"))?;
@@ -199,6 +206,13 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
     if let Some(m) = &spec.metrics {
         set_addr("spec.metrics.address", &m.address, &mut args.http_address, "http_address")?;
         set_port("spec.metrics.port", m.port, &mut args.http_port, "http_port")?;
+        if let Some(t) = &m.tls {
+            let (Some(cert), Some(key)) = (t.cert_file.clone(), t.key_file.clone()) else {
+                bail!("spec.metrics.tls: both the certificate and the key files are needed");
+            };
+            args.metrics_tls =
+                Some((cert.into(), key.into(), t.ca_file.clone().filter(|c| !c.is_empty()).map(Into::into)));
+        }
     }
     if let Some(h) = spec.envoy.as_ref().and_then(|e| e.health.as_ref()) {
         set_addr("spec.envoy.health.address", &h.address, &mut args.stats_address, "stats_address")?;

@@ -227,6 +227,10 @@ pub struct EnvoyConfig {
     /// A readiness listener the overload manager's connection limit applies to.
     #[serde(default, rename = "omEnforcedHealth", skip_serializing_if = "Option::is_none")]
     pub om_enforced_health: Option<HealthConfig>,
+    /// Extra Envoy runtime keys (a number, a string or a boolean each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "runtime_settings_schema")]
+    pub runtime_settings: Option<BTreeMap<String, serde_json::Value>>,
 }
 
 /// Listener settings.
@@ -322,6 +326,20 @@ pub struct EnvoyTLS {
     /// ECDH curves, in order of preference (Envoy's defaults when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecdh_curves: Option<Vec<String>>,
+    /// Client fingerprints the TLS inspector computes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<TlsFingerprint>,
+}
+
+/// TLS client fingerprints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TlsFingerprint {
+    /// JA3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ja3: Option<bool>,
+    /// JA4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ja4: Option<bool>,
 }
 
 /// An Envoy listener.
@@ -539,4 +557,13 @@ pub struct ContourConfigurationStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Option<Vec<DetailedCondition>>,
+}
+
+/// A map whose values may be numbers, strings or booleans: structural, as the API server
+/// requires, with each value left as given.
+fn runtime_settings_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": {"x-kubernetes-preserve-unknown-fields": true}
+    })
 }

@@ -105,9 +105,9 @@ pub struct ContourConfig {
     /// A readiness listener the overload manager's connection limit applies to.
     #[serde(default, rename = "omEnforcedHealthListener")]
     pub om_enforced_health_listener: Option<Address>,
-    /// Extra Envoy runtime keys.
+    /// Extra Envoy runtime keys: a number, a string or a boolean each.
     #[serde(default, rename = "runtime-settings")]
-    pub runtime_settings: Option<serde_yaml::Mapping>,
+    pub runtime_settings: Option<std::collections::BTreeMap<String, RuntimeValue>>,
 }
 
 /// `server:`, empty as upstream's.
@@ -180,9 +180,9 @@ pub struct TlsConfig {
     /// Envoy's client certificate towards backends.
     #[serde(default, rename = "envoy-client-certificate")]
     pub envoy_client_certificate: Option<NamespacedName>,
-    /// TLS fingerprints.
+    /// Client fingerprints the TLS inspector computes.
     #[serde(default)]
-    pub fingerprint: Option<serde_yaml::Mapping>,
+    pub fingerprint: Option<Fingerprint>,
 }
 
 /// `compression:`.
@@ -340,6 +340,33 @@ pub struct ProtocolParameters {
     /// Cipher suites.
     #[serde(default, rename = "cipher-suites")]
     pub cipher_suites: Option<Vec<String>>,
+    /// ECDH curves.
+    #[serde(default, rename = "ecdh-curves")]
+    pub ecdh_curves: Option<Vec<String>>,
+}
+
+/// The value of an Envoy runtime key.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(untagged)]
+pub enum RuntimeValue {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number.
+    Number(f64),
+    /// Text.
+    Text(String),
+}
+
+/// `tls.fingerprint`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fingerprint {
+    /// JA3.
+    #[serde(default)]
+    pub ja3: Option<bool>,
+    /// JA4.
+    #[serde(default)]
+    pub ja4: Option<bool>,
 }
 
 /// `metrics:`.

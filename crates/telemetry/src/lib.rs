@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use tokio::sync::watch;
 
 pub use metrics::render;
-pub use server::{serve_debug, serve_metrics};
+pub use server::{serve_debug, serve_health, serve_metrics, serve_metrics_tls};
 
 /// What the endpoints read. Cheap to clone.
 #[derive(Clone)]

@@ -25,7 +25,7 @@ pub use xds::{FleetResources, Resource, ResourceType, Resources};
 
 pub use fleets::{Programming, Rejection};
 pub use services::{serve, serve_tls};
-pub use tls::{Reloading, TlsError, TlsFiles};
+pub use tls::{Reloading, TlsError, TlsFiles, accept as accept_tls};
 
 /// The fleet Envoys join when their node names no cluster.
 pub const DEFAULT_FLEET: &str = "contour";

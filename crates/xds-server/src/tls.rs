@@ -46,6 +46,8 @@ pub enum TlsError {
 /// Builds server configurations from the files, again whenever one of them changed.
 pub struct Reloading {
     files: TlsFiles,
+    /// Clients must present a certificate from `files.ca`.
+    client_auth: bool,
     current: Mutex<(Vec<Option<SystemTime>>, Arc<rustls::ServerConfig>)>,
 }
 
@@ -57,31 +59,45 @@ fn modified(files: &TlsFiles) -> Vec<Option<SystemTime>> {
     [&files.ca, &files.cert, &files.key].iter().map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok()).collect()
 }
 
-fn build(files: &TlsFiles) -> Result<rustls::ServerConfig, TlsError> {
+fn build(files: &TlsFiles, client_auth: bool) -> Result<rustls::ServerConfig, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(&files.ca).map_err(|e| file_error(&files.ca, e))? {
-        roots.add(cert.map_err(|e| file_error(&files.ca, e))?)?;
-    }
-    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider)).build()?;
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&[&rustls::version::TLS13])?;
+    let builder = if client_auth {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_file_iter(&files.ca).map_err(|e| file_error(&files.ca, e))? {
+            roots.add(cert.map_err(|e| file_error(&files.ca, e))?)?;
+        }
+        builder.with_client_cert_verifier(
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider)).build()?,
+        )
+    } else {
+        builder.with_no_client_auth()
+    };
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
         .map_err(|e| file_error(&files.cert, e))?
         .collect::<Result<_, _>>()
         .map_err(|e| file_error(&files.cert, e))?;
     let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| file_error(&files.key, e))?;
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])?
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key)?;
-    config.alpn_protocols = vec![b"h2".to_vec()];
+    let mut config = builder.with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
 }
 
 impl Reloading {
     /// Reads the files once; fails if they are unusable.
     pub fn new(files: TlsFiles) -> Result<Self, TlsError> {
-        let config = Arc::new(build(&files)?);
-        Ok(Self { current: Mutex::new((modified(&files), config)), files })
+        let config = Arc::new(build(&files, true)?);
+        Ok(Self { current: Mutex::new((modified(&files), config)), files, client_auth: true })
+    }
+
+    /// HTTPS with this certificate and key, asking clients for a certificate from `ca` when one
+    /// is given (a metrics server's TLS).
+    pub fn https(cert: PathBuf, key: PathBuf, ca: Option<PathBuf>) -> Result<Self, TlsError> {
+        let client_auth = ca.is_some();
+        let files = TlsFiles { ca: ca.unwrap_or_default(), cert, key };
+        let config = Arc::new(build(&files, client_auth)?);
+        Ok(Self { current: Mutex::new((modified(&files), config)), files, client_auth })
     }
 
     /// The configuration for the next handshake: rebuilt when a file changed, the previous one
@@ -90,7 +106,7 @@ impl Reloading {
         let now = modified(&self.files);
         let mut current = self.current.lock().expect("tls lock");
         if current.0 != now {
-            match build(&self.files) {
+            match build(&self.files, self.client_auth) {
                 Ok(config) => *current = (now, Arc::new(config)),
                 Err(e) => {
                     warn!(error = %e, "new xDS certificates are unusable; keeping the previous ones");
@@ -104,7 +120,7 @@ impl Reloading {
 
 /// Accepts TCP connections and completes TLS handshakes off the accept loop; yields the
 /// established streams.
-pub(crate) fn accept(
+pub fn accept(
     listener: TcpListener,
     tls: Arc<Reloading>,
 ) -> mpsc::Receiver<Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>, std::io::Error>> {
@@ -121,8 +137,8 @@ pub(crate) fn accept(
                     Ok(Ok(stream)) => {
                         let _ = sender.send(Ok(stream)).await;
                     }
-                    Ok(Err(e)) => warn!(%peer, error = %e, "xDS TLS handshake failed"),
-                    Err(_) => warn!(%peer, "xDS TLS handshake timed out"),
+                    Ok(Err(e)) => warn!(%peer, error = %e, "TLS handshake failed"),
+                    Err(_) => warn!(%peer, "TLS handshake timed out"),
                 }
             });
         }

@@ -96,7 +96,7 @@ pub const DEFAULT_JSON_FIELDS: [&str; 23] = [
 ];
 
 /// JSON field names upstream translates to an operator that is not their upper-cased name.
-const NAMED_FIELDS: [(&str, &str); 14] = [
+const NAMED_FIELDS: [(&str, &str); 16] = [
     ("@timestamp", "%START_TIME%"),
     ("ts", "%START_TIME%"),
     ("authority", "%REQ(:AUTHORITY)%"),
@@ -111,11 +111,13 @@ const NAMED_FIELDS: [(&str, &str); 14] = [
     ("contour_config_kind", "%METADATA(ROUTE:envoy.access_loggers.file:io.projectcontour.kind)%"),
     ("contour_config_namespace", "%METADATA(ROUTE:envoy.access_loggers.file:io.projectcontour.namespace)%"),
     ("contour_config_name", "%METADATA(ROUTE:envoy.access_loggers.file:io.projectcontour.name)%"),
+    ("tls_ja3_fingerprint", "%TLS_JA3_FINGERPRINT%"),
+    ("tls_ja4_fingerprint", "%TLS_JA4_FINGERPRINT%"),
 ];
 
 /// Command operators without arguments that a JSON field may name in lower case, as upstream
 /// allows.
-const SIMPLE_OPERATORS: [&str; 76] = [
+const SIMPLE_OPERATORS: [&str; 78] = [
     "BYTES_RECEIVED",
     "BYTES_SENT",
     "CONNECTION_ID",
@@ -167,6 +169,8 @@ const SIMPLE_OPERATORS: [&str; 76] = [
     "RESPONSE_TX_DURATION",
     "ROUTE_NAME",
     "START_TIME",
+    "TLS_JA3_FINGERPRINT",
+    "TLS_JA4_FINGERPRINT",
     "UPSTREAM_CLUSTER",
     "UPSTREAM_FILTER_STATE",
     "UPSTREAM_HEADER_BYTES_RECEIVED",

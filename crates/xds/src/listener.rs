@@ -82,7 +82,11 @@ pub(crate) fn listener<'a>(
         ListenerKind::Tls(chains) => {
             message.listener_filters.push(ListenerFilter {
                 name: "envoy.filters.listener.tls_inspector".into(),
-                config_type: Some(listener_filter::ConfigType::TypedConfig(pack_any(TlsInspector::default()))),
+                config_type: Some(listener_filter::ConfigType::TypedConfig(pack_any(TlsInspector {
+                    enable_ja3_fingerprinting: settings.tls.ja3_fingerprint.then_some(BoolValue { value: true }),
+                    enable_ja4_fingerprinting: settings.tls.ja4_fingerprint.then_some(BoolValue { value: true }),
+                    ..Default::default()
+                }))),
                 ..Default::default()
             });
             for chain in chains {
@@ -528,6 +532,7 @@ mod tests {
             max_version: ir::TlsVersion::V1_2,
             cipher_suites: vec!["ECDHE-RSA-AES256-GCM-SHA384".into()],
             ecdh_curves: vec!["X25519".into()],
+            ..Default::default()
         };
         let chain = dag::DownstreamTls { min_version: Some(ir::TlsVersion::V1_3), ..Default::default() };
         let params = context(&chain, &defaults, Vec::new()).common_tls_context.unwrap().tls_params.unwrap();

@@ -7,14 +7,14 @@ use prost::{Message, Name};
 
 use crate::Resource;
 use crate::ordered::OrderedStruct;
-use crate::settings::ListenerOptions;
+use crate::settings::{ListenerOptions, RuntimeValue};
 
 /// The name of the layer and of its one resource (upstream's).
 pub const RUNTIME_LAYER: &str = "dynamic";
 
 /// The layer of one fleet: `http.max_requests_per_io_cycle`
 /// (`listener.max-requests-per-io-cycle`) and each traffic listener's connection limit
-/// (`listener.max-connections-per-listener`).
+/// (`listener.max-connections-per-listener`), then `runtime-settings`.
 pub(crate) fn layer(fleet: &dag::FleetDag, settings: &ListenerOptions) -> Resource {
     let number = |n: u32| value::Kind::NumberValue(f64::from(n));
     let mut entries = Vec::new();
@@ -25,6 +25,14 @@ pub(crate) fn layer(fleet: &dag::FleetDag, settings: &ListenerOptions) -> Resour
         for l in &fleet.listeners {
             entries.push((format!("envoy.resource_limits.listener.{}.connection_limit", l.name), number(n)));
         }
+    }
+    for (key, v) in &settings.runtime {
+        let kind = match v {
+            RuntimeValue::Bool(b) => value::Kind::BoolValue(*b),
+            RuntimeValue::Number(n) => value::Kind::NumberValue(*n),
+            RuntimeValue::Text(t) => value::Kind::StringValue(t.clone()),
+        };
+        entries.push((key.clone(), kind));
     }
     let message = OrderedRuntime { name: RUNTIME_LAYER.into(), layer: Some(OrderedStruct::new(entries)) };
     Resource::from_any(RUNTIME_LAYER, Any { type_url: Runtime::type_url(), value: message.encode_to_vec() })

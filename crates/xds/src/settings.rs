@@ -46,6 +46,19 @@ pub struct ListenerOptions {
     pub max_connections_per_listener: Option<u32>,
     /// Connections a listener accepts per socket event.
     pub max_connections_to_accept_per_socket_event: Option<u32>,
+    /// Further Envoy runtime keys (`runtime-settings`), in the runtime layer after the limits.
+    pub runtime: Vec<(String, RuntimeValue)>,
+}
+
+/// The value of an Envoy runtime key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RuntimeValue {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number.
+    Number(f64),
+    /// Text.
+    Text(String),
 }
 
 impl Default for ListenerOptions {
@@ -69,6 +82,7 @@ impl Default for ListenerOptions {
             max_requests_per_io_cycle: None,
             max_connections_per_listener: None,
             max_connections_to_accept_per_socket_event: None,
+            runtime: Vec::new(),
         }
     }
 }
@@ -182,6 +196,10 @@ pub struct TlsOptions {
     pub cipher_suites: Vec<String>,
     /// ECDH curves; empty keeps Envoy's defaults.
     pub ecdh_curves: Vec<String>,
+    /// The TLS inspector computes the client's JA3 fingerprint (`%TLS_JA3_FINGERPRINT%`).
+    pub ja3_fingerprint: bool,
+    /// The TLS inspector computes the client's JA4 fingerprint (`%TLS_JA4_FINGERPRINT%`).
+    pub ja4_fingerprint: bool,
 }
 
 /// Upstream Contour's default TLS 1.2 cipher suites, in order of preference (`[a|b]` is a group
@@ -238,6 +256,8 @@ impl Default for TlsOptions {
             max_version: ir::TlsVersion::V1_3,
             cipher_suites: cipher_suites(&[]),
             ecdh_curves: Vec::new(),
+            ja3_fingerprint: false,
+            ja4_fingerprint: false,
         }
     }
 }

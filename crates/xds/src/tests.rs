@@ -377,6 +377,7 @@ fn listener_options_reach_the_listener_and_its_connection_manager() {
         max_requests_per_io_cycle: Some(2),
         max_connections_per_listener: Some(10),
         max_connections_to_accept_per_socket_event: Some(4),
+        runtime: Vec::new(),
     };
     for (listener, hcm) in connection_managers(options) {
         assert!(hcm.access_log.is_empty(), "level disabled");
