@@ -71,7 +71,11 @@ impl PodNet {
         let _ = ip(&["netns", "del", &me.netns]);
         let _ = ip(&["link", "del", &me.host_if]);
         ip(&["netns", "add", &me.netns])?;
-        ip(&["link", "add", &me.host_if, "type", "veth", "peer", "name", &pod_if])?;
+        // The pod's MAC follows from its address: a pod that gets the address of one just
+        // deleted (kwok reuses them) is reached at once, not after every neighbour on the bridge
+        // (the host, Envoy's pod) has let its cached entry for the old MAC go stale.
+        let mac = mac_for(address);
+        ip(&["link", "add", &me.host_if, "type", "veth", "peer", "name", &pod_if, "address", &mac])?;
         ip(&["link", "set", &pod_if, "netns", &me.netns])?;
         ip(&["link", "set", &me.host_if, "master", bridge, "up"])?;
         let exec = |args: &[&str]| {
@@ -87,6 +91,12 @@ impl PodNet {
         std::fs::write(format!("{etc}/resolv.conf"), resolv_conf(namespace, gateway))?;
         Ok(me)
     }
+}
+
+/// A locally administered unicast MAC that carries the IPv4 address (`02:42:a:b:c:d`).
+fn mac_for(address: Ipv4Addr) -> String {
+    let [a, b, c, d] = address.octets();
+    format!("02:42:{a:02x}:{b:02x}:{c:02x}:{d:02x}")
 }
 
 impl Drop for PodNet {
@@ -105,3 +115,14 @@ pub fn resolv_conf(namespace: &str, server: Ipv4Addr) -> String {
 
 /// The cluster domain.
 pub const DOMAIN: &str = "cluster.local";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_pod_address_always_gets_the_same_mac() {
+        let mac = super::mac_for(std::net::Ipv4Addr::new(10, 244, 1, 5));
+        assert_eq!(mac, "02:42:0a:f4:01:05");
+        assert_eq!(mac, super::mac_for(std::net::Ipv4Addr::new(10, 244, 1, 5)));
+        assert_ne!(mac, super::mac_for(std::net::Ipv4Addr::new(10, 244, 1, 6)));
+    }
+}
