@@ -404,37 +404,73 @@ async fn the_listener_connection_limit_reaches_envoy_over_rtds() -> anyhow::Resu
     Ok(())
 }
 
+/// A metrics server's HTTPS as a user sets it up: certificate files for `name` signed by one CA
+/// (written to a scratch directory, removed on drop), and a scraper's client certificate from
+/// another, whose CA the server is told to require.
+struct ScrapeTls {
+    dir: std::path::PathBuf,
+    name: &'static str,
+    server_ca: String,
+    client: testkit::Issued,
+}
+
+impl ScrapeTls {
+    fn new(name: &'static str) -> anyhow::Result<Self> {
+        let (server_ca, client_ca) = (testkit::Ca::new()?, testkit::Ca::new()?);
+        let dir = std::env::temp_dir().join(format!("contour-scrape-tls-{}", testkit::free_port()));
+        std::fs::create_dir_all(&dir)?;
+        let server = server_ca.issue(&[name])?;
+        for (file, pem) in
+            [("tls.crt", server.cert_pem.as_str()), ("tls.key", &server.key_pem), ("ca.crt", &client_ca.pem())]
+        {
+            std::fs::write(dir.join(file), pem)?;
+        }
+        Ok(Self { dir, name, server_ca: server_ca.pem(), client: client_ca.issue(&["prometheus"])? })
+    }
+
+    /// The contour.yaml keys naming the files (`metrics.contour` and `metrics.envoy` take the same).
+    fn keys(&self) -> String {
+        let path = |file: &str| self.dir.join(file).display().to_string();
+        format!(
+            "server-certificate-path: {}, server-key-path: {}, ca-certificate-path: {}",
+            path("tls.crt"),
+            path("tls.key"),
+            path("ca.crt")
+        )
+    }
+
+    /// Scrapes `path` with the client certificate until it answers (at most 20 s).
+    async fn scrape(&self, addr: SocketAddr, path: &str) -> Option<Response> {
+        let req = Request::get(self.name, path);
+        testkit::eventually(Duration::from_secs(20), || async {
+            testkit::request_mtls(addr, self.name, &self.server_ca, &self.client, &req).await.ok()
+        })
+        .await
+    }
+
+    /// Scrapes `path` once without a client certificate.
+    async fn scrape_anonymously(&self, addr: SocketAddr, path: &str) -> anyhow::Result<Response> {
+        testkit::request_tls(addr, self.name, &self.server_ca, &Request::get(self.name, path)).await
+    }
+}
+
+impl Drop for ScrapeTls {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// `metrics.envoy` with certificate files: Envoy's statistics over HTTPS on their own port, only
 /// for scrapers with a client certificate from the CA; readiness stays plain HTTP.
 #[tokio::test]
 async fn envoy_statistics_over_https_refuse_a_client_without_a_certificate() -> anyhow::Result<()> {
-    let (server_ca, client_ca) = (testkit::Ca::new()?, testkit::Ca::new()?);
-    let dir = std::env::temp_dir().join(format!("contour-metrics-tls-{}", testkit::free_port()));
-    std::fs::create_dir_all(&dir)?;
-    let server = server_ca.issue(&["envoy-metrics"])?;
-    let files = [("tls.crt", server.cert_pem.as_str()), ("tls.key", &server.key_pem), ("ca.crt", &client_ca.pem())];
-    for (name, pem) in files {
-        std::fs::write(dir.join(name), pem)?;
-    }
+    let tls = ScrapeTls::new("envoy-metrics")?;
     let port = testkit::free_port();
-    let path = |name: &str| dir.join(name).display().to_string();
-    let config = format!(
-        "metrics:\n  envoy: {{address: 127.0.0.1, port: {port}, server-certificate-path: {}, server-key-path: {}, ca-certificate-path: {}}}\n",
-        path("tls.crt"),
-        path("tls.key"),
-        path("ca.crt")
-    );
+    let config = format!("metrics:\n  envoy: {{address: 127.0.0.1, port: {port}, {}}}\n", tls.keys());
     let serve = Serve::start("", Some(&config), &[])?;
     let _envoy = serve.envoy().await?;
     let metrics = SocketAddr::from(([127, 0, 0, 1], port));
-    let client = client_ca.issue(&["prometheus"])?;
-    let ca = server_ca.pem();
-    let scrape = Request::get("envoy-metrics", "/stats/prometheus");
-    let scraped = testkit::eventually(Duration::from_secs(20), || {
-        let (ca, client, scrape) = (ca.clone(), client.clone(), scrape.clone());
-        async move { testkit::request_mtls(metrics, "envoy-metrics", &ca, &client, &scrape).await.ok() }
-    })
-    .await;
+    let scraped = tls.scrape(metrics, "/stats/prometheus").await;
     let scraped = scraped.unwrap_or_else(|| panic!("never scraped; controller log:\n{}", serve.log()));
     assert_eq!(scraped.status, 200);
     assert!(
@@ -442,13 +478,12 @@ async fn envoy_statistics_over_https_refuse_a_client_without_a_certificate() -> 
         "Prometheus text: {}",
         &scraped.body[..200.min(scraped.body.len())]
     );
-    let anonymous = testkit::request_tls(metrics, "envoy-metrics", &ca, &scrape).await;
+    let anonymous = tls.scrape_anonymously(metrics, "/stats/prometheus").await;
     assert!(anonymous.is_err(), "a scraper without a certificate is refused: {:?}", anonymous.map(|r| r.status));
-    let plain = testkit::request(metrics, &scrape).await;
+    let plain = testkit::request(metrics, &Request::get("envoy-metrics", "/stats/prometheus")).await;
     assert!(plain.is_err() || plain.is_ok_and(|r| r.status != 200), "no plain HTTP on the statistics port");
     let ready = testkit::request(SocketAddr::from(([127, 0, 0, 1], serve.stats)), &Request::get("x", "/ready")).await?;
     assert_eq!(ready.status, 200, "readiness stays plain HTTP on its own port");
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -456,40 +491,19 @@ async fn envoy_statistics_over_https_refuse_a_client_without_a_certificate() -> 
 /// scrapers with a client certificate from the CA; health stays plain HTTP on its own port.
 #[tokio::test]
 async fn contour_metrics_over_https_refuse_a_client_without_a_certificate() -> anyhow::Result<()> {
-    let (server_ca, client_ca) = (testkit::Ca::new()?, testkit::Ca::new()?);
-    let dir = std::env::temp_dir().join(format!("contour-own-metrics-tls-{}", testkit::free_port()));
-    std::fs::create_dir_all(&dir)?;
-    let server = server_ca.issue(&["contour-metrics"])?;
-    for (name, pem) in
-        [("tls.crt", server.cert_pem.as_str()), ("tls.key", &server.key_pem), ("ca.crt", &client_ca.pem())]
-    {
-        std::fs::write(dir.join(name), pem)?;
-    }
-    let path = |name: &str| dir.join(name).display().to_string();
-    let config = format!(
-        "metrics:\n  contour: {{server-certificate-path: {}, server-key-path: {}, ca-certificate-path: {}}}\n",
-        path("tls.crt"),
-        path("tls.key"),
-        path("ca.crt")
-    );
+    let tls = ScrapeTls::new("contour-metrics")?;
+    let config = format!("metrics:\n  contour: {{{}}}\n", tls.keys());
     let serve = Serve::start("", Some(&config), &[])?;
     let metrics = SocketAddr::from(([127, 0, 0, 1], serve.metrics));
-    let (ca, client) = (server_ca.pem(), client_ca.issue(&["prometheus"])?);
-    let scrape = Request::get("contour-metrics", "/metrics");
-    let scraped = testkit::eventually(Duration::from_secs(20), || {
-        let (ca, client, scrape) = (ca.clone(), client.clone(), scrape.clone());
-        async move { testkit::request_mtls(metrics, "contour-metrics", &ca, &client, &scrape).await.ok() }
-    })
-    .await;
+    let scraped = tls.scrape(metrics, "/metrics").await;
     let scraped = scraped.unwrap_or_else(|| panic!("never scraped; log:\n{}", serve.log()));
     assert_eq!(scraped.status, 200);
     assert!(scraped.body.contains("contour_build_info"), "{}", &scraped.body[..200.min(scraped.body.len())]);
-    let anonymous = testkit::request_tls(metrics, "contour-metrics", &ca, &scrape).await;
+    let anonymous = tls.scrape_anonymously(metrics, "/metrics").await;
     assert!(anonymous.is_err(), "a scraper without a certificate is refused: {:?}", anonymous.map(|r| r.status));
     let health = SocketAddr::from(([127, 0, 0, 1], serve.health));
     assert_eq!(testkit::request(health, &Request::get("x", "/healthz")).await?.status, 200);
     assert_eq!(testkit::request(health, &Request::get("x", "/metrics")).await?.status, 404, "no plain metrics");
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

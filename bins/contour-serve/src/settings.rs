@@ -367,6 +367,20 @@ mod tests {
 
     use super::*;
 
+    /// `contour-serve --config-path F` with `text` in F, as `apply_file` leaves the flags.
+    fn from_file(text: &str) -> anyhow::Result<Args> {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("contour-serve-settings-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("contour.yaml");
+        std::fs::write(&path, text)?;
+        let mut args = Args::parse_from(["contour-serve", "--config-path", path.to_str().unwrap_or_default()]);
+        let applied = apply_file(&mut args, &Explicit::new());
+        let _ = std::fs::remove_dir_all(&dir);
+        applied.map(|()| args)
+    }
+
     #[test]
     fn flags_win_and_bad_values_name_their_field() {
         let mut args = Args::parse_from(["contour-serve", "--xds-port", "9001"]);
@@ -388,15 +402,9 @@ mod tests {
 
     #[test]
     fn status_address_and_envoy_service_come_from_the_file_and_the_resource() {
-        let dir = std::env::temp_dir().join(format!("contour-serve-status-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("contour.yaml");
         let text =
             "ingress-status-address: 192.0.2.1, 192.0.2.2\nenvoy-service-name: edge\nenvoy-service-namespace: infra\n";
-        std::fs::write(&path, text).unwrap();
-        let mut args = Args::parse_from(["contour-serve", "--config-path", path.to_str().unwrap()]);
-        apply_file(&mut args, &Explicit::new()).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
+        let mut args = from_file(text).unwrap();
         assert_eq!(args.ingress_status_address, ["192.0.2.1", "192.0.2.2"]);
         assert_eq!((args.envoy_service_namespace.as_str(), args.envoy_service_name.as_str()), ("infra", "edge"));
         let spec: ContourConfigurationSpec = serde_json::from_value(serde_json::json!({
@@ -413,16 +421,9 @@ mod tests {
 
     #[test]
     fn the_enforced_health_listener_comes_from_the_file_and_the_resource() {
-        let dir = std::env::temp_dir().join(format!("contour-serve-om-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("contour.yaml");
-        std::fs::write(&path, "omEnforcedHealthListener: {address: 127.0.0.1, port: 8003}\n").unwrap();
-        let mut args = Args::parse_from(["contour-serve", "--config-path", path.to_str().unwrap()]);
-        apply_file(&mut args, &Explicit::new()).unwrap();
+        let mut args = from_file("omEnforcedHealthListener: {address: 127.0.0.1, port: 8003}\n").unwrap();
         assert_eq!(args.om_enforced_health.map(|a| a.to_string()).as_deref(), Some("127.0.0.1:8003"));
-        std::fs::write(&path, "omEnforcedHealthListener: {address: 127.0.0.1}\n").unwrap();
-        let err = apply_file(&mut args, &Explicit::new()).unwrap_err().to_string();
-        let _ = std::fs::remove_dir_all(&dir);
+        let err = from_file("omEnforcedHealthListener: {address: 127.0.0.1}\n").unwrap_err().to_string();
         assert!(err.contains("omEnforcedHealthListener.port"), "{err}");
         let spec: ContourConfigurationSpec =
             serde_json::from_value(serde_json::json!({"envoy": {"omEnforcedHealth": {"port": 8004}}})).unwrap();
@@ -432,22 +433,13 @@ mod tests {
 
     #[test]
     fn envoy_metrics_come_from_the_file_and_the_resource() {
-        let dir = std::env::temp_dir().join(format!("contour-serve-metrics-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("contour.yaml");
-        let load = |text: &str| {
-            std::fs::write(&path, text).unwrap();
-            let mut args = Args::parse_from(["contour-serve", "--config-path", path.to_str().unwrap()]);
-            apply_file(&mut args, &Explicit::new()).map(|()| args)
-        };
-        let args = load("metrics:\n  envoy: {port: 8003, server-certificate-path: /c/tls.crt, server-key-path: /c/tls.key}\n  contour: {port: 9000}\n").unwrap();
+        let args = from_file("metrics:\n  envoy: {port: 8003, server-certificate-path: /c/tls.crt, server-key-path: /c/tls.key}\n  contour: {port: 9000}\n").unwrap();
         let m = args.envoy_metrics.clone().unwrap();
         assert_eq!(m.address.to_string(), "0.0.0.0:8003");
         assert_eq!(m.tls.map(|t| (t.cert_file, t.ca_file)), Some(("/c/tls.crt".into(), None)));
         assert_eq!(args.http_port, 9000);
-        let err = load("metrics:\n  envoy: {server-certificate-path: /c/tls.crt, server-key-path: /c/tls.key}\n")
+        let err = from_file("metrics:\n  envoy: {server-certificate-path: /c/tls.crt, server-key-path: /c/tls.key}\n")
             .unwrap_err();
-        let _ = std::fs::remove_dir_all(&dir);
         assert!(err.to_string().contains("metrics.envoy") && err.to_string().contains("port of their own"), "{err}");
         let mut args = Args::parse_from(["contour-serve"]);
         let spec: ContourConfigurationSpec = serde_json::from_value(serde_json::json!({
@@ -465,13 +457,7 @@ mod tests {
 
     #[test]
     fn merge_slashes_follow_the_file_and_the_resource() {
-        let dir = std::env::temp_dir().join(format!("contour-serve-settings-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("contour.yaml");
-        std::fs::write(&path, "disableMergeSlashes: true\n").unwrap();
-        let mut args = Args::parse_from(["contour-serve", "--config-path", path.to_str().unwrap()]);
-        apply_file(&mut args, &Explicit::new()).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
+        let mut args = from_file("disableMergeSlashes: true\n").unwrap();
         assert!(args.disable_merge_slashes);
         let spec: ContourConfigurationSpec =
             serde_json::from_value(serde_json::json!({"envoy": {"listener": {"disableMergeSlashes": false}}})).unwrap();

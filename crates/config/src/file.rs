@@ -522,24 +522,5 @@ impl ContourConfig {
 
 /// A Go-style duration (`1h2m3.5s`, `250ms`, `0`) or `infinity`/`infinite`.
 fn valid_timeout(text: &str) -> bool {
-    if matches!(text, "infinity" | "infinite" | "0") {
-        return true;
-    }
-    let mut rest = text;
-    if rest.is_empty() {
-        return false;
-    }
-    while !rest.is_empty() {
-        let number = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        if number == 0 || rest[..number].parse::<f64>().is_err() {
-            return false;
-        }
-        rest = &rest[number..];
-        let unit = ["ns", "us", "µs", "ms", "s", "m", "h"].into_iter().find(|u| rest.starts_with(u));
-        match unit {
-            Some(u) => rest = &rest[u.len()..],
-            None => return false,
-        }
-    }
-    true
+    matches!(text, "infinity" | "infinite") || duration::parse(text).is_some()
 }

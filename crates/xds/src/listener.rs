@@ -49,6 +49,11 @@ pub(crate) fn listener<'a>(
     let address = l.address.unwrap_or(options.default_address).to_string();
     let mut tables = Vec::new();
     let settings = &options.listener;
+    // Built once for the listener, not once per filter chain (a TLS port has one per host).
+    let shared = Shared {
+        filters: http_filters(settings),
+        access_log: settings.access_log.loggers(matches!(l.kind, ListenerKind::Tls(_))),
+    };
     let mut message = Listener {
         name: l.name.clone(),
         address: Some(socket(address, l.port)),
@@ -74,7 +79,7 @@ pub(crate) fn listener<'a>(
     match &l.kind {
         ListenerKind::Http(table) => {
             message.filter_chains.push(FilterChain {
-                filters: vec![http_connection_manager(stat_prefix, &table.name, Default::default(), options, false)],
+                filters: vec![http_connection_manager(stat_prefix, &table.name, Default::default(), options, &shared)],
                 ..Default::default()
             });
             tables.push((table, true));
@@ -98,20 +103,26 @@ pub(crate) fn listener<'a>(
                         let forward = tls.client.as_ref().map(|c| c.forward).unwrap_or_default();
                         FilterChain {
                             filter_chain_match,
-                            filters: vec![http_connection_manager(stat_prefix, &routes.name, forward, options, true)],
+                            filters: vec![http_connection_manager(
+                                stat_prefix,
+                                &routes.name,
+                                forward,
+                                options,
+                                &shared,
+                            )],
                             transport_socket: Some(downstream_tls(secrets, tls, &settings.tls, alpn(settings))),
                             ..Default::default()
                         }
                     }
                     TlsAction::TerminateTcp { secrets, settings: tls, backends } => FilterChain {
                         filter_chain_match,
-                        filters: vec![tcp_proxy(stat_prefix, backends, settings)],
+                        filters: vec![tcp_proxy(stat_prefix, backends, &shared.access_log)],
                         transport_socket: Some(downstream_tls(secrets, tls, &settings.tls, Vec::new())),
                         ..Default::default()
                     },
                     TlsAction::Passthrough { backends } => FilterChain {
                         filter_chain_match,
-                        filters: vec![tcp_proxy(stat_prefix, backends, settings)],
+                        filters: vec![tcp_proxy(stat_prefix, backends, &shared.access_log)],
                         ..Default::default()
                     },
                 };
@@ -231,12 +242,20 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
     out
 }
 
+/// What every connection manager and TCP proxy of one listener has in common.
+struct Shared {
+    /// The HTTP filters, router last.
+    filters: Vec<HttpFilter>,
+    /// The access loggers (the HTTP or the HTTPS file, by the listener).
+    access_log: Vec<envoy_types::pb::envoy::config::accesslog::v3::AccessLog>,
+}
+
 fn http_connection_manager(
     stat_prefix: &str,
     route_config_name: &str,
     forward: ir::ForwardClientCert,
     options: &CompileOptions,
-    secure: bool,
+    shared: &Shared,
 ) -> Filter {
     use envoy_types::pb::envoy::config::core::v3::{Http1ProtocolOptions, Http2ProtocolOptions, HttpProtocolOptions};
     use http_connection_manager::{ForwardClientCertDetails, ServerHeaderTransformation, SetCurrentClientCertDetails};
@@ -269,8 +288,8 @@ fn http_connection_manager(
             config_source: Some(ads()),
             route_config_name: route_config_name.to_string(),
         })),
-        http_filters: http_filters(settings),
-        access_log: settings.access_log.loggers(secure),
+        http_filters: shared.filters.clone(),
+        access_log: shared.access_log.clone(),
         common_http_protocol_options: Some(HttpProtocolOptions {
             idle_timeout: timeouts.connection_idle.proto(),
             max_connection_duration,
@@ -481,7 +500,11 @@ fn downstream_tls(
 }
 
 /// TCP proxying, logged like the TLS listener it serves, idle for at most upstream's 9001 s.
-fn tcp_proxy(stat_prefix: &str, backends: &[dag::WeightedCluster], settings: &ListenerOptions) -> Filter {
+fn tcp_proxy(
+    stat_prefix: &str,
+    backends: &[dag::WeightedCluster],
+    access_log: &[envoy_types::pb::envoy::config::accesslog::v3::AccessLog],
+) -> Filter {
     let live: Vec<_> = backends.iter().filter(|b| b.weight > 0).collect();
     let specifier = match live.as_slice() {
         [one] => {
@@ -501,7 +524,7 @@ fn tcp_proxy(stat_prefix: &str, backends: &[dag::WeightedCluster], settings: &Li
     let proxy = TcpProxy {
         stat_prefix: stat_prefix.to_string(),
         cluster_specifier: Some(specifier),
-        access_log: settings.access_log.loggers(true),
+        access_log: access_log.to_vec(),
         idle_timeout: Some(crate::duration_ms(9001 * 1000)),
         ..Default::default()
     };
