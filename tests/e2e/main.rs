@@ -11,6 +11,7 @@ mod kubernetes;
 mod leader;
 mod lifecycle;
 mod overload;
+mod policies;
 mod rbac;
 mod routing;
 mod shutdown;

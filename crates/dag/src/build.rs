@@ -447,9 +447,12 @@ impl Builder<'_> {
                 }
             }
             entries.sort_unstable_by_key(|e| e.0);
+            // HTTPProxy gives each fqdn one root, so at most one policy reaches a host.
+            let policy = routes.iter().find_map(|r| r.vhost.clone());
             let vhost = Arc::new(VirtualHost {
                 hostname: key.1.clone(),
                 routes: entries.into_iter().map(|(_, r)| r).collect(),
+                policy,
             });
             self.merge(&uses, &diagnostics, out);
             let cached = CachedVhost { members, vhost: Arc::clone(&vhost), uses, diagnostics, used: generation };
@@ -603,6 +606,7 @@ impl Builder<'_> {
                     request: o.request_headers.clone(),
                     response: o.response_headers.clone(),
                     host_rewrite: o.host_rewrite.clone(),
+                    cookie_rewrites: o.cookie_rewrites.clone(),
                 })
                 .filter(|f| *f != BackendFilters::default())
                 .map(Arc::new);

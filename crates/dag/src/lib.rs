@@ -172,6 +172,8 @@ pub struct VirtualHost {
     pub hostname: String,
     /// Routes in match order; shared with the next build when unchanged.
     pub routes: Vec<std::sync::Arc<Route>>,
+    /// CORS, IP filter and rate limit of the whole host.
+    pub policy: Option<std::sync::Arc<ir::VirtualHostPolicy>>,
 }
 
 /// One match and what to do with requests that satisfy it.
@@ -236,6 +238,8 @@ pub struct BackendFilters {
     pub response: HeaderModifier,
     /// The Host header sent to this backend.
     pub host_rewrite: Option<String>,
+    /// Attribute changes of the cookies this backend sets (applied after the route's).
+    pub cookie_rewrites: Vec<ir::CookieRewrite>,
 }
 
 /// An upstream cluster: one port of one Service, with one set of settings.

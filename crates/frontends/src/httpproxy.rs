@@ -6,6 +6,7 @@
 //! upstream sub-condition type, so [`status`] can render upstream's `Valid` condition.
 
 mod conditions;
+mod filters;
 mod policy;
 mod routes;
 mod services;
@@ -384,6 +385,7 @@ impl<'a> Translator<'a> {
             return;
         }
         let Ok(tls) = tls::virtual_host(self, &origin, vhost) else { return };
+        let Ok(vhost_policy) = self.vhost_policy(&origin, vhost, fqdn) else { return };
 
         if let Some(tcp) = &spec.tcpproxy {
             let Some(tls) = &tls else {
@@ -413,12 +415,14 @@ impl<'a> Translator<'a> {
                 created: c.created,
                 hostnames: host.clone(),
                 rules: plain,
+                vhost: vhost_policy.clone(),
             }));
             secure_routes.push(Arc::new(HttpRoute {
                 origin: c.origin,
                 created: c.created,
                 hostnames: host.clone(),
                 rules: c.rules.into_iter().map(|(rule, _)| rule).collect(),
+                vhost: vhost_policy.clone(),
             }));
         }
         if let Some(tls) = tls
@@ -451,8 +455,6 @@ impl Translator<'_> {
         let closed = [
             ("AuthError", "spec.virtualhost.authorization", vhost.authorization.is_some()),
             ("JWTVerificationError", "spec.virtualhost.jwtProviders", vhost.jwt_providers.is_some()),
-            ("IPFilterError", "spec.virtualhost.ipAllowPolicy", f.ip_allow_policy.is_some()),
-            ("IPFilterError", "spec.virtualhost.ipDenyPolicy", f.ip_deny_policy.is_some()),
             ("IPFilterError", "spec.virtualhost.geoAllowPolicy", f.geo_allow_policy.is_some()),
             ("IPFilterError", "spec.virtualhost.geoDenyPolicy", f.geo_deny_policy.is_some()),
         ];
@@ -462,15 +464,64 @@ impl Translator<'_> {
             self.error(origin, condition, field, "NotSupported", message);
             serve = false;
         }
-        let ignored = [
-            ("spec.virtualhost.corsPolicy", vhost.cors_policy.is_some()),
-            ("spec.virtualhost.rateLimitPolicy", vhost.rate_limit_policy.is_some()),
-        ];
-        for (field, _) in ignored.into_iter().filter(|c| c.1) {
+        let global = vhost.rate_limit_policy.as_ref().is_some_and(|p| p.global.is_some());
+        if global {
+            let field = "spec.virtualhost.rateLimitPolicy.global";
             let message = format!("{field} is not supported by this controller yet and is ignored");
             self.warning(origin, "SpecError", field, "IgnoredField", message);
         }
         serve
+    }
+
+    /// The virtual host's CORS, IP filter and local rate limit, checked in upstream's order;
+    /// `Err` after recording why the virtual host cannot be served.
+    fn vhost_policy(
+        &mut self,
+        origin: &Origin,
+        vhost: &api::httpproxy::VirtualHost,
+        fqdn: &str,
+    ) -> Result<Option<Arc<ir::VirtualHostPolicy>>, ()> {
+        let f = &vhost.filters;
+        if f.ip_allow_policy.as_ref().is_some_and(|p| !p.is_empty())
+            && f.ip_deny_policy.as_ref().is_some_and(|p| !p.is_empty())
+        {
+            let message =
+                "Spec.VirtualHost.IPAllowFilterPolicy and Spec.VirtualHost.IPDenyFilterPolicy cannot both be defined"
+                    .into();
+            self.error(origin, "IPFilterError", "spec.virtualhost", "IncompatibleIPAddressFilters", message);
+            return Err(());
+        }
+        let cors = match vhost.cors_policy.as_ref().map(filters::cors).transpose() {
+            Ok(c) => c,
+            Err(e) => {
+                let message = format!("Spec.VirtualHost.CORSPolicy: {e}");
+                self.error(origin, "CORSError", "spec.virtualhost.corsPolicy", "PolicyDidNotParse", message);
+                return Err(());
+            }
+        };
+        let local = vhost.rate_limit_policy.as_ref().and_then(|p| p.local.as_ref());
+        let local_rate_limit = match local.map(|l| filters::local_rate_limit(l, format!("vhost.{fqdn}"))).transpose() {
+            Ok(l) => l,
+            Err(e) => {
+                let message = format!("Spec.VirtualHost.RateLimitPolicy is invalid: {e}");
+                let field = "spec.virtualhost.rateLimitPolicy";
+                self.error(origin, "VirtualHostError", field, "RateLimitPolicyNotValid", message);
+                return Err(());
+            }
+        };
+        let ip_filter = match filters::ip_filter(f.ip_allow_policy.as_deref(), f.ip_deny_policy.as_deref()) {
+            Ok(i) => i,
+            Err(e) => {
+                let message = format!(
+                    "Spec.VirtualHost.IPAllowFilterPolicy or Spec.VirtualHost.IPDenyFilterPolicy is invalid: {}",
+                    e.message
+                );
+                self.error(origin, "IPFilterError", "spec.virtualhost", e.reason, message);
+                return Err(());
+            }
+        };
+        let policy = ir::VirtualHostPolicy { cors, ip_filter, local_rate_limit };
+        Ok((policy != ir::VirtualHostPolicy::default()).then(|| Arc::new(policy)))
     }
 }
 

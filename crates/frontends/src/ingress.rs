@@ -279,7 +279,13 @@ fn translate_one(
         }
         let hostnames = if host == "*" { Vec::new() } else { vec![host.clone()] };
         let route = |rules: Vec<HttpRule>| {
-            Arc::new(HttpRoute { origin: Arc::clone(&shared_origin), created, hostnames: hostnames.clone(), rules })
+            Arc::new(HttpRoute {
+                origin: Arc::clone(&shared_origin),
+                created,
+                hostnames: hostnames.clone(),
+                rules,
+                vhost: None,
+            })
         };
         let tls = tls_hosts.iter().find(|(h, _)| *h == host).map(|(_, tls)| tls.clone());
         if a.force_ssl_redirect {

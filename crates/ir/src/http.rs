@@ -13,6 +13,8 @@ pub struct HttpRoute {
     pub hostnames: Vec<String>,
     /// Rules, in the order of the source object.
     pub rules: Vec<HttpRule>,
+    /// Policies of the virtual hosts this route's hostnames make (HTTPProxy's `virtualhost`).
+    pub vhost: Option<std::sync::Arc<crate::VirtualHostPolicy>>,
 }
 
 /// One rule: any of its matches selects it; filters apply, then backends are chosen by weight.

@@ -14,8 +14,9 @@ pub use http::{
     Redirect, RequestMirror, StringMatch, UrlRewrite, regex_escape,
 };
 pub use policy::{
-    BackendOptions, ClusterPolicy, CrossScheme, HashPolicy, HealthCheck, InternalRedirect, LoadBalancer, RetryPolicy,
-    RoutePolicy, SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation,
+    BackendOptions, ClusterPolicy, CookieRewrite, Cors, CrossScheme, HashPolicy, HealthCheck, InternalRedirect,
+    IpFilter, IpRule, LoadBalancer, LocalRateLimit, OriginMatch, RetryPolicy, RoutePolicy, SharedBackendOptions,
+    SlowStart, UpstreamProtocol, UpstreamValidation, VirtualHostPolicy, merge_cookie_rewrites,
 };
 
 use std::net::IpAddr;

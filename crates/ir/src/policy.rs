@@ -1,9 +1,32 @@
 //! Behaviour beyond the Gateway API's filters that HTTPProxy and Ingress can ask for: idle
-//! timeouts, retries, websockets, load balancing, active health checks, upstream protocols.
+//! timeouts, retries, websockets, load balancing, active health checks, upstream protocols, and
+//! the access and traffic policies of virtual hosts and routes (one module each).
+
+mod cookie;
+mod cors;
+mod ip_filter;
+mod rate_limit;
+
+pub use cookie::{CookieRewrite, merge_cookie_rewrites};
+pub use cors::{Cors, OriginMatch};
+pub use ip_filter::{IpFilter, IpRule};
+pub use rate_limit::LocalRateLimit;
 
 use std::sync::Arc;
 
 use crate::ObjectRef;
+
+/// Policies of a whole virtual host (an HTTPProxy's `virtualhost`); a route's own policy of the
+/// same kind replaces it for that route.
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq, Hash)]
+pub struct VirtualHostPolicy {
+    /// Cross-origin requests.
+    pub cors: Option<Cors>,
+    /// Client addresses allowed or denied.
+    pub ip_filter: Option<IpFilter>,
+    /// A rate limit shared by every route of the host.
+    pub local_rate_limit: Option<LocalRateLimit>,
+}
 
 /// Route-level settings that are not request filters. The default asks for nothing.
 #[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq, Hash)]
@@ -21,6 +44,12 @@ pub struct RoutePolicy {
     pub internal_redirect: Option<InternalRedirect>,
     /// Settings of the clusters the route's backends become.
     pub cluster: ClusterPolicy,
+    /// Client addresses allowed or denied, replacing the virtual host's list.
+    pub ip_filter: Option<IpFilter>,
+    /// A rate limit of this route alone.
+    pub local_rate_limit: Option<LocalRateLimit>,
+    /// Attribute changes of cookies the backends set.
+    pub cookie_rewrites: Vec<CookieRewrite>,
 }
 
 /// Settings that belong to an upstream cluster; backends with different settings get distinct
@@ -176,6 +205,8 @@ pub struct BackendOptions {
     pub host_rewrite: Option<String>,
     /// The server name sent when speaking TLS to the backend.
     pub sni: Option<String>,
+    /// Attribute changes of cookies this backend sets (after the route's).
+    pub cookie_rewrites: Vec<CookieRewrite>,
 }
 
 /// Traffic to a new endpoint ramps up over a window instead of arriving all at once.

@@ -2,7 +2,8 @@
 //!
 //! A request can ask for a slow answer (`x-echo-delay-ms`, at most 10 s), another status
 //! (`x-echo-status`), or a redirect (`x-echo-redirect: /from=/to` answers a request for `/from`
-//! with 302 to `/to`); a flaky backend fails its first requests with 503 on its own.
+//! with 302 to `/to`), and cookies (each `x-echo-set-cookie` becomes a `Set-Cookie`); a flaky
+//! backend fails its first requests with 503 on its own.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -172,6 +173,10 @@ async fn echo(
         .expect("valid response");
     if let Some(location) = location.and_then(|l| hyper::header::HeaderValue::from_str(&l).ok()) {
         response.headers_mut().insert(hyper::header::LOCATION, location);
+    }
+    // Each `x-echo-set-cookie` becomes a Set-Cookie of the answer.
+    for cookie in req.headers().get_all("x-echo-set-cookie") {
+        response.headers_mut().append(hyper::header::SET_COOKIE, cookie.clone());
     }
     Ok(response)
 }

@@ -7,8 +7,12 @@
 pub mod accesslog;
 mod cluster;
 mod compression;
+mod cors;
 mod listener;
+mod lua;
 mod ordered;
+mod ratelimit;
+mod rbac;
 mod route;
 mod runtime;
 mod secret;
@@ -344,4 +348,17 @@ pub(crate) fn duration_ms(ms: u64) -> envoy_types::pb::google::protobuf::Duratio
     const MAX_MS: u64 = 315_576_000_000 * 1000;
     let ms = ms.min(MAX_MS);
     envoy_types::pb::google::protobuf::Duration { seconds: (ms / 1000) as i64, nanos: ((ms % 1000) * 1_000_000) as i32 }
+}
+
+/// An HTTP filter of a connection manager, configured by `config`.
+pub(crate) fn http_filter(
+    name: &str,
+    config: envoy_types::pb::google::protobuf::Any,
+) -> envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpFilter {
+    use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{HttpFilter, http_filter};
+    HttpFilter {
+        name: name.into(),
+        config_type: Some(http_filter::ConfigType::TypedConfig(config)),
+        ..Default::default()
+    }
 }

@@ -333,19 +333,21 @@ fn http_connection_manager(
 }
 
 /// Upstream's filters of every HTTP connection manager, in its order: the compressor, gRPC-Web,
-/// gRPC statistics, then the router.
+/// gRPC statistics, CORS, the local rate limiter, Lua (cookie rewriting), RBAC (IP filters),
+/// then the router. The policy filters are inert until a virtual host or route configures them,
+/// so a listener's bytes do not change when the first policy appears (which would drain it).
 fn http_filters(settings: &ListenerOptions) -> Vec<HttpFilter> {
-    let typed = |name: &str, config| HttpFilter {
-        name: name.into(),
-        config_type: Some(http_filter::ConfigType::TypedConfig(config)),
-        ..Default::default()
-    };
+    let typed = crate::http_filter;
     let mut filters: Vec<HttpFilter> = crate::compression::filter(settings.compression).into_iter().collect();
     filters.push(typed("envoy.filters.http.grpc_web", pack_any(GrpcWeb::default())));
     filters.push(typed(
         "envoy.filters.http.grpc_stats",
         pack_any(GrpcStatsConfig { emit_filter_state: true, enable_upstream_stats: true, ..Default::default() }),
     ));
+    filters.push(crate::cors::filter());
+    filters.push(crate::ratelimit::local_filter());
+    filters.push(crate::lua::filter());
+    filters.push(crate::rbac::filter());
     filters.push(typed("envoy.filters.http.router", pack_any(Router::default())));
     filters
 }

@@ -35,3 +35,39 @@ impl OrderedStruct {
         }
     }
 }
+
+/// A `google.protobuf.Struct` whose values are structs of scalars: entries in order, and so are
+/// theirs.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct OrderedStructOfStructs {
+    #[prost(message, repeated, tag = "1")]
+    pub(crate) fields: Vec<StructOfStructsEntry>,
+}
+
+/// One entry of [`OrderedStructOfStructs`].
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct StructOfStructsEntry {
+    #[prost(string, tag = "1")]
+    pub(crate) key: String,
+    #[prost(message, optional, tag = "2")]
+    pub(crate) value: Option<StructValue>,
+}
+
+/// `google.protobuf.Value` holding a struct (`struct_value`, field 5).
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct StructValue {
+    #[prost(message, optional, tag = "5")]
+    pub(crate) struct_value: Option<OrderedStruct>,
+}
+
+impl OrderedStructOfStructs {
+    /// Entries in the order given.
+    pub(crate) fn new(entries: impl IntoIterator<Item = (String, OrderedStruct)>) -> Self {
+        Self {
+            fields: entries
+                .into_iter()
+                .map(|(key, s)| StructOfStructsEntry { key, value: Some(StructValue { struct_value: Some(s) }) })
+                .collect(),
+        }
+    }
+}

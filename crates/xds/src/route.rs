@@ -92,7 +92,7 @@ impl RouteCache {
         if !self.vhosts.contains_key(&key) {
             // The message without routes, then each route appended as field 3: the same bytes
             // prost would write, built from per-route pieces that survive the next build.
-            let mut bytes = vhost_head(&vh.hostname, vh.hostname.clone());
+            let mut bytes = vhost_head(vh, vh.hostname.clone());
             let routes_at = bytes.len();
             for route in &vh.routes {
                 let encoded = self.route(route);
@@ -122,6 +122,8 @@ impl RouteCache {
             return Arc::clone(bytes);
         }
         let mut bytes = self::route(route).encode_to_vec();
+        // Route.typed_per_filter_config is field 13.
+        append_per_filter_config(&mut bytes, 13, per_filter_configs(route));
         if self.metadata {
             // Route.metadata (field 4), appended: a message's fields may come in any order.
             let o = &route.origin;
@@ -139,9 +141,36 @@ fn append_field(buf: &mut Vec<u8>, tag: u32, bytes: &[u8]) {
     buf.extend_from_slice(bytes);
 }
 
-/// A virtual host's name and domains, encoded.
-fn vhost_head(host: &str, name: String) -> Vec<u8> {
-    r::VirtualHost { name, domains: vec![host.to_string()], ..Default::default() }.encode_to_vec()
+/// A virtual host's name, domains and policies, encoded.
+fn vhost_head(vh: &dag::VirtualHost, name: String) -> Vec<u8> {
+    let mut bytes = r::VirtualHost { name, domains: vec![vh.hostname.clone()], ..Default::default() }.encode_to_vec();
+    if let Some(policy) = &vh.policy {
+        let configs = [
+            policy.cors.as_ref().map(|c| (crate::cors::NAME, crate::cors::per_route(c))),
+            policy.local_rate_limit.as_ref().map(|l| (crate::ratelimit::LOCAL, crate::ratelimit::local_per_route(l))),
+            policy.ip_filter.as_ref().map(|f| (crate::rbac::NAME, crate::rbac::per_route(f))),
+        ];
+        // VirtualHost.typed_per_filter_config is field 15.
+        append_per_filter_config(&mut bytes, 15, configs.into_iter().flatten());
+    }
+    bytes
+}
+
+/// Appends a `map<string, Any>` field as its entries, sorted by filter name: prost writes a
+/// HashMap in a different order in every process, and a resource's version is its bytes' hash.
+fn append_per_filter_config<'a>(buf: &mut Vec<u8>, tag: u32, configs: impl IntoIterator<Item = (&'a str, Any)>) {
+    #[derive(Clone, PartialEq, Message)]
+    struct Entry {
+        #[prost(string, tag = "1")]
+        key: String,
+        #[prost(message, optional, tag = "2")]
+        value: Option<Any>,
+    }
+    let mut configs: Vec<(&str, Any)> = configs.into_iter().collect();
+    configs.sort_by(|a, b| a.0.cmp(b.0));
+    for (key, value) in configs {
+        append_field(buf, tag, &Entry { key: key.into(), value: Some(value) }.encode_to_vec());
+    }
 }
 
 /// A route table in both forms: inline, and for VHDS (the route configuration naming VHDS, and
@@ -208,7 +237,7 @@ fn vhds_vhost(table: &str, entry: &mut EncodedVhost) -> Resource {
         return r.clone();
     }
     let name = format!("{table}/{host}");
-    let mut value = vhost_head(host, name.clone());
+    let mut value = vhost_head(&entry.vhost, name.clone());
     value.extend_from_slice(&entry.bytes[entry.routes_at..]);
     let r = Resource::from_any(&name, Any { type_url: ResourceType::VirtualHost.type_url().into(), value });
     entry.vhds = Some(r.clone());
@@ -250,6 +279,31 @@ fn vhds_source(route_configuration: &str) -> envoy_types::pb::envoy::config::cor
         })),
         ..Default::default()
     }
+}
+
+/// A route's own policies, which replace its virtual host's of the same filter. A redirect or a
+/// direct answer is not limited or filtered by the route's own policies (as upstream).
+fn per_filter_configs(route: &Route) -> impl Iterator<Item = (&'static str, Any)> {
+    let forward = matches!(route.action, RouteAction::Forward { .. });
+    let policy = &route.policy;
+    let single = matches!(&route.action, RouteAction::Forward { backends, .. } if single_cluster(backends));
+    [
+        policy
+            .local_rate_limit
+            .as_ref()
+            .filter(|_| forward)
+            .map(|l| (crate::ratelimit::LOCAL, crate::ratelimit::local_per_route(l))),
+        policy.ip_filter.as_ref().filter(|_| forward).map(|f| (crate::rbac::NAME, crate::rbac::per_route(f))),
+        // With weighted clusters, each carries the route's rules merged with its own.
+        crate::lua::cookie_rewrites(&policy.cookie_rewrites).filter(|_| single).map(|c| (crate::lua::NAME, c)),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// One backend without per-backend changes: the route names its cluster directly.
+fn single_cluster(backends: &[dag::WeightedCluster]) -> bool {
+    matches!(backends, [one] if one.filters.is_none())
 }
 
 fn route(route: &Route) -> r::Route {
@@ -351,13 +405,19 @@ fn forward(
     let name = |b: &dag::WeightedCluster| b.cluster.clone().unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into());
     let cluster_specifier = match backends {
         // Per-backend header changes live on weighted cluster entries, even for one backend.
-        [one] if one.filters.is_none() => r::route_action::ClusterSpecifier::Cluster(name(one)),
+        [one] if single_cluster(backends) => r::route_action::ClusterSpecifier::Cluster(name(one)),
         many => r::route_action::ClusterSpecifier::WeightedClusters(r::WeightedCluster {
             clusters: many
                 .iter()
                 .map(|b| {
                     let f = b.filters.as_deref().cloned().unwrap_or_default();
                     let host = f.host_rewrite.clone().or_else(|| host_header(&f.request).cloned());
+                    let cookies = ir::merge_cookie_rewrites(&route.policy.cookie_rewrites, &f.cookie_rewrites);
+                    // At most one entry, so the map encodes the same in every process.
+                    let typed_per_filter_config = crate::lua::cookie_rewrites(&cookies)
+                        .map(|c| (crate::lua::NAME.to_string(), c))
+                        .into_iter()
+                        .collect();
                     r::weighted_cluster::ClusterWeight {
                         name: name(b),
                         weight: Some(UInt32Value { value: b.weight }),
@@ -367,6 +427,7 @@ fn forward(
                         response_headers_to_remove: f.response.remove,
                         host_rewrite_specifier: host
                             .map(r::weighted_cluster::cluster_weight::HostRewriteSpecifier::HostRewriteLiteral),
+                        typed_per_filter_config,
                         ..Default::default()
                     }
                 })
@@ -549,7 +610,7 @@ fn redirect_action(m: &HttpMatch, redirect: &ir::Redirect) -> r::RedirectAction 
     action
 }
 
-fn header_options(m: &ir::HeaderModifier) -> Vec<HeaderValueOption> {
+pub(crate) fn header_options(m: &ir::HeaderModifier) -> Vec<HeaderValueOption> {
     let option = |(key, value): &(String, String), action: header_value_option::HeaderAppendAction| HeaderValueOption {
         header: Some(HeaderValue { key: key.clone(), value: value.clone(), ..Default::default() }),
         append_action: action as i32,
@@ -589,7 +650,7 @@ fn string_match(m: &StringMatch, ignore_case: bool) -> StringMatcher {
     StringMatcher { match_pattern: Some(pattern), ignore_case }
 }
 
-fn regex(pattern: &str) -> RegexMatcher {
+pub(crate) fn regex(pattern: &str) -> RegexMatcher {
     RegexMatcher { regex: pattern.to_string(), ..Default::default() }
 }
 

@@ -88,6 +88,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &GRPCRoute, diagnostics: &mu
         created: route.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()).unwrap_or(0),
         hostnames: route.spec.hostnames.iter().flatten().map(|h| h.to_ascii_lowercase()).collect(),
         rules,
+        vhost: None,
     }
 }
 

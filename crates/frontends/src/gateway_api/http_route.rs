@@ -124,6 +124,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
             .map(|h| h.to_ascii_lowercase())
             .collect(),
         rules,
+        vhost: None,
     }
 }
 

@@ -8,6 +8,7 @@ use ir::{ClusterPolicy, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, Path
 use objects::ObjectKey;
 
 use super::conditions::{self, check_headers, check_paths, check_query};
+use super::filters;
 use super::policy::{self, Variables};
 use super::{Contribution, Translator, services};
 
@@ -152,8 +153,6 @@ fn route(
     // Access controls this controller does not implement yet fail closed: the route is not
     // served (with upstream's rule that one route error drops the proxy's routes).
     let closed = [
-        ("IPFilterError", "ipAllowPolicy", r.filters.ip_allow_policy.is_some()),
-        ("IPFilterError", "ipDenyPolicy", r.filters.ip_deny_policy.is_some()),
         ("IPFilterError", "geoAllowPolicy", r.filters.geo_allow_policy.is_some()),
         ("IPFilterError", "geoDenyPolicy", r.filters.geo_deny_policy.is_some()),
         ("AuthError", "authPolicy", r.auth_policy.is_some()),
@@ -163,13 +162,10 @@ fn route(
         let message = format!("{field}.{name} is not supported by this controller yet; the route is not served");
         return fail(t, condition, "NotSupported", message);
     }
-    let cookies = r.headers.cookie_rewrite_policies.is_some()
-        || r.services.iter().flatten().any(|s| s.headers.cookie_rewrite_policies.is_some());
-    for (name, set) in [("rateLimitPolicy", r.rate_limit_policy.is_some()), ("cookieRewritePolicies", cookies)] {
-        if set {
-            let message = format!("{field}.{name} is not supported by this controller yet and is ignored");
-            t.warning(origin, "SpecError", &format!("{field}.{name}"), "IgnoredField", message);
-        }
+    if r.rate_limit_policy.as_ref().is_some_and(|p| p.global.is_some()) {
+        let name = format!("{field}.rateLimitPolicy.global");
+        let message = format!("{name} is not supported by this controller yet and is ignored");
+        t.warning(origin, "SpecError", &name, "IgnoredField", message);
     }
     let own = r.conditions.as_deref().unwrap_or_default();
     if let Err(e) = check_paths(own) {
@@ -191,11 +187,29 @@ fn route(
         Ok(h) => h,
         Err(e) => return fail(t, "RouteError", "ResponseHeaderPolicyInvalid", format!("{e} on response headers")),
     };
+    let cookie_rewrites = match filters::cookie_rewrites(r.headers.cookie_rewrite_policies.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            return fail(t, "RouteError", "CookieRewritePoliciesInvalid", format!("{e} on route cookie rewrite rules"));
+        }
+    };
     let timeouts = match policy::timeouts(r.timeout_policy.as_ref()) {
         Ok(t) => t,
         Err(e) => {
             return fail(t, "RouteError", "TimeoutPolicyNotValid", format!("route.timeoutPolicy failed to parse: {e}"));
         }
+    };
+    let local = r.rate_limit_policy.as_ref().and_then(|p| p.local.as_ref());
+    let local_rate_limit = match local.map(|l| filters::local_rate_limit(l, format!("vhost.{fqdn}"))).transpose() {
+        Ok(l) => l,
+        Err(e) => {
+            return fail(t, "RouteError", "RateLimitPolicyNotValid", format!("route.rateLimitPolicy is invalid: {e}"));
+        }
+    };
+    let ip_filter = match filters::ip_filter(r.filters.ip_allow_policy.as_deref(), r.filters.ip_deny_policy.as_deref())
+    {
+        Ok(i) => i,
+        Err(e) => return fail(t, "IPFilterError", e.reason, e.message),
     };
     let (load_balancer, hash_policies, warnings) = policy::load_balancer(r.load_balancer_policy.as_ref());
     for w in warnings {
@@ -278,6 +292,9 @@ fn route(
         hash_policies,
         internal_redirect: policy::internal_redirect(r.internal_redirect_policy.as_ref()),
         cluster: ClusterPolicy { load_balancer, health_check, idle_connection_timeout_ms: timeouts.idle_connection },
+        ip_filter,
+        local_rate_limit,
+        cookie_rewrites,
     };
     let rule = HttpRule {
         matches: vec![matcher],

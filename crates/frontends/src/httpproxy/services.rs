@@ -171,6 +171,10 @@ fn service(
     let response = response.map_err(|e| {
         t.error(origin, "ServiceError", field, "ResponseHeadersPolicyInvalid", format!("{e} on response headers"));
     })?;
+    let cookie_rewrites = super::filters::cookie_rewrites(headers.cookie_rewrite_policies.as_deref()).map_err(|e| {
+        let message = format!("{e} on service cookie rewrite rules");
+        t.error(origin, "RouteError", field, "CookieRewritePoliciesInvalid", message);
+    })?;
     let slow_start = match &s.slow_start_policy {
         None => None,
         Some(p) => Some(slow_start(p, settings.load_balancer).map_err(|e| {
@@ -188,6 +192,7 @@ fn service(
         health_port,
         host_rewrite,
         sni,
+        cookie_rewrites,
     };
     let weight = match (s.mirror, s.weight) {
         // A mirror's weight is the share of requests mirrored; unset or 0 means all.

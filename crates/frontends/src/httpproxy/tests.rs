@@ -477,6 +477,7 @@ fn more_reasons_as_upstream_words_them() {
     }
 }
 
+mod filters;
 mod policies;
 mod tls;
 

@@ -85,20 +85,17 @@ fn policies_reach_the_ir() {
 }
 
 #[test]
-fn access_controls_not_yet_supported_fail_closed_and_the_rest_warns() {
+fn access_controls_not_yet_supported_fail_closed() {
     let yaml = [
         proxy(
             "authz",
             "  virtualhost: {fqdn: a.example.com, authorization: {extensionRef: {name: authz}}}\n  routes: [{services: [{name: web, port: 80}]}]",
         ),
         proxy(
-            "ipfilter",
-            "  virtualhost: {fqdn: b.example.com}\n  routes: [{ipAllowPolicy: [{source: Peer, cidr: 10.0.0.0/8}], services: [{name: web, port: 80}]}]",
+            "jwt",
+            "  virtualhost: {fqdn: b.example.com}\n  routes: [{jwtVerificationPolicy: {disabled: true}, services: [{name: web, port: 80}]}]",
         ),
-        proxy(
-            "cors",
-            "  virtualhost: {fqdn: c.example.com, corsPolicy: {allowOrigin: ['*'], allowMethods: [GET]}}\n  routes: [{services: [{name: web, port: 80}]}]",
-        ),
+        proxy("open", "  virtualhost: {fqdn: c.example.com}\n  routes: [{services: [{name: web, port: 80}]}]"),
     ]
     .concat();
     let (t, statuses) = run(&yaml);
@@ -107,10 +104,9 @@ fn access_controls_not_yet_supported_fail_closed_and_the_rest_warns() {
         [
             "apps/authz invalid: At least one error present, see Errors for details",
             "  AuthError/NotSupported: spec.virtualhost.authorization is not supported by this controller yet; the virtual host is not served",
-            "apps/cors valid: Valid HTTPProxy",
-            "  warning SpecError/IgnoredField: spec.virtualhost.corsPolicy is not supported by this controller yet and is ignored",
-            "apps/ipfilter invalid: At least one error present, see Errors for details",
-            "  IPFilterError/NotSupported: spec.routes[0].ipAllowPolicy is not supported by this controller yet; the route is not served",
+            "apps/jwt invalid: At least one error present, see Errors for details",
+            "  JWTVerificationError/NotSupported: spec.routes[0].jwtVerificationPolicy is not supported by this controller yet; the route is not served",
+            "apps/open valid: Valid HTTPProxy",
         ]
     );
     let hosts: Vec<_> = t.ir.fleets[0].listeners[0].http_routes.iter().flat_map(|r| r.hostnames.clone()).collect();

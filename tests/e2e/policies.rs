@@ -1,0 +1,220 @@
+//! HTTPProxy's traffic and access policies through Envoy, judged by what a client sees: CORS
+//! answers, IP allow and deny lists, local rate limits, rewritten cookies.
+
+use std::time::Duration;
+
+use testkit::{Backend, Request, Response};
+
+use crate::harness::{Harness, default_fleet_options, service};
+
+fn proxy(name: &str, spec: &str) -> String {
+    format!(
+        "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: {name}, namespace: default}}\nspec:\n{spec}\n"
+    )
+}
+
+/// The default fleet on fresh ports, trusting one X-Forwarded-For hop (as behind a load
+/// balancer), with `yaml`; returns the harness and its HTTP port once `ready.test` answers.
+async fn start(yaml: &str) -> anyhow::Result<(Harness, u16)> {
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let mut options = default_fleet_options(http, https);
+    options.compile.listener.xff_num_trusted_hops = 1;
+    let h = Harness::start_with(yaml, ir::DEFAULT_FLEET, options).await?;
+    h.until(http, &Request::get("ready.test", "/"), |r| r.status == 200).await?;
+    Ok((h, http))
+}
+
+fn ready(web: &Backend) -> String {
+    [
+        service("web", &[web.addr]),
+        proxy("ready", "  virtualhost: {fqdn: ready.test}\n  routes: [{services: [{name: web, port: 80}]}]"),
+    ]
+    .concat()
+}
+
+fn preflight(host: &str, origin: &str, method: &str) -> Request {
+    Request { method: "OPTIONS".into(), ..Request::get(host, "/") }
+        .header("origin", origin)
+        .header("access-control-request-method", method)
+}
+
+/// Every value of a response header, in order.
+fn all<'a>(r: &'a Response, name: &str) -> Vec<&'a str> {
+    r.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect()
+}
+
+#[tokio::test]
+async fn cors_preflights_are_answered_for_allowed_origins_only() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let yaml = [
+        ready(&web),
+        proxy(
+            "cors",
+            r#"  virtualhost:
+    fqdn: cors.test
+    corsPolicy:
+      allowCredentials: true
+      allowOrigin: [https://app.example.com, 'https://.*\.trusted\.org']
+      allowMethods: [GET, PUT]
+      allowHeaders: [x-custom]
+      exposeHeaders: [x-exposed]
+      maxAge: 10m
+  routes: [{services: [{name: web, port: 80}]}]"#,
+        ),
+    ]
+    .concat();
+    let (h, http) = start(&yaml).await?;
+    for origin in ["https://app.example.com", "https://api.trusted.org"] {
+        let r = h.get(http, &preflight("cors.test", origin, "PUT")).await?;
+        assert_eq!(r.status, 200, "{origin}: {r:?}");
+        assert_eq!(r.header("access-control-allow-origin"), Some(origin));
+        assert_eq!(r.header("access-control-allow-methods"), Some("GET,PUT"));
+        assert_eq!(r.header("access-control-allow-headers"), Some("x-custom"));
+        assert_eq!(r.header("access-control-max-age"), Some("600"));
+        assert_eq!(r.header("access-control-allow-credentials"), Some("true"));
+        assert_eq!(r.header("x-backend"), None, "Envoy answered the preflight itself");
+    }
+    // An allowed origin's request gets the CORS headers on the backend's answer.
+    let r = h.get(http, &Request::get("cors.test", "/").header("origin", "https://app.example.com")).await?;
+    assert_eq!((r.status, r.header("x-backend")), (200, Some("web")));
+    assert_eq!(r.header("access-control-allow-origin"), Some("https://app.example.com"));
+    assert_eq!(r.header("access-control-expose-headers"), Some("x-exposed"));
+    // Another origin gets no CORS headers, so the browser refuses the answer.
+    let r = h.get(http, &preflight("cors.test", "https://evil.example.com", "PUT")).await?;
+    assert_eq!(r.header("access-control-allow-origin"), None, "{r:?}");
+    let r = h.get(http, &Request::get("cors.test", "/").header("origin", "https://evil.example.com")).await?;
+    assert_eq!((r.status, r.header("access-control-allow-origin")), (200, None));
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn ip_filters_allow_and_deny_by_peer_and_by_forwarded_address() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let yaml = [
+        ready(&web),
+        proxy(
+            "allow",
+            r#"  virtualhost:
+    fqdn: allow.test
+    ipAllowPolicy: [{source: Peer, cidr: 127.0.0.0/8}]
+  routes:
+  - conditions: [{prefix: /peer-denied}]
+    ipDenyPolicy: [{source: Peer, cidr: 127.0.0.1}]
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /remote}]
+    ipAllowPolicy: [{source: Remote, cidr: 192.0.2.0/24}]
+    services: [{name: web, port: 80}]
+  - services: [{name: web, port: 80}]"#,
+        ),
+        proxy(
+            "deny",
+            "  virtualhost:\n    fqdn: deny.test\n    ipDenyPolicy: [{source: Peer, cidr: 127.0.0.0/8}]\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+    ]
+    .concat();
+    let (h, http) = start(&yaml).await?;
+    let h = &h;
+    let status = |host: &str, path: &str, xff: Option<&str>| {
+        let mut req = Request::get(host, path);
+        if let Some(xff) = xff {
+            req = req.header("x-forwarded-for", xff);
+        }
+        async move { h.get(http, &req).await.map(|r| r.status) }
+    };
+    assert_eq!(status("allow.test", "/", None).await?, 200, "the peer 127.0.0.1 is in the allow list");
+    assert_eq!(status("deny.test", "/", None).await?, 403, "the peer is in the deny list");
+    assert_eq!(status("allow.test", "/peer-denied", None).await?, 403, "the route's list replaces the host's");
+    // Remote: the client address from X-Forwarded-For, one trusted hop.
+    assert_eq!(status("allow.test", "/remote", Some("192.0.2.7")).await?, 200);
+    assert_eq!(status("allow.test", "/remote", Some("198.51.100.1")).await?, 403);
+    assert_eq!(status("allow.test", "/remote", None).await?, 403, "127.0.0.1 is not in 192.0.2.0/24");
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn local_rate_limits_answer_beyond_the_burst_and_refill() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let yaml = [
+        ready(&web),
+        proxy(
+            "limited",
+            r#"  virtualhost:
+    fqdn: limited.test
+    rateLimitPolicy: {local: {requests: 2, unit: second, burst: 1}}
+  routes:
+  - conditions: [{prefix: /hourly}]
+    rateLimitPolicy: {local: {requests: 1, unit: hour, responseStatusCode: 503, responseHeadersToAdd: [{name: x-limited, value: hourly}]}}
+    services: [{name: web, port: 80}]
+  - services: [{name: web, port: 80}]"#,
+        ),
+    ]
+    .concat();
+    let (h, http) = start(&yaml).await?;
+    // The host's bucket holds 3 (2 per second plus a burst of 1): a quick run gets 429 soon after.
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        statuses.push(h.get(http, &Request::get("limited.test", "/")).await?.status);
+    }
+    let first_limited = statuses.iter().position(|s| *s == 429);
+    assert!(first_limited.is_some_and(|i| (3..=6).contains(&i)), "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 429), "{statuses:?}");
+    // The bucket refills after the unit.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(h.get(http, &Request::get("limited.test", "/")).await?.status, 200);
+    // The route's own bucket (one an hour) with its status and header.
+    let r = h.get(http, &Request::get("limited.test", "/hourly")).await?;
+    assert_eq!(r.status, 200);
+    let r = h.get(http, &Request::get("limited.test", "/hourly")).await?;
+    assert_eq!((r.status, r.header("x-limited")), (503, Some("hourly")), "{r:?}");
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn cookies_set_by_backends_are_rewritten() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let yaml = [
+        ready(&web),
+        proxy(
+            "cookies",
+            r#"  virtualhost: {fqdn: cookies.test}
+  routes:
+  - conditions: [{prefix: /app}]
+    cookieRewritePolicies:
+    - {name: session, pathRewrite: {value: /app}, domainRewrite: {value: cookies.test}, secure: true, sameSite: Strict}
+    - {name: plain, secure: false}
+    services:
+    - name: web
+      port: 80
+      cookieRewritePolicies: [{name: svc, sameSite: Lax}]
+  - services: [{name: web, port: 80}]"#,
+        ),
+    ]
+    .concat();
+    let (h, http) = start(&yaml).await?;
+    let req = |path: &str| {
+        Request::get("cookies.test", path)
+            .header("x-echo-set-cookie", "session=abc; Path=/; HttpOnly")
+            .header("x-echo-set-cookie", "plain=1; Secure; Path=/")
+            .header("x-echo-set-cookie", "svc=2")
+            .header("x-echo-set-cookie", "other=3; Path=/")
+    };
+    let r = h.get(http, &req("/app")).await?;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        all(&r, "set-cookie"),
+        [
+            "session=abc; Path=/app; HttpOnly; Domain=cookies.test; Secure; SameSite=Strict",
+            "plain=1; Path=/",
+            "svc=2; SameSite=Lax",
+            "other=3; Path=/",
+        ]
+    );
+    assert_eq!(h.envoy.counter_sum("lua.errors").await?, 0, "the script ran without error");
+    // Routes without a policy leave cookies alone.
+    let r = h.get(http, &req("/")).await?;
+    assert_eq!(
+        all(&r, "set-cookie"),
+        ["session=abc; Path=/; HttpOnly", "plain=1; Secure; Path=/", "svc=2", "other=3; Path=/"]
+    );
+    h.assert_no_nacks().await
+}
