@@ -193,10 +193,10 @@ async fn cookies_set_by_backends_are_rewritten() -> anyhow::Result<()> {
     let (h, http) = start(&yaml).await?;
     let req = |path: &str| {
         Request::get("cookies.test", path)
-            .header("x-echo-set-cookie", "session=abc; Path=/; HttpOnly")
-            .header("x-echo-set-cookie", "plain=1; Secure; Path=/")
-            .header("x-echo-set-cookie", "svc=2")
-            .header("x-echo-set-cookie", "other=3; Path=/")
+            .header(
+                "x-echo-header",
+                "Set-Cookie:session=abc; Path=/; HttpOnly, Set-Cookie:plain=1; Secure; Path=/, Set-Cookie:svc=2, Set-Cookie:other=3; Path=/",
+            )
     };
     let r = h.get(http, &req("/app")).await?;
     assert_eq!(r.status, 200);

@@ -537,8 +537,10 @@ impl Builder<'_> {
         let mut rewrite = None;
         let mut mirrors = Vec::new();
         let mut action = None;
+        let mut cors = None;
         for filter in &rule.filters {
             match filter {
+                HttpFilter::Cors(c) => cors = Some(c.clone()),
                 HttpFilter::RequestHeaders(m) => merge(&mut request_headers, m),
                 HttpFilter::ResponseHeaders(m) => merge(&mut response_headers, m),
                 HttpFilter::UrlRewrite(r) => rewrite = Some(r.clone()),
@@ -576,7 +578,11 @@ impl Builder<'_> {
             request_headers,
             response_headers,
             timeout_ms: rule.request_timeout_ms,
-            policy: RoutePolicy { cluster: Default::default(), ..rule.policy.clone() },
+            policy: RoutePolicy {
+                cluster: Default::default(),
+                cors: cors.or_else(|| rule.policy.cors.clone()),
+                ..rule.policy.clone()
+            },
             origin: Arc::clone(&route.origin),
         }
     }

@@ -140,6 +140,8 @@ pub enum HttpFilter {
     UrlRewrite(UrlRewrite),
     /// Copy requests to another backend, ignoring its answers.
     Mirror(RequestMirror),
+    /// Answer CORS preflights and add CORS headers (the Gateway API's CORS filter).
+    Cors(crate::Cors),
     /// Answer directly with a status and body.
     DirectResponse {
         /// The HTTP status code.

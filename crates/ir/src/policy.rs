@@ -44,6 +44,9 @@ pub struct RoutePolicy {
     pub internal_redirect: Option<InternalRedirect>,
     /// Settings of the clusters the route's backends become.
     pub cluster: ClusterPolicy,
+    /// Cross-origin requests, replacing the virtual host's policy (the Gateway API's CORS
+    /// filter).
+    pub cors: Option<Cors>,
     /// Client addresses allowed or denied, replacing the virtual host's list.
     pub ip_filter: Option<IpFilter>,
     /// A rate limit of this route alone.

@@ -2,8 +2,8 @@
 //!
 //! A request can ask for a slow answer (`x-echo-delay-ms`, at most 10 s), another status
 //! (`x-echo-status`), or a redirect (`x-echo-redirect: /from=/to` answers a request for `/from`
-//! with 302 to `/to`), and cookies (each `x-echo-set-cookie` becomes a `Set-Cookie`); a flaky
-//! backend fails its first requests with 503 on its own.
+//! with 302 to `/to`), and headers as ealen/echo-server adds them (`x-echo-header: Set-Cookie:a=1,
+//! X-Other:2`); a flaky backend fails its first requests with 503 on its own.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -174,9 +174,16 @@ async fn echo(
     if let Some(location) = location.and_then(|l| hyper::header::HeaderValue::from_str(&l).ok()) {
         response.headers_mut().insert(hyper::header::LOCATION, location);
     }
-    // Each `x-echo-set-cookie` becomes a Set-Cookie of the answer.
-    for cookie in req.headers().get_all("x-echo-set-cookie") {
-        response.headers_mut().append(hyper::header::SET_COOKIE, cookie.clone());
+    // ealen/echo-server's `x-echo-header: Name:value, Name:value` adds those headers.
+    for asked in req.headers().get_all("x-echo-header").iter().filter_map(|v| v.to_str().ok()) {
+        for (name, value) in asked.split(',').filter_map(|h| h.split_once(':')) {
+            if let (Ok(name), Ok(value)) = (
+                hyper::header::HeaderName::from_bytes(name.trim().as_bytes()),
+                hyper::header::HeaderValue::from_str(value.trim()),
+            ) {
+                response.headers_mut().append(name, value);
+            }
+        }
     }
     Ok(response)
 }

@@ -35,6 +35,8 @@ pub(crate) fn per_route(policy: &ir::Cors) -> Any {
         max_age: policy.max_age_s.map(|s| s.to_string()).unwrap_or_default(),
         allow_credentials: Some(BoolValue { value: policy.allow_credentials }),
         allow_private_network_access: Some(BoolValue { value: policy.allow_private_network }),
+        // Envoy's default forwards them: leave it unset then, as upstream's configuration does.
+        forward_not_matching_preflights: (!policy.forward_unmatched_preflights).then_some(BoolValue { value: false }),
         ..Default::default()
     })
 }

@@ -288,6 +288,8 @@ fn per_filter_configs(route: &Route) -> impl Iterator<Item = (&'static str, Any)
     let policy = &route.policy;
     let single = matches!(&route.action, RouteAction::Forward { backends, .. } if single_cluster(backends));
     [
+        // CORS answers preflights whatever the route does with other requests.
+        policy.cors.as_ref().map(|c| (crate::cors::NAME, crate::cors::per_route(c))),
         policy
             .local_rate_limit
             .as_ref()

@@ -365,7 +365,17 @@ fn translate_filter(
             };
             Some(HttpFilter::Mirror(ir::RequestMirror { backend, percent }))
         }
-        FilterType::ExtensionRef | FilterType::Cors => {
+        FilterType::Cors => {
+            let Some(c) = &f.cors else { return missing(diagnostics, "CORS") };
+            match cors(c) {
+                Ok(c) => Some(HttpFilter::Cors(c)),
+                Err(message) => {
+                    diagnostics.push(error(origin, format!("{field}.cors"), "UnsupportedValue", message));
+                    None
+                }
+            }
+        }
+        FilterType::ExtensionRef => {
             diagnostics.push(error(
                 origin,
                 field.to_string(),
@@ -375,6 +385,44 @@ fn translate_filter(
             None
         }
     }
+}
+
+/// The CORS filter: `*` or `scheme://host[:port]` origins, where a `*` in the host matches any
+/// characters (`https://*.example.com`); methods, headers and exposed headers may be `*`; the
+/// preflight answer is cached for 5 s unless `maxAge` says otherwise.
+fn cors(c: &gateway_api::httproutes::HttpRouteRulesFiltersCors) -> Result<ir::Cors, String> {
+    let mut allow_origins = Vec::new();
+    for origin in c.allow_origins.iter().flatten() {
+        let matcher = if origin == "*" || !origin.contains('*') {
+            ir::OriginMatch::Exact(origin.clone())
+        } else {
+            let pattern: Vec<String> = origin.split('*').map(ir::regex_escape).collect();
+            ir::OriginMatch::Regex(check_regex(pattern.join(".*"))?)
+        };
+        allow_origins.push(matcher);
+    }
+    let tokens = |values: &Option<Vec<String>>, what: &str| -> Result<Vec<String>, String> {
+        let values = values.clone().unwrap_or_default();
+        match values.iter().find(|v| v.is_empty() || !v.bytes().all(|b| b.is_ascii_graphic() && b != b',')) {
+            Some(bad) => Err(format!("invalid {what} {bad:?}")),
+            None => Ok(values),
+        }
+    };
+    let max_age_s = match c.max_age {
+        None => 5,
+        Some(age) if age >= 0 => age as u64,
+        Some(age) => return Err(format!("invalid maxAge {age}")),
+    };
+    Ok(ir::Cors {
+        allow_origins,
+        allow_methods: tokens(&c.allow_methods, "allowed method")?,
+        allow_headers: tokens(&c.allow_headers, "allowed header")?,
+        expose_headers: tokens(&c.expose_headers, "exposed header")?,
+        max_age_s: Some(max_age_s),
+        allow_credentials: c.allow_credentials == Some(true),
+        allow_private_network: false,
+        forward_unmatched_preflights: false,
+    })
 }
 
 fn path_modifier(full: Option<String>, prefix: Option<String>) -> Option<PathModifier> {
@@ -407,4 +455,33 @@ pub fn parse_duration_ms(text: &str) -> Option<u64> {
         rest = &rest[len..];
     }
     Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gateway_api::httproutes::HttpRouteRulesFiltersCors;
+
+    #[test]
+    fn cors_origins_with_a_wildcard_become_regexes_and_max_age_defaults_to_five_seconds() {
+        let c = HttpRouteRulesFiltersCors {
+            allow_origins: Some(vec!["*".into(), "https://www.foo.com".into(), "https://*.bar.com".into()]),
+            allow_methods: Some(vec!["GET".into(), "*".into()]),
+            allow_credentials: Some(true),
+            ..Default::default()
+        };
+        let translated = cors(&c).unwrap();
+        assert_eq!(
+            translated.allow_origins,
+            [
+                ir::OriginMatch::Exact("*".into()),
+                ir::OriginMatch::Exact("https://www.foo.com".into()),
+                ir::OriginMatch::Regex(r"https://.*\.bar\.com".into()),
+            ]
+        );
+        assert_eq!((translated.max_age_s, translated.allow_credentials), (Some(5), true));
+        assert_eq!(translated.allow_methods, ["GET", "*"]);
+        let bad = HttpRouteRulesFiltersCors { allow_headers: Some(vec!["x-a, x-b".into()]), ..Default::default() };
+        assert!(cors(&bad).is_err(), "a header list cannot hide in one entry");
+    }
 }

@@ -42,6 +42,7 @@ pub(super) fn cors(policy: &CORSPolicy) -> Result<Cors, String> {
         max_age_s,
         allow_credentials: policy.allow_credentials == Some(true),
         allow_private_network: policy.allow_private_network == Some(true),
+        forward_unmatched_preflights: true,
     })
 }
 

@@ -292,6 +292,7 @@ fn route(
         hash_policies,
         internal_redirect: policy::internal_redirect(r.internal_redirect_policy.as_ref()),
         cluster: ClusterPolicy { load_balancer, health_check, idle_connection_timeout_ms: timeouts.idle_connection },
+        cors: None,
         ip_filter,
         local_rate_limit,
         cookie_rewrites,

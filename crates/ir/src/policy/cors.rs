@@ -20,6 +20,9 @@ pub struct Cors {
     pub allow_credentials: bool,
     /// Requests from public to private networks are allowed (`Access-Control-Allow-Private-Network`).
     pub allow_private_network: bool,
+    /// Preflights from origins not allowed go on to the backend (HTTPProxy, as upstream) instead
+    /// of being answered by Envoy without CORS headers (the Gateway API's rule).
+    pub forward_unmatched_preflights: bool,
 }
 
 /// How an `Origin` header is matched.

@@ -1,9 +1,18 @@
-//! A demo backend for the quickstart: answers every request with what it saw.
+//! A demo backend for the quickstart: answers every request with what it saw. Without arguments
+//! but with `PORT` set it stands in for the ealen/echo-server image (upstream's e2e suites run it
+//! in pods): all addresses on that port, named after `POD_NAME`.
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let addr = args.next().unwrap_or_else(|| "127.0.0.1:9000".into());
-    let name = args.next().unwrap_or_else(|| "demo-backend".into());
+    let image_port = std::env::var("PORT").ok().filter(|_| std::env::args().len() == 1);
+    let addr = match &image_port {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => args.next().unwrap_or_else(|| "127.0.0.1:9000".into()),
+    };
+    let name = match &image_port {
+        Some(_) => std::env::var("POD_NAME").unwrap_or_else(|_| "echo-server".into()),
+        None => args.next().unwrap_or_else(|| "demo-backend".into()),
+    };
     tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&addr).await?;
         eprintln!("echo-backend {name} listening on {addr}");

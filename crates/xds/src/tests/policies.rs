@@ -109,3 +109,19 @@ fn per_filter_configuration_encodes_the_same_every_time() {
         assert_eq!(compiled_proxies(POLICIES), first, "every map gets a new hasher; the bytes must not change");
     }
 }
+
+#[test]
+fn a_gateway_api_cors_filter_becomes_the_routes_cors_policy() {
+    let yaml = FIXTURE.replace(
+        "  rules: [{backendRefs: [{name: web, port: 80}]}]\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: admin}",
+        "  rules: [{filters: [{type: CORS, cors: {allowOrigins: ['https://*.bar.com'], allowMethods: [GET], allowCredentials: true}}], backendRefs: [{name: web, port: 80}]}]\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: admin}",
+    );
+    assert_ne!(yaml, FIXTURE);
+    let fleet = compiled(&yaml);
+    let rc: RouteConfiguration =
+        prost::Message::decode(fleet.of(ResourceType::Route)["http-8080"].body.value.as_slice()).unwrap();
+    let route = &rc.virtual_hosts[0].routes[0];
+    let cors: CorsPolicy = decode(&route.typed_per_filter_config["envoy.filters.http.cors"]);
+    assert_eq!((cors.allow_methods.as_str(), cors.max_age.as_str()), ("GET", "5"));
+    assert_eq!(cors.allow_credentials.map(|b| b.value), Some(true));
+}
