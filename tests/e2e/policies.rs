@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use testkit::{Backend, Request, Response};
+use testkit::{AuthServer, Backend, Ca, Request, Response};
 
 use crate::harness::{Harness, default_fleet_options, service};
+use crate::tls::tls_secret;
 
 fn proxy(name: &str, spec: &str) -> String {
     format!(
@@ -16,12 +17,17 @@ fn proxy(name: &str, spec: &str) -> String {
 /// The default fleet on fresh ports, trusting one X-Forwarded-For hop (as behind a load
 /// balancer), with `yaml`; returns the harness and its HTTP port once `ready.test` answers.
 async fn start(yaml: &str) -> anyhow::Result<(Harness, u16)> {
+    start_tls(yaml).await.map(|(h, http, _)| (h, http))
+}
+
+/// [`start`], also returning the HTTPS port.
+async fn start_tls(yaml: &str) -> anyhow::Result<(Harness, u16, u16)> {
     let (http, https) = (testkit::free_port(), testkit::free_port());
     let mut options = default_fleet_options(http, https);
     options.compile.listener.xff_num_trusted_hops = 1;
     let h = Harness::start_with(yaml, ir::DEFAULT_FLEET, options).await?;
     h.until(http, &Request::get("ready.test", "/"), |r| r.status == 200).await?;
-    Ok((h, http))
+    Ok((h, http, https))
 }
 
 fn ready(web: &Backend) -> String {
@@ -216,5 +222,85 @@ async fn cookies_set_by_backends_are_rewritten() -> anyhow::Result<()> {
         all(&r, "set-cookie"),
         ["session=abc; Path=/; HttpOnly", "plain=1; Secure; Path=/", "svc=2", "other=3; Path=/"]
     );
+    h.assert_no_nacks().await
+}
+
+fn extension_service(name: &str, service: &str) -> String {
+    format!(
+        "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {{name: {name}, namespace: default}}\nspec: {{protocol: h2c, services: [{{name: {service}, port: 80}}]}}\n"
+    )
+}
+
+#[tokio::test]
+async fn external_authorization_checks_the_requests_of_tls_virtual_hosts() -> anyhow::Result<()> {
+    let ca = Ca::new()?;
+    let web = Backend::start("web").await?;
+    let auth = AuthServer::start(&[("alice", "wonderland")]).await?;
+    // Nothing listens here: the server is down.
+    let down = std::net::SocketAddr::from(([127, 0, 0, 1], testkit::free_port()));
+    let guarded = |name: &str, extension: &str, fail_open: bool| {
+        proxy(
+            name,
+            &format!(
+                "  virtualhost:
+    fqdn: {name}.test
+    tls: {{secretName: cert}}
+    authorization: {{extensionRef: {{name: {extension}}}, failOpen: {fail_open}, responseTimeout: 2s, authPolicy: {{context: {{team: blue}}}}}}
+  routes:
+  - conditions: [{{prefix: /public}}]
+    authPolicy: {{disabled: true}}
+    services: [{{name: web, port: 80}}]
+  - conditions: [{{prefix: /admin}}]
+    authPolicy: {{context: {{area: admin}}}}
+    services: [{{name: web, port: 80}}]
+  - services: [{{name: web, port: 80}}]"
+            ),
+        )
+    };
+    let yaml = [
+        ready(&web),
+        service("authz", &[auth.addr]),
+        service("gone", &[down]),
+        extension_service("authz", "authz"),
+        extension_service("gone", "gone"),
+        tls_secret("cert", &ca.issue(&["secure.test", "open.test", "closed.test"])?),
+        guarded("secure", "authz", false),
+        guarded("open", "gone", true),
+        guarded("closed", "gone", false),
+    ]
+    .concat();
+    let (h, http, https) = start_tls(&yaml).await?;
+    let basic = |user: &str, password: &str| {
+        use base64::Engine;
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
+    };
+    let pem = ca.pem();
+    let get = |host: &'static str, path: &'static str, credentials: Option<String>| {
+        let mut req = Request::get(host, path);
+        if let Some(c) = &credentials {
+            req = req.header("authorization", c);
+        }
+        let (h, pem) = (&h, &pem);
+        async move { h.until_tls(https, host, pem, None, &req).await }
+    };
+    let r = get("secure.test", "/", None).await?;
+    assert_eq!(r.status, 401, "{r:?}");
+    assert!(r.header("www-authenticate").is_some_and(|v| v.starts_with("Basic")), "{r:?}");
+    assert_eq!(get("secure.test", "/", Some(basic("alice", "nope"))).await?.status, 401);
+    let r = get("secure.test", "/", Some(basic("alice", "wonderland"))).await?;
+    assert_eq!((r.status, r.header("x-backend")), (200, Some("web")), "{r:?}");
+    let seen = &r.echo()["headers"];
+    assert_eq!((seen["auth-username"].as_str(), seen["auth-context-team"].as_str()), (Some("alice"), Some("blue")));
+    // A route's context adds to the virtual host's.
+    let r = get("secure.test", "/admin", Some(basic("alice", "wonderland"))).await?;
+    let seen = &r.echo()["headers"];
+    assert_eq!((seen["auth-context-area"].as_str(), seen["auth-context-team"].as_str()), (Some("admin"), Some("blue")));
+    // A route with checks disabled needs no credentials.
+    assert_eq!(get("secure.test", "/public", None).await?.status, 200);
+    // The server is down: failing open lets requests through, failing closed answers 403.
+    assert_eq!(get("open.test", "/", None).await?.status, 200);
+    assert_eq!(get("closed.test", "/", None).await?.status, 403);
+    // Plain HTTP is redirected to HTTPS, where the checks are.
+    assert_eq!(h.get(http, &Request::get("secure.test", "/")).await?.status, 301);
     h.assert_no_nacks().await
 }

@@ -118,6 +118,7 @@ impl Pipeline {
             frontends::gateway_api::translate_cached(snapshot, &options.gateway_api, &mut self.translate);
         translation.merge(frontends::httpproxy::translate_cached(snapshot, &options.httpproxy, &mut self.proxies));
         translation.merge(frontends::ingress::translate_cached(snapshot, &options.ingress, &mut self.ingresses));
+        translation.merge(frontends::extension::translate(snapshot));
         // The default fleet always exists, empty or not, as upstream's single configuration does:
         // its Envoys get their stats and admin listeners (and so turn ready) before any route.
         translation.merge(frontends::Translation {
@@ -127,6 +128,7 @@ impl Pipeline {
                     address: None,
                     origin: None,
                     listeners: Vec::new(),
+                    extensions: Vec::new(),
                 }],
             },
             diagnostics: Vec::new(),

@@ -176,6 +176,9 @@ impl Builder<'_> {
         for l in fleet.listeners.iter().filter(|l| l.port == 0) {
             self.check_routes(l);
         }
+        for ext in &fleet.extensions {
+            self.extension_cluster(ext, &mut out);
+        }
         out
     }
 

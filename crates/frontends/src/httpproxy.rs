@@ -5,6 +5,7 @@
 //! proxy that defined it as its origin. Problems become diagnostics whose `condition` is the
 //! upstream sub-condition type, so [`status`] can render upstream's `Valid` condition.
 
+mod auth;
 mod conditions;
 mod filters;
 mod policy;
@@ -13,7 +14,7 @@ mod services;
 pub mod status;
 mod tls;
 
-pub(crate) use policy::timeout;
+pub(crate) use policy::{timeout, timeouts};
 
 #[cfg(test)]
 mod tests;
@@ -117,7 +118,7 @@ pub struct Cache {
 }
 
 /// The kinds a root's translation reads object by object.
-const READ_KINDS: &[Kind] = &[Kind::HttpProxy, Kind::Service, Kind::Secret];
+const READ_KINDS: &[Kind] = &[Kind::HttpProxy, Kind::Service, Kind::Secret, Kind::ExtensionService];
 
 #[derive(Debug)]
 struct CachedRoot {
@@ -220,6 +221,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
                     proxies: &proxies,
                     out: RootOutput::default(),
                     reads: std::cell::RefCell::new(reads),
+                    auth: None,
                 };
                 t.root(key, proxies[key], fqdn);
                 let entry = CachedRoot { reads: t.reads.into_inner(), output: Arc::new(t.out), used: generation };
@@ -265,7 +267,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     let fleets = if listeners.is_empty() {
         Vec::new()
     } else {
-        vec![ir::Fleet { id: ir::DEFAULT_FLEET.into(), address: None, origin: None, listeners }]
+        vec![ir::Fleet { id: ir::DEFAULT_FLEET.into(), address: None, origin: None, listeners, extensions: Vec::new() }]
     };
     Translation { ir: ir::Ir { fleets }, diagnostics }
 }
@@ -291,6 +293,8 @@ struct Translator<'a> {
     out: RootOutput,
     /// What the translation read, for the cache.
     reads: std::cell::RefCell<Reads>,
+    /// The root's authorization defaults, when it has an authorization server.
+    auth: Option<auth::Inherited>,
 }
 
 impl<'a> Translator<'a> {
@@ -384,8 +388,19 @@ impl<'a> Translator<'a> {
         if !self.unsupported_vhost_policies(&origin, vhost) {
             return;
         }
+        let Ok(()) = auth::require_tls(self, &origin, vhost) else { return };
         let Ok(tls) = tls::virtual_host(self, &origin, vhost) else { return };
         let Ok(vhost_policy) = self.vhost_policy(&origin, vhost, fqdn) else { return };
+        let Ok(authorization) = auth::virtual_host(self, &origin, vhost) else { return };
+        self.auth = authorization.as_ref().map(|(_, inherited)| inherited.clone());
+        // Only the TLS side checks requests, as upstream: its connection manager has the filter.
+        let secure_policy = match authorization {
+            None => vhost_policy.clone(),
+            Some((authorization, _)) => Some(Arc::new(ir::VirtualHostPolicy {
+                authorization: Some(authorization),
+                ..vhost_policy.as_deref().cloned().unwrap_or_default()
+            })),
+        };
 
         if let Some(tcp) = &spec.tcpproxy {
             let Some(tls) = &tls else {
@@ -422,7 +437,7 @@ impl<'a> Translator<'a> {
                 created: c.created,
                 hostnames: host.clone(),
                 rules: c.rules.into_iter().map(|(rule, _)| rule).collect(),
-                vhost: vhost_policy.clone(),
+                vhost: secure_policy.clone(),
             }));
         }
         if let Some(tls) = tls
@@ -453,7 +468,6 @@ impl Translator<'_> {
     fn unsupported_vhost_policies(&mut self, origin: &Origin, vhost: &api::httpproxy::VirtualHost) -> bool {
         let f = &vhost.filters;
         let closed = [
-            ("AuthError", "spec.virtualhost.authorization", vhost.authorization.is_some()),
             ("JWTVerificationError", "spec.virtualhost.jwtProviders", vhost.jwt_providers.is_some()),
             ("IPFilterError", "spec.virtualhost.geoAllowPolicy", f.geo_allow_policy.is_some()),
             ("IPFilterError", "spec.virtualhost.geoDenyPolicy", f.geo_deny_policy.is_some()),
@@ -520,7 +534,7 @@ impl Translator<'_> {
                 return Err(());
             }
         };
-        let policy = ir::VirtualHostPolicy { cors, ip_filter, local_rate_limit };
+        let policy = ir::VirtualHostPolicy { cors, ip_filter, local_rate_limit, authorization: None };
         Ok((policy != ir::VirtualHostPolicy::default()).then(|| Arc::new(policy)))
     }
 }

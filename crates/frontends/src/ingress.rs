@@ -146,7 +146,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     let fleets = if listeners.is_empty() {
         Vec::new()
     } else {
-        vec![ir::Fleet { id: ir::DEFAULT_FLEET.into(), address: None, origin: None, listeners }]
+        vec![ir::Fleet { id: ir::DEFAULT_FLEET.into(), address: None, origin: None, listeners, extensions: Vec::new() }]
     };
     Translation { ir: ir::Ir { fleets }, diagnostics }
 }

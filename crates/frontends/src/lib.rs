@@ -5,6 +5,7 @@
 
 pub mod class;
 pub mod delegation;
+pub mod extension;
 pub mod gateway_api;
 pub mod httpproxy;
 pub mod ingress;
@@ -38,6 +39,7 @@ impl Translation {
             match self.ir.fleets.iter_mut().find(|f| f.id == fleet.id) {
                 None => self.ir.fleets.push(fleet),
                 Some(into) => {
+                    into.extensions.extend(fleet.extensions);
                     for listener in fleet.listeners {
                         match into.listeners.iter_mut().find(|l| l.name == listener.name) {
                             None => into.listeners.push(listener),

@@ -14,9 +14,10 @@ pub use http::{
     Redirect, RequestMirror, StringMatch, UrlRewrite, regex_escape,
 };
 pub use policy::{
-    BackendOptions, ClusterPolicy, CookieRewrite, Cors, CrossScheme, HashPolicy, HealthCheck, InternalRedirect,
-    IpFilter, IpRule, LoadBalancer, LocalRateLimit, OriginMatch, RetryPolicy, RoutePolicy, SharedBackendOptions,
-    SlowStart, UpstreamProtocol, UpstreamValidation, VirtualHostPolicy, merge_cookie_rewrites,
+    Authorization, AuthorizationBody, BackendOptions, ClusterPolicy, CookieRewrite, Cors, CrossScheme,
+    ExtensionService, HashPolicy, HealthCheck, InternalRedirect, IpFilter, IpRule, LoadBalancer, LocalRateLimit,
+    OriginMatch, RetryPolicy, RouteAuthorization, RoutePolicy, SharedBackendOptions, SlowStart, UpstreamProtocol,
+    UpstreamValidation, VirtualHostPolicy, merge_cookie_rewrites,
 };
 
 use std::net::IpAddr;
@@ -43,6 +44,8 @@ pub struct Fleet {
     pub origin: Option<Origin>,
     /// Listeners, in the order of the source object.
     pub listeners: Vec<Listener>,
+    /// ExtensionServices the fleet's Envoys call (the default fleet's), sorted by name.
+    pub extensions: Vec<Arc<ExtensionService>>,
 }
 
 /// One listener of a fleet: a port, a protocol, an optional hostname and the routes attached to it.

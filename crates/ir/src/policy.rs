@@ -4,11 +4,15 @@
 
 mod cookie;
 mod cors;
+mod ext_authz;
+mod extension;
 mod ip_filter;
 mod rate_limit;
 
 pub use cookie::{CookieRewrite, merge_cookie_rewrites};
 pub use cors::{Cors, OriginMatch};
+pub use ext_authz::{Authorization, AuthorizationBody, RouteAuthorization};
+pub use extension::ExtensionService;
 pub use ip_filter::{IpFilter, IpRule};
 pub use rate_limit::LocalRateLimit;
 
@@ -26,6 +30,8 @@ pub struct VirtualHostPolicy {
     pub ip_filter: Option<IpFilter>,
     /// A rate limit shared by every route of the host.
     pub local_rate_limit: Option<LocalRateLimit>,
+    /// The external authorization server checking the host's requests (TLS hosts only).
+    pub authorization: Option<Authorization>,
 }
 
 /// Route-level settings that are not request filters. The default asks for nothing.
@@ -53,6 +59,8 @@ pub struct RoutePolicy {
     pub local_rate_limit: Option<LocalRateLimit>,
     /// Attribute changes of cookies the backends set.
     pub cookie_rewrites: Vec<CookieRewrite>,
+    /// Whether and with what context the virtual host's authorization server checks this route.
+    pub authorization: Option<RouteAuthorization>,
 }
 
 /// Settings that belong to an upstream cluster; backends with different settings get distinct

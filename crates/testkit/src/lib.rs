@@ -2,6 +2,7 @@
 //! certificates, and free loopback ports. Everything started here stops when dropped.
 
 mod apiserver;
+mod authz;
 mod backend;
 mod certs;
 mod client;
@@ -11,6 +12,7 @@ mod process;
 mod relay;
 
 pub use apiserver::{ApiServer, apply_yaml, delete_yaml, dry_run_yaml, set_status, status_of};
+pub use authz::AuthServer;
 pub use backend::{Backend, serve_echo};
 pub use certs::{Ca, Issued};
 pub use client::{Request, Response, h2_preface_mtls, h2_preface_tls, request, request_mtls, request_tls};

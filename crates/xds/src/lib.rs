@@ -8,6 +8,7 @@ pub mod accesslog;
 mod cluster;
 mod compression;
 mod cors;
+mod ext_authz;
 mod listener;
 mod lua;
 mod ordered;

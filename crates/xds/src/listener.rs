@@ -79,7 +79,14 @@ pub(crate) fn listener<'a>(
     match &l.kind {
         ListenerKind::Http(table) => {
             message.filter_chains.push(FilterChain {
-                filters: vec![http_connection_manager(stat_prefix, &table.name, Default::default(), options, &shared)],
+                filters: vec![http_connection_manager(
+                    stat_prefix,
+                    &table.name,
+                    Default::default(),
+                    None,
+                    options,
+                    &shared,
+                )],
                 ..Default::default()
             });
             tables.push((table, true));
@@ -101,12 +108,18 @@ pub(crate) fn listener<'a>(
                     TlsAction::Terminate { secrets, settings: tls, routes } => {
                         tables.push((routes, false));
                         let forward = tls.client.as_ref().map(|c| c.forward).unwrap_or_default();
+                        // The chain of a host with an authorization server checks its requests.
+                        let authorization = routes
+                            .virtual_hosts
+                            .iter()
+                            .find_map(|vh| vh.policy.as_ref().and_then(|p| p.authorization.as_ref()));
                         FilterChain {
                             filter_chain_match,
                             filters: vec![http_connection_manager(
                                 stat_prefix,
                                 &routes.name,
                                 forward,
+                                authorization,
                                 options,
                                 &shared,
                             )],
@@ -254,6 +267,7 @@ fn http_connection_manager(
     stat_prefix: &str,
     route_config_name: &str,
     forward: ir::ForwardClientCert,
+    authorization: Option<&ir::Authorization>,
     options: &CompileOptions,
     shared: &Shared,
 ) -> Filter {
@@ -288,7 +302,15 @@ fn http_connection_manager(
             config_source: Some(ads()),
             route_config_name: route_config_name.to_string(),
         })),
-        http_filters: shared.filters.clone(),
+        http_filters: match authorization {
+            None => shared.filters.clone(),
+            // Just before the router, after the policy filters (upstream's order).
+            Some(a) => {
+                let mut filters = shared.filters.clone();
+                filters.insert(filters.len() - 1, crate::ext_authz::filter(a));
+                filters
+            }
+        },
         access_log: shared.access_log.clone(),
         common_http_protocol_options: Some(HttpProtocolOptions {
             idle_timeout: timeouts.connection_idle.proto(),

@@ -118,6 +118,49 @@ impl Builder<'_> {
         Some(name)
     }
 
+    /// An ExtensionService's cluster, `extension/<namespace>/<name>`: HTTP/2 (over TLS unless
+    /// `h2c`) to its Service port, with its own load balancing, timeouts and limits.
+    pub(super) fn extension_cluster(&mut self, ext: &ir::ExtensionService, out: &mut FleetDag) {
+        let origin = Origin {
+            kind: "ExtensionService",
+            namespace: ext.origin.namespace.clone(),
+            name: ext.origin.name.clone(),
+            generation: 0,
+        };
+        let options = ir::BackendOptions {
+            protocol: Some(ext.protocol),
+            validation: ext.validation.clone(),
+            sni: ext.validation.as_ref().and_then(|v| v.subject_names.first().cloned()),
+            ..Default::default()
+        };
+        let policy = ClusterPolicy {
+            load_balancer: ext.load_balancer,
+            health_check: None,
+            idle_connection_timeout_ms: ext.idle_connection_timeout_ms,
+        };
+        let mut scratch = FleetDag::default();
+        let Some(built) =
+            self.cluster(&origin, &ext.service, Some(&options), &policy, "spec.services".into(), &mut scratch)
+        else {
+            return;
+        };
+        let mut cluster = scratch.clusters.remove(&built).expect("just built");
+        cluster.name = ext.cluster_name();
+        let [max_connections, max_pending_requests, max_requests, max_retries, per_host_max_connections] =
+            ext.circuit_breakers;
+        let own = CircuitBreakers {
+            max_connections,
+            max_pending_requests,
+            max_requests,
+            max_retries,
+            per_host_max_connections,
+        };
+        cluster.circuit_breakers = own.or(&cluster.circuit_breakers);
+        out.validation.append(&mut scratch.validation);
+        out.secrets.append(&mut scratch.secrets);
+        out.clusters.insert(cluster.name.clone(), cluster);
+    }
+
     /// Envoy's client certificate towards TLS backends, added to the fleet's secrets; `None` when
     /// none is configured or its Secret holds no usable pair (the connection is then made
     /// without one, and a backend that requires one refuses it).

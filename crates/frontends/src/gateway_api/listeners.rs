@@ -135,7 +135,7 @@ pub(super) fn translate_gateway(
         listeners.push(listener);
     }
     flag_conflicts(&origin, &mut listeners, diagnostics);
-    ir::Fleet { id: options.fleet_id(key), address, origin: Some(origin), listeners }
+    ir::Fleet { id: options.fleet_id(key), address, origin: Some(origin), listeners, extensions: Vec::new() }
 }
 
 /// Listeners on one port must agree on the protocol family, and their hostnames must differ.

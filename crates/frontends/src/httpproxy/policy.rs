@@ -208,13 +208,13 @@ pub(super) fn go_duration_ms(text: &str) -> Option<u64> {
 }
 
 /// Response, idle and idle-connection timeouts.
-pub(super) struct Timeouts {
+pub(crate) struct Timeouts {
     pub response: Option<u64>,
     pub idle: Option<u64>,
     pub idle_connection: Option<u64>,
 }
 
-pub(super) fn timeouts(policy: Option<&TimeoutPolicy>) -> Result<Timeouts, String> {
+pub(crate) fn timeouts(policy: Option<&TimeoutPolicy>) -> Result<Timeouts, String> {
     let Some(p) = policy else { return Ok(Timeouts { response: None, idle: None, idle_connection: None }) };
     Ok(Timeouts {
         response: timeout(p.response.as_deref()).map_err(|e| format!("error parsing response timeout: {e}"))?,

@@ -155,7 +155,6 @@ fn route(
     let closed = [
         ("IPFilterError", "geoAllowPolicy", r.filters.geo_allow_policy.is_some()),
         ("IPFilterError", "geoDenyPolicy", r.filters.geo_deny_policy.is_some()),
-        ("AuthError", "authPolicy", r.auth_policy.is_some()),
         ("JWTVerificationError", "jwtVerificationPolicy", r.jwt_verification_policy.is_some()),
     ];
     if let Some((condition, name, _)) = closed.into_iter().find(|c| c.2) {
@@ -293,6 +292,8 @@ fn route(
         internal_redirect: policy::internal_redirect(r.internal_redirect_policy.as_ref()),
         cluster: ClusterPolicy { load_balancer, health_check, idle_connection_timeout_ms: timeouts.idle_connection },
         cors: None,
+        // Routes of a root with an authorization server; elsewhere `authPolicy` means nothing.
+        authorization: t.auth.as_ref().map(|a| a.route(r.auth_policy.as_ref())),
         ip_filter,
         local_rate_limit,
         cookie_rewrites,

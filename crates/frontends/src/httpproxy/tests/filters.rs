@@ -146,3 +146,104 @@ fn invalid_policies_get_upstreams_conditions() {
     );
     assert!(t.ir.fleets.is_empty(), "no virtual host with a bad policy is served unprotected");
 }
+
+/// An ExtensionService `apps/<name>` with this spec (flow YAML).
+fn extension(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {{name: {name}, namespace: apps}}\nspec: {spec}\n---\n"
+    )
+}
+
+#[test]
+fn authorization_needs_tls_and_a_valid_extension_service() {
+    let root = |name: &str, auth: &str| {
+        proxy(
+            name,
+            &format!(
+                "  virtualhost: {{fqdn: {name}.example.com, tls: {{secretName: cert}}, authorization: {auth}}}
+  routes:
+  - conditions: [{{prefix: /open}}]
+    authPolicy: {{disabled: true}}
+    services: [{{name: web, port: 80}}]
+  - authPolicy: {{context: {{b: route}}}}
+    services: [{{name: web, port: 80}}]"
+            ),
+        )
+    };
+    let yaml = [
+        extension("authz", "{services: [{name: api, port: 80}], timeoutPolicy: {response: 3s}}"),
+        extension("broken", "{services: [{name: missing, port: 80}]}"),
+        root("good", "{extensionRef: {name: authz}, failOpen: true, authPolicy: {context: {a: host, b: host}}, withRequestBody: {}}"),
+        root("missing", "{extensionRef: {name: nope}}"),
+        root("invalid", "{extensionRef: {name: broken}}"),
+        root("version", "{extensionRef: {name: authz, apiVersion: projectcontour.io/v2}}"),
+        root("timeout", "{extensionRef: {name: authz}, responseTimeout: soon}"),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    let invalid = "invalid: At least one error present, see Errors for details";
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/good valid: Valid HTTPProxy".to_string(),
+            format!("apps/invalid {invalid}"),
+            "  AuthError/ExtensionServiceNotFound: Spec.Virtualhost.Authorization.ServiceRef extension service \"apps/broken\" not found".into(),
+            format!("apps/missing {invalid}"),
+            "  AuthError/ExtensionServiceNotFound: Spec.Virtualhost.Authorization.ServiceRef extension service \"apps/nope\" not found".into(),
+            format!("apps/timeout {invalid}"),
+            "  AuthError/AuthResponseTimeoutInvalid: Spec.Virtualhost.Authorization.ResponseTimeout is invalid: unable to parse timeout string \"soon\": time: invalid duration \"soon\"".into(),
+            format!("apps/version {invalid}"),
+            "  AuthError/AuthBadResourceVersion: Spec.Virtualhost.Authorization.extensionRef specifies an unsupported resource version \"projectcontour.io/v2\"".into(),
+        ]
+    );
+    let fleet = &t.ir.fleets[0];
+    let secure = fleet.listeners.iter().find(|l| l.name == "ingress_https/good.example.com").expect("TLS listener");
+    let route = &secure.http_routes[0];
+    let auth = route.vhost.as_ref().and_then(|p| p.authorization.as_ref()).expect("authorization");
+    assert_eq!((auth.cluster.as_str(), auth.authority.as_str()), ("extension/apps/authz", "extension.apps.authz"));
+    assert_eq!((auth.fail_open, auth.response_timeout_ms), (true, Some(3000)), "the extension's timeout");
+    assert_eq!(auth.with_request_body.map(|b| b.max_request_bytes), Some(1024));
+    let by_prefix = |p: &str| route.rules.iter().find(|r| format!("{:?}", r.matches[0].path).contains(p)).unwrap();
+    assert!(by_prefix("/open").policy.authorization.as_ref().is_some_and(|a| a.disabled));
+    let context = &by_prefix("\"/\"").policy.authorization.as_ref().unwrap().context;
+    assert_eq!(context.get("a").map(String::as_str), Some("host"));
+    assert_eq!(context.get("b").map(String::as_str), Some("route"), "the route's entry wins");
+    // Plain HTTP has no authorization server: it only redirects.
+    let http = fleet.listeners.iter().find(|l| l.name == HTTP_LISTENER).unwrap();
+    assert!(http.http_routes.iter().all(|r| r.vhost.as_ref().is_none_or(|p| p.authorization.is_none())));
+}
+
+#[test]
+fn extension_services_are_checked_as_upstream_checks_them() {
+    let yaml = [
+        extension("ok", "{protocol: h2c, services: [{name: api, port: 80}], circuitBreakerPolicy: {maxRequests: 7}}"),
+        extension("no-service", "{services: [{name: missing, port: 80}]}"),
+        extension("no-port", "{services: [{name: api, port: 81}]}"),
+        extension("two", "{services: [{name: api, port: 80}, {name: web, port: 80}]}"),
+        extension(
+            "h2c-tls",
+            "{protocol: h2c, services: [{name: api, port: 80}], validation: {caSecret: ca, subjectName: a}}",
+        ),
+    ]
+    .concat();
+    let snapshot = Snapshot::from_yaml(&format!("{}---\n{yaml}", base())).unwrap();
+    let t = crate::extension::translate(&snapshot);
+    let problems: Vec<String> = t
+        .diagnostics
+        .iter()
+        .map(|d| format!("{} {}/{}: {}", d.origin.name, d.condition, d.reason, d.message))
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            "h2c-tls SpecError/InconsistentProtocol: upstream TLS validation not supported for \"h2c\" protocol",
+            "no-port ServiceError/ServiceUnresolvedReference: unresolved service \"apps/api\": port 81 not found",
+            "no-service ServiceError/ServiceUnresolvedReference: unresolved service \"apps/missing\": service not found",
+            "two ServiceError/NotSupported: more than one service is not supported by this controller yet",
+        ]
+    );
+    let extensions = &t.ir.fleets[0].extensions;
+    assert_eq!(extensions.len(), 1);
+    assert_eq!(extensions[0].cluster_name(), "extension/apps/ok");
+    assert_eq!((extensions[0].protocol, extensions[0].circuit_breakers[2]), (ir::UpstreamProtocol::H2c, Some(7)));
+}

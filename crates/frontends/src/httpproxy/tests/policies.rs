@@ -85,7 +85,7 @@ fn policies_reach_the_ir() {
 }
 
 #[test]
-fn access_controls_not_yet_supported_fail_closed() {
+fn access_controls_fail_closed() {
     let yaml = [
         proxy(
             "authz",
@@ -103,7 +103,7 @@ fn access_controls_not_yet_supported_fail_closed() {
         render(&statuses),
         [
             "apps/authz invalid: At least one error present, see Errors for details",
-            "  AuthError/NotSupported: spec.virtualhost.authorization is not supported by this controller yet; the virtual host is not served",
+            "  AuthError/AuthNotPermitted: Spec.VirtualHost.Authorization.ExtensionServiceRef can only be defined for root HTTPProxies that terminate TLS",
             "apps/jwt invalid: At least one error present, see Errors for details",
             "  JWTVerificationError/NotSupported: spec.routes[0].jwtVerificationPolicy is not supported by this controller yet; the route is not served",
             "apps/open valid: Valid HTTPProxy",

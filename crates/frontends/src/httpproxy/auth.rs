@@ -1,0 +1,120 @@
+//! External authorization of a root's virtual host (`virtualhost.authorization`) and its routes
+//! (`authPolicy`), with upstream's checks, reasons and messages.
+
+use std::collections::BTreeMap;
+
+use api::httpproxy::{AuthorizationPolicy, VirtualHost};
+use ir::{Authorization, AuthorizationBody, Origin, RouteAuthorization};
+use objects::{Kind, ObjectKey};
+
+use super::Translator;
+
+/// The API version an `extensionRef` may name (the default when unset).
+const EXTENSION_API_VERSION: &str = "projectcontour.io/v1alpha1";
+/// `withRequestBody.maxRequestBytes` when unset (upstream's).
+const DEFAULT_MAX_REQUEST_BYTES: u32 = 1024;
+
+/// What the routes of a root with an authorization server inherit: whether checks are off by
+/// default, and the context every check carries.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Inherited {
+    disabled: bool,
+    context: BTreeMap<String, String>,
+}
+
+impl Inherited {
+    /// A route's authorization: its own `authPolicy` over the virtual host's.
+    pub(super) fn route(&self, policy: Option<&AuthorizationPolicy>) -> RouteAuthorization {
+        let mut context = self.context.clone();
+        context.extend(policy.and_then(|p| p.context.clone()).unwrap_or_default());
+        RouteAuthorization { disabled: policy.and_then(|p| p.disabled).unwrap_or(self.disabled), context }
+    }
+}
+
+/// Fails a root without TLS that names an authorization server (upstream checks this before
+/// anything about TLS).
+pub(super) fn require_tls(t: &mut Translator<'_>, origin: &Origin, vhost: &VirtualHost) -> Result<(), ()> {
+    let named = vhost.authorization.as_ref().and_then(|a| a.extension_ref.as_ref()).and_then(|r| r.name.as_deref());
+    if vhost.tls.is_none() && named.is_some_and(|n| !n.is_empty()) {
+        let message =
+            "Spec.VirtualHost.Authorization.ExtensionServiceRef can only be defined for root HTTPProxies that terminate TLS"
+                .into();
+        t.error(origin, "AuthError", "spec.virtualhost.authorization", "AuthNotPermitted", message);
+        return Err(());
+    }
+    Ok(())
+}
+
+/// The virtual host's authorization server, checked; `Ok(None)` without one. `Err` after
+/// recording why the virtual host cannot be served.
+pub(super) fn virtual_host(
+    t: &mut Translator<'_>,
+    origin: &Origin,
+    vhost: &VirtualHost,
+) -> Result<Option<(Authorization, Inherited)>, ()> {
+    let Some(auth) = &vhost.authorization else { return Ok(None) };
+    let field = "spec.virtualhost.authorization";
+    let reference = auth.extension_ref.clone().unwrap_or_default();
+    let Some(name) = reference.name.filter(|n| !n.is_empty()) else { return Ok(None) };
+    if auth.service_type.as_deref().is_some_and(|s| s != "grpc") {
+        let message = format!(
+            "{field}.serviceType {:?} is not supported by this controller yet; the virtual host is not served",
+            auth.service_type.as_deref().unwrap_or_default()
+        );
+        t.error(origin, "AuthError", field, "NotSupported", message);
+        return Err(());
+    }
+    let version = reference.api_version.filter(|v| !v.is_empty()).unwrap_or_else(|| EXTENSION_API_VERSION.into());
+    if version != EXTENSION_API_VERSION {
+        let message = format!(
+            "Spec.Virtualhost.Authorization.extensionRef specifies an unsupported resource version {version:?}"
+        );
+        t.error(origin, "AuthError", field, "AuthBadResourceVersion", message);
+        return Err(());
+    }
+    let namespace = reference.namespace.filter(|n| !n.is_empty()).unwrap_or_else(|| origin.namespace.clone());
+    let key = ObjectKey::new(&namespace, &name);
+    t.reads.get_mut().record(t.snapshot, Kind::ExtensionService, &key);
+    let Some(Ok(ext)) = crate::extension::resolve(t.snapshot, &namespace, &name) else {
+        // Its Service's arrival can make it valid: remember that read too.
+        if let Some(object) = t.snapshot.extension_services.get(&key) {
+            for target in &object.spec.services {
+                t.reads.get_mut().record(t.snapshot, Kind::Service, &ObjectKey::new(&namespace, &target.name));
+            }
+        }
+        let message =
+            format!("Spec.Virtualhost.Authorization.ServiceRef extension service \"{namespace}/{name}\" not found");
+        t.error(origin, "AuthError", field, "ExtensionServiceNotFound", message);
+        return Err(());
+    };
+    t.reads.get_mut().record(t.snapshot, Kind::Service, &ObjectKey::new(&namespace, &ext.service.name));
+    let response_timeout_ms = match auth.response_timeout.as_deref().filter(|s| !s.is_empty()) {
+        None => ext.response_timeout_ms,
+        Some(text) => match super::timeout(Some(text)) {
+            Ok(ms) => ms,
+            Err(e) => {
+                let message = format!("Spec.Virtualhost.Authorization.ResponseTimeout is invalid: {e}");
+                t.error(origin, "AuthError", field, "AuthResponseTimeoutInvalid", message);
+                return Err(());
+            }
+        },
+    };
+    let with_request_body = auth.with_request_body.as_ref().map(|b| AuthorizationBody {
+        max_request_bytes: b.max_request_bytes.filter(|m| *m != 0).unwrap_or(DEFAULT_MAX_REQUEST_BYTES),
+        allow_partial_message: b.allow_partial_message == Some(true),
+        pack_as_bytes: b.pack_as_bytes == Some(true),
+    });
+    let authorization = Authorization {
+        cluster: ext.cluster_name(),
+        authority: ext.authority(),
+        fail_open: auth.fail_open == Some(true),
+        response_timeout_ms,
+        with_request_body,
+    };
+    let policy = auth.auth_policy.as_ref();
+    let inherited = Inherited {
+        disabled: policy.and_then(|p| p.disabled).unwrap_or(false),
+        context: policy.and_then(|p| p.context.clone()).unwrap_or_default(),
+    };
+    Ok(Some((authorization, inherited)))
+}

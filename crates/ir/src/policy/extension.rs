@@ -1,0 +1,42 @@
+//! ExtensionService (projectcontour.io/v1alpha1): a gRPC service of the cluster that Envoy calls,
+//! for authorization today. Each valid one is a cluster of the default fleet.
+
+use crate::{LoadBalancer, ServicePort, UpstreamProtocol, UpstreamValidation};
+
+/// A checked ExtensionService.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
+pub struct ExtensionService {
+    /// `namespace/name` of the object.
+    pub origin: crate::ObjectRef,
+    /// The Service port the extension runs on.
+    pub service: ServicePort,
+    /// HTTP/2 over TLS (`h2`, the default) or in clear text (`h2c`).
+    pub protocol: UpstreamProtocol,
+    /// Verification of the server's certificate (with `h2`).
+    pub validation: Option<UpstreamValidation>,
+    /// `timeoutPolicy.response`, in milliseconds: the default time a call may take.
+    pub response_timeout_ms: Option<u64>,
+    /// `timeoutPolicy.idleConnection`, in milliseconds.
+    pub idle_connection_timeout_ms: Option<u64>,
+    /// How endpoints are picked.
+    pub load_balancer: LoadBalancer,
+    /// `circuitBreakerPolicy`: max connections, pending requests, requests, retries, and
+    /// connections per host; `None` keeps the default.
+    pub circuit_breakers: [Option<u32>; 5],
+}
+
+impl ExtensionService {
+    /// The cluster name upstream gives it: `extension/<namespace>/<name>`.
+    pub fn cluster_name(&self) -> String {
+        format!("extension/{}/{}", self.origin.namespace, self.origin.name)
+    }
+
+    /// The `:authority` of calls: the first subject name Envoy verifies, else the cluster name
+    /// with dots for slashes (upstream's).
+    pub fn authority(&self) -> String {
+        match self.validation.as_ref().and_then(|v| v.subject_names.first()) {
+            Some(name) => name.clone(),
+            None => self.cluster_name().replace('/', "."),
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! An external authorization server speaking Envoy's ext_authz gRPC API (`envoy.service.auth.v3`),
+//! behaving like upstream's htpasswd auth server: HTTP Basic credentials checked against a list
+//! of users, 401 with `WWW-Authenticate` without them, and on success the user and the
+//! authorization context of the route echoed to the backend as `Auth-Username` and
+//! `Auth-Context-<key>` headers. Served in clear text (h2c) on loopback.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use base64::Engine;
+use envoy_types::pb::envoy::config::core::v3::{HeaderValue, HeaderValueOption};
+use envoy_types::pb::envoy::service::auth::v3::authorization_server::{Authorization, AuthorizationServer};
+use envoy_types::pb::envoy::service::auth::v3::{
+    CheckRequest, CheckResponse, DeniedHttpResponse, OkHttpResponse, check_response,
+};
+use envoy_types::pb::envoy::r#type::v3::HttpStatus;
+use envoy_types::pb::google::rpc::Status;
+
+/// A running authorization server; stopped when dropped.
+pub struct AuthServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl AuthServer {
+    /// Serves on a free port of 127.0.0.1 for these `(user, password)` pairs.
+    pub async fn start(users: &[(&str, &str)]) -> anyhow::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let users = users.iter().map(|(u, p)| (u.to_string(), p.to_string())).collect();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        tokio::spawn(async move {
+            let _ = tonic::transport::Server::builder()
+                .add_service(AuthorizationServer::new(Basic { users }))
+                .serve_with_incoming_shutdown(incoming, async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        Ok(Self { addr, stop: Some(stop) })
+    }
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+struct Basic {
+    users: BTreeMap<String, String>,
+}
+
+impl Basic {
+    /// The user whose credentials the `Authorization` header carries, if they are right.
+    fn user(&self, header: Option<&String>) -> Option<String> {
+        let encoded = header?.strip_prefix("Basic ")?;
+        let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
+        let (user, password) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
+        (self.users.get(user)? == password).then(|| user.to_string())
+    }
+}
+
+fn header(key: &str, value: &str) -> HeaderValueOption {
+    HeaderValueOption {
+        header: Some(HeaderValue { key: key.into(), value: value.into(), ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+#[tonic::async_trait]
+impl Authorization for Basic {
+    async fn check(
+        &self,
+        request: tonic::Request<CheckRequest>,
+    ) -> Result<tonic::Response<CheckResponse>, tonic::Status> {
+        let attributes = request.into_inner().attributes.unwrap_or_default();
+        let http = attributes.request.and_then(|r| r.http).unwrap_or_default();
+        let response = match self.user(http.headers.get("authorization")) {
+            Some(user) => {
+                let mut headers = vec![header("Auth-Username", &user)];
+                let context: BTreeMap<_, _> = attributes.context_extensions.into_iter().collect();
+                headers.extend(context.iter().map(|(k, v)| header(&format!("Auth-Context-{k}"), v)));
+                CheckResponse {
+                    status: Some(Status { code: 0, ..Default::default() }),
+                    http_response: Some(check_response::HttpResponse::OkResponse(OkHttpResponse {
+                        headers,
+                        ..Default::default()
+                    })),
+                    ..Default::default()
+                }
+            }
+            None => CheckResponse {
+                // UNAUTHENTICATED
+                status: Some(Status { code: 16, ..Default::default() }),
+                http_response: Some(check_response::HttpResponse::DeniedResponse(DeniedHttpResponse {
+                    status: Some(HttpStatus { code: 401 }),
+                    headers: vec![header("WWW-Authenticate", "Basic realm=\"default\", charset=\"UTF-8\"")],
+                    body: String::new(),
+                })),
+                ..Default::default()
+            },
+        };
+        Ok(tonic::Response::new(response))
+    }
+}
