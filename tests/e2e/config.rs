@@ -561,3 +561,32 @@ async fn runtime_settings_reach_envoys_runtime() -> anyhow::Result<()> {
     assert!(runtime["layers"].as_array().is_some_and(|l| l.iter().any(|n| n == "dynamic")), "{runtime}");
     Ok(())
 }
+
+/// `globalExtAuth`: every virtual host's requests are checked by the named ExtensionService,
+/// plain HTTP too, with the global context; a virtual host opts out with
+/// `authorization.authPolicy.disabled`.
+#[tokio::test]
+async fn global_external_authorization_checks_every_virtual_host() -> anyhow::Result<()> {
+    use base64::Engine;
+    let web = Backend::start("web").await?;
+    let auth = testkit::AuthServer::start(&[("alice", "wonderland")]).await?;
+    let objects = [
+        objects(web.addr),
+        service("authz", &[auth.addr]),
+        "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: authz, namespace: default}\nspec: {protocol: h2c, services: [{name: authz, port: 80}]}\n".into(),
+        "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: optout, namespace: default}\nspec:\n  virtualhost: {fqdn: optout.example.com, authorization: {authPolicy: {disabled: true}}}\n  routes: [{services: [{name: web, port: 80}]}]\n".into(),
+    ]
+    .concat();
+    let config = "globalExtAuth:\n  extensionService: default/authz\n  responseTimeout: 2s\n  authPolicy: {context: {scope: global}}\n";
+    let serve = Serve::start(&objects, Some(config), &[])?;
+    let _envoy = serve.envoy().await?;
+    let r = routed(&serve, "www.example.com").await?;
+    assert_eq!(r.status, 401, "no credentials: {r:?}");
+    let credentials = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("alice:wonderland"));
+    let r = get(&serve, &Request::get("www.example.com", "/").header("authorization", &credentials)).await?;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.echo()["headers"]["auth-context-scope"], "global");
+    let r = get(&serve, &Request::get("optout.example.com", "/")).await?;
+    assert_eq!((r.status, r.header("x-backend")), (200, Some("web")), "the virtual host opted out: {r:?}");
+    Ok(())
+}

@@ -208,6 +208,10 @@ struct Args {
     /// ExternalName Services may be backends (contour.yaml `enableExternalNameService`).
     #[arg(skip)]
     enable_external_name_service: bool,
+    /// The authorization server of every virtual host that names none (contour.yaml
+    /// `globalExtAuth`, the ContourConfiguration's `spec.globalExtAuth`).
+    #[arg(skip)]
+    global_ext_auth: Option<api::httpproxy::AuthorizationServer>,
     /// The global header policy (contour.yaml `policy`).
     #[arg(skip)]
     default_headers: Option<std::sync::Arc<frontends::DefaultHeaders>>,
@@ -297,6 +301,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             fallback_certificate: args.fallback_certificate.clone(),
             default_headers: args.default_headers.clone(),
             enable_external_name_service: args.enable_external_name_service,
+            global_authorization: args.global_ext_auth.clone(),
         },
         ingress: frontends::ingress::Options {
             class_names: args.ingress_class_name.clone(),
@@ -313,6 +318,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             merge_slashes: !args.disable_merge_slashes,
             listener: args.listener.clone(),
             cluster: args.cluster.clone(),
+            global_authorization: args.global_ext_auth.as_ref().and_then(settings::global_authorization),
         },
         dag: dag::Options {
             external_names: args.enable_external_name_service,

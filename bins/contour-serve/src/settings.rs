@@ -96,6 +96,9 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
         };
         apply_policy(args, &policy, "policy").with_context(|| path.display().to_string())?;
     }
+    if let Some(g) = &file.global_ext_auth {
+        args.global_ext_auth = global_ext_auth_of_file(g).with_context(|| path.display().to_string())?;
+    }
     if let Some(c) = file.tls.as_ref().and_then(|t| t.envoy_client_certificate.clone()) {
         args.envoy_client_certificate = Some(secret_ref("tls.envoy-client-certificate", &c.namespace, &c.name)?);
     }
@@ -233,6 +236,9 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
     if let Some(p) = &spec.policy {
         apply_policy(args, p, "spec.policy")?;
     }
+    if let Some(g) = &spec.global_ext_auth {
+        args.global_ext_auth = global_ext_auth(g.clone(), "spec.globalExtAuth")?;
+    }
     if let Some(i) = &spec.ingress {
         if let Some(classes) = i.class_names.clone().filter(|_| !explicit.contains("ingress_class_name")) {
             args.ingress_class_name = classes;
@@ -361,6 +367,76 @@ fn static_gateway(field: &str, namespace: &str, name: &str) -> anyhow::Result<ob
     Ok(objects::ObjectKey::new(namespace, name))
 }
 
+/// contour.yaml's `globalExtAuth` as the ContourConfiguration's (an `extensionRef` instead of
+/// `extensionService: namespace/name`); `None` without an extension service, as upstream.
+fn global_ext_auth_of_file(g: &config::GlobalExtAuth) -> anyhow::Result<Option<api::httpproxy::AuthorizationServer>> {
+    use api::httpproxy::{AuthorizationPolicy, AuthorizationServer, AuthorizationServerBufferSettings};
+    let Some(service) = g.extension_service.as_deref().filter(|s| !s.is_empty()) else { return Ok(None) };
+    let Some((namespace, name)) = service.split_once('/') else {
+        bail!("globalExtAuth.extensionService: {service:?} is not namespace/name");
+    };
+    let server = AuthorizationServer {
+        extension_ref: Some(api::httpproxy::ExtensionServiceReference {
+            api_version: None,
+            namespace: Some(namespace.into()),
+            name: Some(name.into()),
+        }),
+        service_type: g.service_type.clone(),
+        http_settings: None,
+        auth_policy: g
+            .auth_policy
+            .as_ref()
+            .map(|p| AuthorizationPolicy { disabled: p.disabled, context: p.context.clone() }),
+        response_timeout: g.response_timeout.clone(),
+        fail_open: g.fail_open,
+        with_request_body: g.with_request_body.as_ref().map(|b| AuthorizationServerBufferSettings {
+            max_request_bytes: b.max_request_bytes,
+            allow_partial_message: b.allow_partial_message,
+            pack_as_bytes: b.pack_as_bytes,
+        }),
+    };
+    global_ext_auth(server, "globalExtAuth")
+}
+
+/// A global authorization server, checked: it names an ExtensionService with its namespace, a
+/// gRPC server (an `http` one is not supported yet), and a valid timeout.
+fn global_ext_auth(
+    server: api::httpproxy::AuthorizationServer,
+    key: &str,
+) -> anyhow::Result<Option<api::httpproxy::AuthorizationServer>> {
+    let reference = server.extension_ref.clone().unwrap_or_default();
+    let Some(_) = reference.name.as_deref().filter(|n| !n.is_empty()) else { return Ok(None) };
+    if reference.namespace.as_deref().is_none_or(str::is_empty) {
+        bail!("{key}: the extension service needs its namespace");
+    }
+    if server.service_type.as_deref().is_some_and(|t| t != "grpc") {
+        bail!("{key}.serviceType: only grpc is supported by this controller yet");
+    }
+    if let Some(t) = server.response_timeout.as_deref().filter(|t| !t.is_empty()) {
+        frontends::httpproxy::check_timeout(t).map_err(|e| anyhow::anyhow!("{key}.responseTimeout: {e}"))?;
+    }
+    Ok(Some(server))
+}
+
+/// The global authorization server's filter, for every connection manager of the default fleet.
+pub fn global_authorization(server: &api::httpproxy::AuthorizationServer) -> Option<ir::Authorization> {
+    let reference = server.extension_ref.as_ref()?;
+    let cluster = format!("extension/{}/{}", reference.namespace.as_deref()?, reference.name.as_deref()?);
+    let response_timeout_ms =
+        server.response_timeout.as_deref().and_then(|t| frontends::httpproxy::check_timeout(t).ok()?);
+    Some(ir::Authorization {
+        authority: cluster.replace('/', "."),
+        cluster,
+        fail_open: server.fail_open == Some(true),
+        response_timeout_ms,
+        with_request_body: server.with_request_body.as_ref().map(|b| ir::AuthorizationBody {
+            max_request_bytes: b.max_request_bytes.filter(|m| *m != 0).unwrap_or(1024),
+            allow_partial_message: b.allow_partial_message == Some(true),
+            pack_as_bytes: b.pack_as_bytes == Some(true),
+        }),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -379,6 +455,30 @@ mod tests {
         let applied = apply_file(&mut args, &Explicit::new());
         let _ = std::fs::remove_dir_all(&dir);
         applied.map(|()| args)
+    }
+
+    #[test]
+    fn global_ext_auth_names_its_extension_and_becomes_every_default_fleet_filter() -> anyhow::Result<()> {
+        let args = from_file(
+            "globalExtAuth:\n  extensionService: auth/server\n  failOpen: true\n  responseTimeout: 3s\n  withRequestBody: {}\n",
+        )?;
+        let server = args.global_ext_auth.expect("set");
+        let filter = global_authorization(&server).expect("a filter");
+        assert_eq!(
+            (filter.cluster.as_str(), filter.authority.as_str()),
+            ("extension/auth/server", "extension.auth.server")
+        );
+        assert_eq!((filter.fail_open, filter.response_timeout_ms), (true, Some(3000)));
+        assert_eq!(filter.with_request_body.map(|b| b.max_request_bytes), Some(1024));
+        assert!(from_file("globalExtAuth: {extensionService: ''}\n")?.global_ext_auth.is_none(), "none named: off");
+        for bad in [
+            "globalExtAuth: {extensionService: server}\n",
+            "globalExtAuth: {extensionService: a/b, responseTimeout: soon}\n",
+        ] {
+            let e = from_file(bad).expect_err(bad);
+            assert!(format!("{e:#}").contains("globalExtAuth"), "{e:#}");
+        }
+        Ok(())
     }
 
     #[test]

@@ -92,7 +92,7 @@ pub struct ContourConfig {
     pub rate_limit_service: Option<serde_yaml::Mapping>,
     /// Global external authorization.
     #[serde(default, rename = "globalExtAuth")]
-    pub global_ext_auth: Option<serde_yaml::Mapping>,
+    pub global_ext_auth: Option<GlobalExtAuth>,
     /// Metrics servers.
     #[serde(default)]
     pub metrics: Option<Metrics>,
@@ -523,4 +523,47 @@ impl ContourConfig {
 /// A Go-style duration (`1h2m3.5s`, `250ms`, `0`) or `infinity`/`infinite`.
 fn valid_timeout(text: &str) -> bool {
     matches!(text, "infinity" | "infinite") || duration::parse(text).is_some()
+}
+
+/// `globalExtAuth`: the authorization server every virtual host uses unless it names its own or
+/// opts out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GlobalExtAuth {
+    /// The ExtensionService, `namespace/name`.
+    pub extension_service: Option<String>,
+    /// `grpc` (the default) or `http`.
+    pub service_type: Option<String>,
+    /// Settings of an `http` server.
+    pub http_settings: Option<serde_yaml::Mapping>,
+    /// Defaults of every route: checks off, context entries.
+    pub auth_policy: Option<GlobalAuthPolicy>,
+    /// How long a check may take (a Go duration or `infinity`).
+    pub response_timeout: Option<String>,
+    /// Let requests through when the server fails.
+    pub fail_open: Option<bool>,
+    /// Send the request body along.
+    pub with_request_body: Option<GlobalAuthBody>,
+}
+
+/// `globalExtAuth.authPolicy`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlobalAuthPolicy {
+    /// Checks off unless a virtual host or route turns them on.
+    pub disabled: Option<bool>,
+    /// Context entries of every check.
+    pub context: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// `globalExtAuth.withRequestBody`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GlobalAuthBody {
+    /// The most bytes buffered (1024).
+    pub max_request_bytes: Option<u32>,
+    /// Send what fits of a larger body.
+    pub allow_partial_message: Option<bool>,
+    /// Send the body as bytes.
+    pub pack_as_bytes: Option<bool>,
 }

@@ -52,6 +52,9 @@ pub struct Options {
     pub default_headers: Option<std::sync::Arc<crate::DefaultHeaders>>,
     /// ExternalName Services may be backends (`enableExternalNameService`).
     pub enable_external_name_service: bool,
+    /// The authorization server of every virtual host that names none and does not opt out
+    /// (`globalExtAuth`); its `extensionRef` has a namespace.
+    pub global_authorization: Option<api::httpproxy::AuthorizationServer>,
 }
 
 impl Default for Options {
@@ -65,8 +68,15 @@ impl Default for Options {
             fallback_certificate: None,
             default_headers: None,
             enable_external_name_service: false,
+            global_authorization: None,
         }
     }
+}
+
+/// Checks a timeout as HTTPProxy fields take it (a Go duration, `infinity`, or empty for the
+/// default): milliseconds, `Some(0)` for none, `None` for the default.
+pub fn check_timeout(text: &str) -> Result<Option<u64>, String> {
+    policy::timeout(Some(text))
 }
 
 /// Checks the global header policy as a service's would be checked; the error says which
@@ -392,7 +402,8 @@ impl<'a> Translator<'a> {
         let Ok(tls) = tls::virtual_host(self, &origin, vhost) else { return };
         let Ok(vhost_policy) = self.vhost_policy(&origin, vhost, fqdn) else { return };
         let Ok(authorization) = auth::virtual_host(self, &origin, vhost) else { return };
-        self.auth = authorization.as_ref().map(|(_, inherited)| inherited.clone());
+        let Ok(global) = auth::global(self, &origin, vhost, authorization.is_some()) else { return };
+        self.auth = authorization.as_ref().map(|(_, inherited)| inherited.clone()).or(global);
         // Only the TLS side checks requests, as upstream: its connection manager has the filter.
         let secure_policy = match authorization {
             None => vhost_policy.clone(),
@@ -423,7 +434,18 @@ impl<'a> Translator<'a> {
             let plain: Vec<HttpRule> = c
                 .rules
                 .iter()
-                .map(|(rule, upgrade)| if enforce_tls && *upgrade { crate::https_redirect(rule) } else { rule.clone() })
+                .map(|(rule, upgrade)| {
+                    if !(enforce_tls && *upgrade) {
+                        return rule.clone();
+                    }
+                    let mut redirect = crate::https_redirect(rule);
+                    // The redirect to HTTPS is never checked (upstream's), global server or not.
+                    if self.auth.is_some() {
+                        redirect.policy.authorization =
+                            Some(ir::RouteAuthorization { disabled: true, ..Default::default() });
+                    }
+                    redirect
+                })
                 .collect();
             self.out.http_routes.push(Arc::new(HttpRoute {
                 origin: Arc::clone(&c.origin),

@@ -237,6 +237,9 @@ pub struct CompileOptions {
     pub listener: ListenerOptions,
     /// How upstream clusters are built.
     pub cluster: ClusterOptions,
+    /// The authorization server checking every request of the default fleet whose virtual host
+    /// has none of its own (`globalExtAuth`).
+    pub global_authorization: Option<ir::Authorization>,
 }
 
 impl Default for CompileOptions {
@@ -250,6 +253,7 @@ impl Default for CompileOptions {
             merge_slashes: true,
             listener: ListenerOptions::default(),
             cluster: ClusterOptions::default(),
+            global_authorization: None,
         }
     }
 }

@@ -49,6 +49,9 @@ pub(crate) fn listener<'a>(
     let address = l.address.unwrap_or(options.default_address).to_string();
     let mut tables = Vec::new();
     let settings = &options.listener;
+    // The global authorization server checks the default fleet's requests (upstream's
+    // listeners are the default fleet's).
+    let global = options.global_authorization.clone().filter(|_| default_fleet);
     // Built once for the listener, not once per filter chain (a TLS port has one per host).
     let shared = Shared {
         filters: http_filters(settings),
@@ -83,7 +86,7 @@ pub(crate) fn listener<'a>(
                     stat_prefix,
                     &table.name,
                     Default::default(),
-                    None,
+                    global.as_ref(),
                     options,
                     &shared,
                 )],
@@ -112,7 +115,8 @@ pub(crate) fn listener<'a>(
                         let authorization = routes
                             .virtual_hosts
                             .iter()
-                            .find_map(|vh| vh.policy.as_ref().and_then(|p| p.authorization.as_ref()));
+                            .find_map(|vh| vh.policy.as_ref().and_then(|p| p.authorization.as_ref()))
+                            .or(global.as_ref());
                         FilterChain {
                             filter_chain_match,
                             filters: vec![http_connection_manager(

@@ -53,6 +53,37 @@ pub(super) fn virtual_host(
     vhost: &VirtualHost,
 ) -> Result<Option<(Authorization, Inherited)>, ()> {
     let Some(auth) = &vhost.authorization else { return Ok(None) };
+    server(t, origin, auth)
+}
+
+/// The global authorization server (`globalExtAuth`) as it applies to a root without a server
+/// of its own: what its routes inherit (the global policy, turned off by the virtual host's
+/// `authorization.authPolicy.disabled`). The connection managers carry the global filter; an
+/// unusable global server fails the root, as upstream. `Ok(None)` without a global server.
+pub(super) fn global(
+    t: &mut Translator<'_>,
+    origin: &Origin,
+    vhost: &VirtualHost,
+    own: bool,
+) -> Result<Option<Inherited>, ()> {
+    let Some(global) = t.options.global_authorization.clone() else { return Ok(None) };
+    if own {
+        return Ok(None);
+    }
+    let opted_out = vhost.authorization.as_ref().and_then(|a| a.auth_policy.as_ref()).and_then(|p| p.disabled);
+    let Some((_, mut inherited)) = server(t, origin, &global)? else { return Ok(None) };
+    if let Some(disabled) = opted_out {
+        inherited.disabled = disabled;
+    }
+    Ok(Some(inherited))
+}
+
+/// An authorization server, checked.
+fn server(
+    t: &mut Translator<'_>,
+    origin: &Origin,
+    auth: &api::httpproxy::AuthorizationServer,
+) -> Result<Option<(Authorization, Inherited)>, ()> {
     let field = "spec.virtualhost.authorization";
     let reference = auth.extension_ref.clone().unwrap_or_default();
     let Some(name) = reference.name.filter(|n| !n.is_empty()) else { return Ok(None) };
