@@ -1,8 +1,10 @@
 //! An external authorization server speaking Envoy's ext_authz gRPC API (`envoy.service.auth.v3`),
-//! behaving like upstream's htpasswd auth server: HTTP Basic credentials checked against a list
-//! of users, 401 with `WWW-Authenticate` without them, and on success the user and the
-//! authorization context of the route echoed to the backend as `Auth-Username` and
-//! `Auth-Context-<key>` headers. Served in clear text (h2c) on loopback.
+//! in the two modes of upstream's contour-authserver that tests use:
+//! - htpasswd-like ([`AuthServer::start`]): HTTP Basic credentials checked against a list of
+//!   users, 401 with `WWW-Authenticate` without them; on success the user and the route's
+//!   authorization context reach the backend as `Auth-Username` and `Auth-Context-<key>`;
+//! - `testserver` ([`serve_test_mode`]): a request whose path contains `allow` passes, with the
+//!   context as `Auth-Context-<key>` headers; any other gets 401.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -33,7 +35,7 @@ impl AuthServer {
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
         tokio::spawn(async move {
             let _ = tonic::transport::Server::builder()
-                .add_service(AuthorizationServer::new(Basic { users }))
+                .add_service(AuthorizationServer::new(Checker::Basic(users)))
                 .serve_with_incoming_shutdown(incoming, async {
                     let _ = stopped.await;
                 })
@@ -51,18 +53,40 @@ impl Drop for AuthServer {
     }
 }
 
-struct Basic {
-    users: BTreeMap<String, String>,
+/// How requests are judged.
+enum Checker {
+    /// Basic credentials of these users (name → password).
+    Basic(BTreeMap<String, String>),
+    /// contour-authserver's `testserver`: paths containing `allow` pass.
+    Test,
 }
 
-impl Basic {
-    /// The user whose credentials the `Authorization` header carries, if they are right.
-    fn user(&self, header: Option<&String>) -> Option<String> {
-        let encoded = header?.strip_prefix("Basic ")?;
-        let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
-        let (user, password) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
-        (self.users.get(user)? == password).then(|| user.to_string())
+/// contour-authserver's `testserver`, over TLS with these certificate and key files (upstream's
+/// e2e suites deploy it with `--tls-cert-path` and `--tls-key-path`) or in clear text (h2c)
+/// without them, until the process ends.
+pub async fn serve_test_mode(
+    address: SocketAddr,
+    tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(address).await?;
+    let server = tonic::transport::Server::builder().add_service(AuthorizationServer::new(Checker::Test));
+    match tls {
+        Some((cert, key)) => {
+            let tls = std::sync::Arc::new(xds_server::Reloading::https(cert, key, None)?);
+            let incoming = tokio_stream::wrappers::ReceiverStream::new(xds_server::accept_tls(listener, tls));
+            server.serve_with_incoming(incoming).await?;
+        }
+        None => server.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)).await?,
     }
+    Ok(())
+}
+
+/// The user whose credentials the `Authorization` header carries, if they are right.
+fn basic_user(users: &BTreeMap<String, String>, header: Option<&String>) -> Option<String> {
+    let encoded = header?.strip_prefix("Basic ")?;
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
+    let (user, password) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
+    (users.get(user)? == password).then(|| user.to_string())
 }
 
 fn header(key: &str, value: &str) -> HeaderValueOption {
@@ -73,16 +97,20 @@ fn header(key: &str, value: &str) -> HeaderValueOption {
 }
 
 #[tonic::async_trait]
-impl Authorization for Basic {
+impl Authorization for Checker {
     async fn check(
         &self,
         request: tonic::Request<CheckRequest>,
     ) -> Result<tonic::Response<CheckResponse>, tonic::Status> {
         let attributes = request.into_inner().attributes.unwrap_or_default();
         let http = attributes.request.and_then(|r| r.http).unwrap_or_default();
-        let response = match self.user(http.headers.get("authorization")) {
+        let passed = match self {
+            Checker::Basic(users) => basic_user(users, http.headers.get("authorization")).map(Some),
+            Checker::Test => http.path.contains("allow").then_some(None),
+        };
+        let response = match passed {
             Some(user) => {
-                let mut headers = vec![header("Auth-Username", &user)];
+                let mut headers: Vec<HeaderValueOption> = user.iter().map(|u| header("Auth-Username", u)).collect();
                 let context: BTreeMap<_, _> = attributes.context_extensions.into_iter().collect();
                 headers.extend(context.iter().map(|(k, v)| header(&format!("Auth-Context-{k}"), v)));
                 CheckResponse {

@@ -12,7 +12,7 @@ mod process;
 mod relay;
 
 pub use apiserver::{ApiServer, apply_yaml, delete_yaml, dry_run_yaml, set_status, status_of};
-pub use authz::AuthServer;
+pub use authz::{AuthServer, serve_test_mode};
 pub use backend::{Backend, serve_echo};
 pub use certs::{Ca, Issued};
 pub use client::{Request, Response, h2_preface_mtls, h2_preface_tls, request, request_mtls, request_tls};
