@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use testkit::{AuthServer, Backend, Ca, Request, Response};
+use testkit::{AuthServer, Backend, Ca, JwksServer, Request, Response, Signer};
 
 use crate::harness::{Harness, default_fleet_options, service};
 use crate::tls::tls_secret;
@@ -302,5 +302,71 @@ async fn external_authorization_checks_the_requests_of_tls_virtual_hosts() -> an
     assert_eq!(get("closed.test", "/", None).await?.status, 403);
     // Plain HTTP is redirected to HTTPS, where the checks are.
     assert_eq!(h.get(http, &Request::get("secure.test", "/")).await?.status, 301);
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn jwt_verification_accepts_good_tokens_only() -> anyhow::Result<()> {
+    let ca = Ca::new()?;
+    let web = Backend::start("web").await?;
+    let (rsa, ec, stranger) = (Signer::rs256("rsa")?, Signer::es256("ec")?, Signer::es256("ec")?);
+    let jwks = JwksServer::start(&ca.issue(&["jwks.test"])?, vec![rsa.jwk(), ec.jwk()]).await?;
+    let uri = format!("https://127.0.0.1:{}/jwks.json", jwks.addr.port());
+    let yaml = [
+        ready(&web),
+        tls_secret("cert", &ca.issue(&["jwt.test"])?),
+        proxy(
+            "jwt",
+            &format!(
+                "  virtualhost:
+    fqdn: jwt.test
+    tls: {{secretName: cert}}
+    jwtProviders:
+    - {{name: idp, default: true, issuer: https://idp.test, audiences: [api], forwardJWT: true, remoteJWKS: {{uri: '{uri}', timeout: 2s}}}}
+    - {{name: other, issuer: https://other.test, remoteJWKS: {{uri: '{uri}'}}}}
+  routes:
+  - conditions: [{{prefix: /public}}]
+    jwtVerificationPolicy: {{disabled: true}}
+    services: [{{name: web, port: 80}}]
+  - conditions: [{{prefix: /other}}]
+    jwtVerificationPolicy: {{require: other}}
+    services: [{{name: web, port: 80}}]
+  - services: [{{name: web, port: 80}}]"
+            ),
+        ),
+    ]
+    .concat();
+    let (h, _, https) = start_tls(&yaml).await?;
+    let pem = ca.pem();
+    let get = |path: &'static str, token: Option<String>| {
+        let mut req = Request::get("jwt.test", path);
+        if let Some(t) = &token {
+            req = req.header("authorization", &format!("Bearer {t}"));
+        }
+        let (h, pem) = (&h, &pem);
+        async move { h.until_tls(https, "jwt.test", pem, None, &req).await }
+    };
+    let claims =
+        |iss: &str, aud: &str, exp: u64| serde_json::json!({"iss": iss, "aud": aud, "sub": "alice", "exp": exp});
+    let later = testkit::now_s() + 600;
+    assert_eq!(get("/", None).await?.status, 401, "no token");
+    for signer in [&rsa, &ec] {
+        let token = signer.token(&claims("https://idp.test", "api", later))?;
+        let r = get("/", Some(token.clone())).await?;
+        assert_eq!((r.status, r.header("x-backend")), (200, Some("web")), "{r:?}");
+        assert_eq!(r.echo()["headers"]["authorization"], format!("Bearer {token}"), "forwardJWT keeps it");
+    }
+    let expired = rsa.token(&claims("https://idp.test", "api", testkit::now_s() - 600))?;
+    assert_eq!(get("/", Some(expired)).await?.status, 401, "expired");
+    let wrong_audience = rsa.token(&claims("https://idp.test", "web", later))?;
+    assert_eq!(get("/", Some(wrong_audience)).await?.status, 403, "wrong audience");
+    let unknown_key = stranger.token(&claims("https://idp.test", "api", later))?;
+    assert_eq!(get("/", Some(unknown_key)).await?.status, 401, "signed by a key the JWKS does not have");
+    // A route requiring the other provider wants the other issuer.
+    let idp = rsa.token(&claims("https://idp.test", "api", later))?;
+    assert_eq!(get("/other", Some(idp)).await?.status, 401);
+    let other = rsa.token(&claims("https://other.test", "anything", later))?;
+    assert_eq!(get("/other", Some(other)).await?.status, 200);
+    assert_eq!(get("/public", None).await?.status, 200, "verification disabled");
     h.assert_no_nacks().await
 }

@@ -15,6 +15,7 @@ use objects::{Kind, ObjectKey, Reads, Snapshot};
 use crate::order::precedence_key;
 
 mod clusters;
+pub use clusters::jwks_cluster_name;
 
 use crate::{
     BackendFilters, CaBundle, CircuitBreakers, ClientAuth, Cluster, ClusterPolicy, Dag, DagListener, DownstreamTls,
@@ -417,6 +418,10 @@ impl Builder<'_> {
                 uses.validation.extend(u.validation.iter().map(|b| (b.name.clone(), b.clone())));
                 uses.secrets.extend(u.secrets.iter().map(|t| (t.name.clone(), t.clone())));
                 diagnostics.extend(p.diagnostics.iter().cloned());
+            }
+            // The JWKS servers a TLS host's providers fetch keys from.
+            for provider in routes.iter().filter_map(|r| r.vhost.as_ref()).flat_map(|p| &p.jwt_providers) {
+                self.jwks_cluster(&provider.jwks, &mut uses);
             }
             let uses = Arc::new(Uses::of(uses));
             let conflicts = crate::conflict::conflicting_rules(&routes);

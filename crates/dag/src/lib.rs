@@ -16,7 +16,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-pub use build::{Cache, Options, build, build_cached};
+pub use build::{Cache, Options, build, build_cached, jwks_cluster_name};
 pub use dot::to_dot;
 pub use endpoints::{
     Endpoint, EndpointCache, FleetEndpoints, SliceIndex, cluster_endpoints_of, fleet_endpoints_cached,
@@ -272,6 +272,9 @@ pub struct Cluster {
     /// The secret (a key of [`FleetDag::secrets`]) whose certificate Envoy presents to the
     /// backend over TLS.
     pub client_certificate: Option<String>,
+    /// How an `external_name` is resolved (`auto`, `v4`, `v6`, `all`) when not as
+    /// `cluster.dns-lookup-family` says (a JWKS server's `dnsLookupFamily`).
+    pub dns_lookup_family: Option<String>,
 }
 
 /// Connection and request limits of a cluster (upstream's Service annotations); `None` keeps

@@ -8,6 +8,7 @@
 mod auth;
 mod conditions;
 mod filters;
+mod jwt;
 mod policy;
 mod routes;
 mod services;
@@ -232,6 +233,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
                     out: RootOutput::default(),
                     reads: std::cell::RefCell::new(reads),
                     auth: None,
+                    jwt: None,
                 };
                 t.root(key, proxies[key], fqdn);
                 let entry = CachedRoot { reads: t.reads.into_inner(), output: Arc::new(t.out), used: generation };
@@ -305,6 +307,8 @@ struct Translator<'a> {
     reads: std::cell::RefCell<Reads>,
     /// The root's authorization defaults, when it has an authorization server.
     auth: Option<auth::Inherited>,
+    /// The root's JWT providers, when it terminates TLS.
+    jwt: Option<jwt::Inherited>,
 }
 
 impl<'a> Translator<'a> {
@@ -399,18 +403,24 @@ impl<'a> Translator<'a> {
             return;
         }
         let Ok(()) = auth::require_tls(self, &origin, vhost) else { return };
+        let Ok(()) = jwt::require_tls(self, &origin, vhost) else { return };
         let Ok(tls) = tls::virtual_host(self, &origin, vhost) else { return };
         let Ok(vhost_policy) = self.vhost_policy(&origin, vhost, fqdn) else { return };
         let Ok(authorization) = auth::virtual_host(self, &origin, vhost) else { return };
         let Ok(global) = auth::global(self, &origin, vhost, authorization.is_some()) else { return };
         self.auth = authorization.as_ref().map(|(_, inherited)| inherited.clone()).or(global);
-        // Only the TLS side checks requests, as upstream: its connection manager has the filter.
-        let secure_policy = match authorization {
-            None => vhost_policy.clone(),
-            Some((authorization, _)) => Some(Arc::new(ir::VirtualHostPolicy {
-                authorization: Some(authorization),
+        let Ok((jwt_providers, jwt)) = jwt::providers(self, &origin, vhost) else { return };
+        let terminates = tls.as_ref().is_some_and(|t| t.mode == TlsMode::Terminate);
+        self.jwt = terminates.then_some(jwt);
+        // Only the TLS side checks requests, as upstream: its connection manager has the filters.
+        let secure_policy = if authorization.is_none() && jwt_providers.is_empty() {
+            vhost_policy.clone()
+        } else {
+            Some(Arc::new(ir::VirtualHostPolicy {
+                authorization: authorization.map(|(a, _)| a),
+                jwt_providers,
                 ..vhost_policy.as_deref().cloned().unwrap_or_default()
-            })),
+            }))
         };
 
         if let Some(tcp) = &spec.tcpproxy {
@@ -490,7 +500,6 @@ impl Translator<'_> {
     fn unsupported_vhost_policies(&mut self, origin: &Origin, vhost: &api::httpproxy::VirtualHost) -> bool {
         let f = &vhost.filters;
         let closed = [
-            ("JWTVerificationError", "spec.virtualhost.jwtProviders", vhost.jwt_providers.is_some()),
             ("IPFilterError", "spec.virtualhost.geoAllowPolicy", f.geo_allow_policy.is_some()),
             ("IPFilterError", "spec.virtualhost.geoDenyPolicy", f.geo_deny_policy.is_some()),
         ];
@@ -556,7 +565,8 @@ impl Translator<'_> {
                 return Err(());
             }
         };
-        let policy = ir::VirtualHostPolicy { cors, ip_filter, local_rate_limit, authorization: None };
+        let policy =
+            ir::VirtualHostPolicy { cors, ip_filter, local_rate_limit, authorization: None, jwt_providers: Vec::new() };
         Ok((policy != ir::VirtualHostPolicy::default()).then(|| Arc::new(policy)))
     }
 }

@@ -15,9 +15,9 @@ pub use http::{
 };
 pub use policy::{
     Authorization, AuthorizationBody, BackendOptions, ClusterPolicy, CookieRewrite, Cors, CrossScheme,
-    ExtensionService, HashPolicy, HealthCheck, InternalRedirect, IpFilter, IpRule, LoadBalancer, LocalRateLimit,
-    OriginMatch, RetryPolicy, RouteAuthorization, RoutePolicy, SharedBackendOptions, SlowStart, UpstreamProtocol,
-    UpstreamValidation, VirtualHostPolicy, merge_cookie_rewrites,
+    ExtensionService, HashPolicy, HealthCheck, InternalRedirect, IpFilter, IpRule, JwtProvider, LoadBalancer,
+    LocalRateLimit, OriginMatch, RemoteJwks, RetryPolicy, RouteAuthorization, RoutePolicy, SharedBackendOptions,
+    SlowStart, UpstreamProtocol, UpstreamValidation, VirtualHostPolicy, merge_cookie_rewrites,
 };
 
 use std::net::IpAddr;

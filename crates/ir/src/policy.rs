@@ -7,6 +7,7 @@ mod cors;
 mod ext_authz;
 mod extension;
 mod ip_filter;
+mod jwt;
 mod rate_limit;
 
 pub use cookie::{CookieRewrite, merge_cookie_rewrites};
@@ -14,6 +15,7 @@ pub use cors::{Cors, OriginMatch};
 pub use ext_authz::{Authorization, AuthorizationBody, RouteAuthorization};
 pub use extension::ExtensionService;
 pub use ip_filter::{IpFilter, IpRule};
+pub use jwt::{JwtProvider, RemoteJwks};
 pub use rate_limit::LocalRateLimit;
 
 use std::sync::Arc;
@@ -32,6 +34,8 @@ pub struct VirtualHostPolicy {
     pub local_rate_limit: Option<LocalRateLimit>,
     /// The external authorization server checking the host's requests (TLS hosts only).
     pub authorization: Option<Authorization>,
+    /// Providers of the tokens its routes may require (TLS hosts only).
+    pub jwt_providers: Vec<JwtProvider>,
 }
 
 /// Route-level settings that are not request filters. The default asks for nothing.
@@ -61,6 +65,8 @@ pub struct RoutePolicy {
     pub cookie_rewrites: Vec<CookieRewrite>,
     /// Whether and with what context the virtual host's authorization server checks this route.
     pub authorization: Option<RouteAuthorization>,
+    /// The provider whose token requests must carry; `None` checks none.
+    pub jwt_provider: Option<String>,
 }
 
 /// Settings that belong to an upstream cluster; backends with different settings get distinct

@@ -70,7 +70,7 @@ pub(crate) fn cluster(c: &dag::Cluster, settings: &ClusterOptions) -> Resource {
             None,
         ),
         Some(host) => {
-            let discovery = match settings.dns_lookup_family {
+            let discovery = match dns_lookup_family(c, settings) {
                 DnsLookupFamily::All => cluster::DiscoveryType::LogicalDns,
                 _ => cluster::DiscoveryType::StrictDns,
             };
@@ -91,7 +91,7 @@ pub(crate) fn cluster(c: &dag::Cluster, settings: &ClusterOptions) -> Resource {
         eds_cluster_config,
         load_assignment,
         connect_timeout: Some(duration_ms(u64::try_from(settings.connect_timeout.as_millis()).unwrap_or(u64::MAX))),
-        dns_lookup_family: match settings.dns_lookup_family {
+        dns_lookup_family: match dns_lookup_family(c, settings) {
             DnsLookupFamily::Auto => cluster::DnsLookupFamily::Auto,
             DnsLookupFamily::V4 => cluster::DnsLookupFamily::V4Only,
             DnsLookupFamily::V6 => cluster::DnsLookupFamily::V6Only,
@@ -133,6 +133,17 @@ pub(crate) fn cluster(c: &dag::Cluster, settings: &ClusterOptions) -> Resource {
         ..Default::default()
     };
     Resource::new(&c.name, message)
+}
+
+/// The cluster's own DNS lookup family (a JWKS server's), else `cluster.dns-lookup-family`.
+fn dns_lookup_family(c: &dag::Cluster, settings: &crate::ClusterOptions) -> DnsLookupFamily {
+    match c.dns_lookup_family.as_deref() {
+        Some("auto") => DnsLookupFamily::Auto,
+        Some("v4") => DnsLookupFamily::V4,
+        Some("v6") => DnsLookupFamily::V6,
+        Some("all") => DnsLookupFamily::All,
+        _ => settings.dns_lookup_family,
+    }
 }
 
 fn circuit_breakers(b: &dag::CircuitBreakers) -> Option<CircuitBreakers> {

@@ -9,6 +9,7 @@ mod cluster;
 mod compression;
 mod cors;
 mod ext_authz;
+mod jwt;
 mod listener;
 mod lua;
 mod ordered;

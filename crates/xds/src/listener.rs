@@ -86,7 +86,7 @@ pub(crate) fn listener<'a>(
                     stat_prefix,
                     &table.name,
                     Default::default(),
-                    global.as_ref(),
+                    Checks { authorization: global.as_ref(), jwt_providers: &[] },
                     options,
                     &shared,
                 )],
@@ -117,13 +117,20 @@ pub(crate) fn listener<'a>(
                             .iter()
                             .find_map(|vh| vh.policy.as_ref().and_then(|p| p.authorization.as_ref()))
                             .or(global.as_ref());
+                        let jwt_providers = routes
+                            .virtual_hosts
+                            .iter()
+                            .find_map(|vh| {
+                                vh.policy.as_ref().map(|p| p.jwt_providers.as_slice()).filter(|p| !p.is_empty())
+                            })
+                            .unwrap_or_default();
                         FilterChain {
                             filter_chain_match,
                             filters: vec![http_connection_manager(
                                 stat_prefix,
                                 &routes.name,
                                 forward,
-                                authorization,
+                                Checks { authorization, jwt_providers },
                                 options,
                                 &shared,
                             )],
@@ -259,6 +266,29 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
     out
 }
 
+/// The request checks of one connection manager: an authorization server, JWT providers.
+struct Checks<'a> {
+    authorization: Option<&'a ir::Authorization>,
+    jwt_providers: &'a [ir::JwtProvider],
+}
+
+impl Checks<'_> {
+    /// The listener's filters with the checks just before the router, JWT first (upstream's
+    /// order).
+    fn filters(&self, shared: &[HttpFilter]) -> Vec<HttpFilter> {
+        let mut filters = shared.to_vec();
+        let router = filters.pop();
+        if !self.jwt_providers.is_empty() {
+            filters.push(crate::jwt::filter(self.jwt_providers));
+        }
+        if let Some(a) = self.authorization {
+            filters.push(crate::ext_authz::filter(a));
+        }
+        filters.extend(router);
+        filters
+    }
+}
+
 /// What every connection manager and TCP proxy of one listener has in common.
 struct Shared {
     /// The HTTP filters, router last.
@@ -271,7 +301,7 @@ fn http_connection_manager(
     stat_prefix: &str,
     route_config_name: &str,
     forward: ir::ForwardClientCert,
-    authorization: Option<&ir::Authorization>,
+    checks: Checks<'_>,
     options: &CompileOptions,
     shared: &Shared,
 ) -> Filter {
@@ -306,15 +336,7 @@ fn http_connection_manager(
             config_source: Some(ads()),
             route_config_name: route_config_name.to_string(),
         })),
-        http_filters: match authorization {
-            None => shared.filters.clone(),
-            // Just before the router, after the policy filters (upstream's order).
-            Some(a) => {
-                let mut filters = shared.filters.clone();
-                filters.insert(filters.len() - 1, crate::ext_authz::filter(a));
-                filters
-            }
-        },
+        http_filters: checks.filters(&shared.filters),
         access_log: shared.access_log.clone(),
         common_http_protocol_options: Some(HttpProtocolOptions {
             idle_timeout: timeouts.connection_idle.proto(),

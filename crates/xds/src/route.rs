@@ -297,6 +297,7 @@ fn per_filter_configs(route: &Route) -> impl Iterator<Item = (&'static str, Any)
             .map(|l| (crate::ratelimit::LOCAL, crate::ratelimit::local_per_route(l))),
         policy.ip_filter.as_ref().filter(|_| forward).map(|f| (crate::rbac::NAME, crate::rbac::per_route(f))),
         policy.authorization.as_ref().and_then(crate::ext_authz::per_route).map(|a| (crate::ext_authz::NAME, a)),
+        policy.jwt_provider.as_deref().map(|p| (crate::jwt::NAME, crate::jwt::per_route(p))),
         // With weighted clusters, each carries the route's rules merged with its own.
         crate::lua::cookie_rewrites(&policy.cookie_rewrites).filter(|_| single).map(|c| (crate::lua::NAME, c)),
     ]

@@ -86,6 +86,7 @@ impl Builder<'_> {
             sni: options.and_then(|o| o.sni.clone()),
             external_name,
             client_certificate: None,
+            dns_lookup_family: None,
         };
         if matches!(cluster.protocol, Some(UpstreamProtocol::Tls | UpstreamProtocol::H2))
             || cluster.validation.is_some()
@@ -161,6 +162,43 @@ impl Builder<'_> {
         out.clusters.insert(cluster.name.clone(), cluster);
     }
 
+    /// The DNS cluster of a remote JWKS server (HTTP/1.1, over TLS for `https`, verified when
+    /// asked), added to the fleet; its name is [`jwks_cluster_name`].
+    pub(super) fn jwks_cluster(&mut self, jwks: &ir::RemoteJwks, out: &mut FleetDag) {
+        let name = jwks_cluster_name(jwks);
+        if out.clusters.contains_key(&name) {
+            return;
+        }
+        let validation = match &jwks.validation {
+            None => None,
+            Some(v) => {
+                // Checked by the front end; a CA gone since is a cluster without verification
+                // no more than it is a broken one: leave the cluster out.
+                let Some(bundle) = self.ca_bundle(&v.ca) else { return };
+                let key = bundle.name.clone();
+                out.validation.entry(key.clone()).or_insert(bundle);
+                Some((key, v.subject_names.clone()))
+            }
+        };
+        let cluster = Cluster {
+            name: name.clone(),
+            service: ir::ServicePort { namespace: String::new(), name: jwks.host.clone(), port: jwks.port },
+            port_name: String::new(),
+            protocol: jwks.tls.then_some(UpstreamProtocol::Tls),
+            policy: ClusterPolicy::default(),
+            validation,
+            slow_start: None,
+            health_port_name: None,
+            // An IP address is not a server name (SNI carries DNS names only).
+            sni: jwks.tls.then(|| jwks.host.clone()).filter(|h| h.parse::<std::net::IpAddr>().is_err()),
+            circuit_breakers: CircuitBreakers::default(),
+            external_name: Some(jwks.host.clone()),
+            client_certificate: None,
+            dns_lookup_family: jwks.dns_lookup_family.clone(),
+        };
+        out.clusters.insert(name, cluster);
+    }
+
     /// Envoy's client certificate towards TLS backends, added to the fleet's secrets; `None` when
     /// none is configured or its Secret holds no usable pair (the connection is then made
     /// without one, and a backend that requires one refuses it).
@@ -222,4 +260,17 @@ fn circuit_breakers(service: &k8s_openapi::api::core::v1::Service) -> CircuitBre
         max_retries: get("projectcontour.io/max-retries"),
         per_host_max_connections: get("projectcontour.io/per-host-max-connections"),
     }
+}
+
+/// The DNS cluster reaching a remote JWKS server, named as upstream names it:
+/// `dnsname/<scheme>/<host>/<port>/` and twenty hex digits of the SHA-256 of its settings.
+pub fn jwks_cluster_name(jwks: &ir::RemoteJwks) -> String {
+    let scheme = if jwks.tls { "https" } else { "http" };
+    let mut settings = format!("{scheme:?}{:?}{:?}{:?}", jwks.host, jwks.port.to_string(), jwks.dns_lookup_family);
+    if let Some(v) = &jwks.validation {
+        settings.push_str(&format!("{:?}{:?}{:?}", v.ca.namespace, v.ca.name, v.subject_names));
+    }
+    let digest = ring::digest::digest(&ring::digest::SHA256, settings.as_bytes());
+    let hash: String = digest.as_ref()[..10].iter().map(|b| format!("{b:02x}")).collect();
+    format!("dnsname/{scheme}/{}/{}/{hash}", jwks.host, jwks.port)
 }

@@ -155,7 +155,6 @@ fn route(
     let closed = [
         ("IPFilterError", "geoAllowPolicy", r.filters.geo_allow_policy.is_some()),
         ("IPFilterError", "geoDenyPolicy", r.filters.geo_deny_policy.is_some()),
-        ("JWTVerificationError", "jwtVerificationPolicy", r.jwt_verification_policy.is_some()),
     ];
     if let Some((condition, name, _)) = closed.into_iter().find(|c| c.2) {
         let message = format!("{field}.{name} is not supported by this controller yet; the route is not served");
@@ -209,6 +208,16 @@ fn route(
     {
         Ok(i) => i,
         Err(e) => return fail(t, "IPFilterError", e.reason, e.message),
+    };
+    // A TLS root's routes require its default provider unless they say otherwise.
+    let jwt_provider = match t.jwt.as_ref().map(|j| j.route(r.jwt_verification_policy.as_ref())) {
+        None => None,
+        Some(Err(e)) => return fail(t, "JWTVerificationError", "InvalidJWTVerificationPolicy", e),
+        Some(Ok(Some(name))) if !t.jwt.as_ref().is_some_and(|j| j.names.contains(&name)) => {
+            let message = format!("Route references an undefined JWT provider {name:?}");
+            return fail(t, "JWTVerificationError", "JWTProviderNotDefined", message);
+        }
+        Some(Ok(provider)) => provider,
     };
     let (load_balancer, hash_policies, warnings) = policy::load_balancer(r.load_balancer_policy.as_ref());
     for w in warnings {
@@ -294,6 +303,7 @@ fn route(
         cors: None,
         // Routes of a root with an authorization server; elsewhere `authPolicy` means nothing.
         authorization: t.auth.as_ref().map(|a| a.route(r.auth_policy.as_ref())),
+        jwt_provider,
         ip_filter,
         local_rate_limit,
         cookie_rewrites,

@@ -247,3 +247,58 @@ fn extension_services_are_checked_as_upstream_checks_them() {
     assert_eq!(extensions[0].cluster_name(), "extension/apps/ok");
     assert_eq!((extensions[0].protocol, extensions[0].circuit_breakers[2]), (ir::UpstreamProtocol::H2c, Some(7)));
 }
+
+#[test]
+fn jwt_providers_and_route_requirements_are_checked_as_upstream_checks_them() {
+    let root = |name: &str, providers: &str, route: &str| {
+        proxy(
+            name,
+            &format!(
+                "  virtualhost: {{fqdn: {name}.example.com, tls: {{secretName: cert}}, jwtProviders: {providers}}}\n  routes: [{{{route}services: [{{name: web, port: 80}}]}}]"
+            ),
+        )
+    };
+    let remote = "remoteJWKS: {uri: 'https://idp.example.com/keys'}";
+    let yaml = [
+        root("good", &format!("[{{name: a, default: true, issuer: i, audiences: [x], forwardJWT: true, {remote}}}, {{name: b, {remote}}}]"), ""),
+        root("dup", &format!("[{{name: a, {remote}}}, {{name: a, {remote}}}]"), ""),
+        root("defaults", &format!("[{{name: a, default: true, {remote}}}, {{name: b, default: true, {remote}}}]"), ""),
+        root("scheme", "[{name: a, remoteJWKS: {uri: 'ftp://idp/keys'}}]", ""),
+        root("timeout", "[{name: a, remoteJWKS: {uri: 'https://idp/keys', timeout: soon}}]", ""),
+        root("family", "[{name: a, remoteJWKS: {uri: 'https://idp/keys', dnsLookupFamily: v5}}]", ""),
+        root("plain-ca", "[{name: a, remoteJWKS: {uri: 'http://idp/keys', validation: {caSecret: cert, subjectName: idp}}}]", ""),
+        root("undefined", &format!("[{{name: a, {remote}}}]"), "jwtVerificationPolicy: {require: nope}, "),
+        root("both", &format!("[{{name: a, {remote}}}]"), "jwtVerificationPolicy: {require: a, disabled: true}, "),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    let invalid = "invalid: At least one error present, see Errors for details";
+    assert_eq!(
+        render(&statuses),
+        [
+            format!("apps/both {invalid}"),
+            "  JWTVerificationError/InvalidJWTVerificationPolicy: route's JWT verification policy cannot specify both require and disabled".to_string(),
+            format!("apps/defaults {invalid}"),
+            "  JWTVerificationError/MultipleDefaultProvidersSpecified: Spec.VirtualHost.JWTProviders is invalid: at most one provider can be set as the default".into(),
+            format!("apps/dup {invalid}"),
+            "  JWTVerificationError/DuplicateProviderName: Spec.VirtualHost.JWTProviders is invalid: duplicate name a".into(),
+            format!("apps/family {invalid}"),
+            "  JWTVerificationError/RemoteJWKSDNSLookupFamilyInvalid: Spec.VirtualHost.JWTProviders.RemoteJWKS.DNSLookupFamily has an invalid value \"v5\", must be auto, all, v4 or v6".into(),
+            "apps/good valid: Valid HTTPProxy".into(),
+            format!("apps/plain-ca {invalid}"),
+            "  JWTVerificationError/RemoteJWKSUpstreamValidationInvalid: Spec.VirtualHost.JWTProviders.RemoteJWKS.UpstreamValidation must not be specified when URI scheme is http.".into(),
+            format!("apps/scheme {invalid}"),
+            "  JWTVerificationError/RemoteJWKSSchemeInvalid: Spec.VirtualHost.JWTProviders.RemoteJWKS.URI has invalid scheme \"ftp\", must be http or https".into(),
+            format!("apps/timeout {invalid}"),
+            "  JWTVerificationError/RemoteJWKSTimeoutInvalid: Spec.VirtualHost.JWTProviders.RemoteJWKS.Timeout is invalid: time: invalid duration \"soon\"".into(),
+            format!("apps/undefined {invalid}"),
+            "  JWTVerificationError/JWTProviderNotDefined: Route references an undefined JWT provider \"nope\"".into(),
+        ]
+    );
+    let secure = t.ir.fleets[0].listeners.iter().find(|l| l.name == "ingress_https/good.example.com").expect("TLS");
+    let route = &secure.http_routes[0];
+    let providers = &route.vhost.as_ref().expect("a policy").jwt_providers;
+    assert_eq!(providers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    assert_eq!((providers[0].jwks.port, providers[0].jwks.timeout_ms, providers[0].forward), (443, 1000, true));
+    assert_eq!(route.rules[0].policy.jwt_provider.as_deref(), Some("a"), "the default provider");
+}

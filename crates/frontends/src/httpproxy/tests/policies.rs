@@ -93,7 +93,7 @@ fn access_controls_fail_closed() {
         ),
         proxy(
             "jwt",
-            "  virtualhost: {fqdn: b.example.com}\n  routes: [{jwtVerificationPolicy: {disabled: true}, services: [{name: web, port: 80}]}]",
+            "  virtualhost: {fqdn: b.example.com, jwtProviders: [{name: p, remoteJWKS: {uri: 'https://idp/keys'}}]}\n  routes: [{services: [{name: web, port: 80}]}]",
         ),
         proxy("open", "  virtualhost: {fqdn: c.example.com}\n  routes: [{services: [{name: web, port: 80}]}]"),
     ]
@@ -105,7 +105,7 @@ fn access_controls_fail_closed() {
             "apps/authz invalid: At least one error present, see Errors for details",
             "  AuthError/AuthNotPermitted: Spec.VirtualHost.Authorization.ExtensionServiceRef can only be defined for root HTTPProxies that terminate TLS",
             "apps/jwt invalid: At least one error present, see Errors for details",
-            "  JWTVerificationError/NotSupported: spec.routes[0].jwtVerificationPolicy is not supported by this controller yet; the route is not served",
+            "  JWTVerificationError/JWTVerificationNotPermitted: Spec.VirtualHost.JWTProviders can only be defined for root HTTPProxies that terminate TLS",
             "apps/open valid: Valid HTTPProxy",
         ]
     );
