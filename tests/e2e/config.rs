@@ -590,3 +590,51 @@ async fn global_external_authorization_checks_every_virtual_host() -> anyhow::Re
     assert_eq!((r.status, r.header("x-backend")), (200, Some("web")), "the virtual host opted out: {r:?}");
     Ok(())
 }
+
+/// `rateLimitService`: the real rate-limit service (with Redis) counts a virtual host's
+/// descriptors; a route opts out with `global.disabled`; with the service gone, failing
+/// closed answers 500.
+#[tokio::test]
+async fn global_rate_limits_are_counted_by_the_rate_limit_service() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let config = "domain: contour\ndescriptors:\n- key: generic_key\n  value: vhost\n  rate_limit: {unit: minute, requests_per_unit: 2}\n";
+    let mut limiter = testkit::RateLimitService::start(config).await?;
+    let objects = [
+        service("web", &[web.addr]),
+        service("ratelimit", &[limiter.grpc]),
+        "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: ratelimit, namespace: default}\nspec: {protocol: h2c, services: [{name: ratelimit, port: 80}]}\n".into(),
+        "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: web, namespace: default}\nspec:
+  virtualhost:
+    fqdn: www.example.com
+    rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {value: vhost}}]}]}}
+  routes:
+  - conditions: [{prefix: /unlimited}]
+    rateLimitPolicy: {global: {disabled: true}}
+    services: [{name: web, port: 80}]
+  - services: [{name: web, port: 80}]\n".into(),
+    ]
+    .concat();
+    let contour = "rateLimitService:\n  extensionService: default/ratelimit\n  domain: contour\n  failOpen: false\n  enableXRateLimitHeaders: true\n";
+    let serve = Serve::start(&objects, Some(contour), &[])?;
+    let _envoy = serve.envoy().await?;
+    let first = routed(&serve, "www.example.com").await?;
+    assert_eq!(first.status, 200, "{first:?}");
+    assert_eq!(first.header("x-ratelimit-limit").map(|l| l.starts_with('2')), Some(true), "{first:?}");
+    let mut statuses = vec![first.status];
+    for _ in 0..3 {
+        statuses.push(get(&serve, &Request::get("www.example.com", "/")).await?.status);
+    }
+    assert_eq!(statuses, [200, 200, 429, 429], "two a minute");
+    for _ in 0..3 {
+        let r = get(&serve, &Request::get("www.example.com", "/unlimited")).await?;
+        assert_eq!(r.status, 200, "the route ignores the host's limits: {r:?}");
+    }
+    // The service is gone: failing closed, requests get 500.
+    limiter.stop();
+    let down = testkit::eventually(Duration::from_secs(15), || async {
+        get(&serve, &Request::get("www.example.com", "/")).await.ok().filter(|r| r.status == 500)
+    })
+    .await;
+    assert!(down.is_some(), "no 500 with the rate-limit service down; log:\n{}", serve.log());
+    Ok(())
+}

@@ -212,6 +212,10 @@ struct Args {
     /// `globalExtAuth`, the ContourConfiguration's `spec.globalExtAuth`).
     #[arg(skip)]
     global_ext_auth: Option<api::httpproxy::AuthorizationServer>,
+    /// The rate-limit service (contour.yaml `rateLimitService`, `spec.rateLimitService`) and the
+    /// default global rate limit policy of virtual hosts.
+    #[arg(skip)]
+    rate_limit_service: Option<(xds::RateLimitService, Option<api::httpproxy::GlobalRateLimitPolicy>)>,
     /// The global header policy (contour.yaml `policy`).
     #[arg(skip)]
     default_headers: Option<std::sync::Arc<frontends::DefaultHeaders>>,
@@ -302,6 +306,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             default_headers: args.default_headers.clone(),
             enable_external_name_service: args.enable_external_name_service,
             global_authorization: args.global_ext_auth.clone(),
+            default_global_rate_limit: args.rate_limit_service.as_ref().and_then(|(_, d)| d.clone()),
         },
         ingress: frontends::ingress::Options {
             class_names: args.ingress_class_name.clone(),
@@ -319,6 +324,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             listener: args.listener.clone(),
             cluster: args.cluster.clone(),
             global_authorization: args.global_ext_auth.as_ref().and_then(settings::global_authorization),
+            rate_limit_service: args.rate_limit_service.as_ref().map(|(s, _)| s.clone()),
         },
         dag: dag::Options {
             external_names: args.enable_external_name_service,

@@ -96,6 +96,25 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
         };
         apply_policy(args, &policy, "policy").with_context(|| path.display().to_string())?;
     }
+    if let Some(r) = &file.rate_limit_service
+        && let Some(service) = r.extension_service.as_deref().filter(|s| !s.is_empty())
+    {
+        let Some((namespace, name)) = service.split_once('/') else {
+            bail!("{}: rateLimitService.extensionService: {service:?} is not namespace/name", path.display());
+        };
+        let default = r
+            .default_policy()
+            .map_err(|e| anyhow::anyhow!("{}: rateLimitService.defaultGlobalRateLimitPolicy: {e}", path.display()))?;
+        let config = api::contourconfig::RateLimitServiceConfig {
+            extension_service: api::contourconfig::NamespacedName { name: name.into(), namespace: namespace.into() },
+            domain: r.domain.clone(),
+            fail_open: r.fail_open,
+            enable_x_rate_limit_headers: r.enable_x_rate_limit_headers,
+            enable_resource_exhausted_code: r.enable_resource_exhausted_code,
+            default_global_rate_limit_policy: default,
+        };
+        args.rate_limit_service = Some(rate_limit_service(&config));
+    }
     if let Some(g) = &file.global_ext_auth {
         args.global_ext_auth = global_ext_auth_of_file(g).with_context(|| path.display().to_string())?;
     }
@@ -238,6 +257,9 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
     }
     if let Some(g) = &spec.global_ext_auth {
         args.global_ext_auth = global_ext_auth(g.clone(), "spec.globalExtAuth")?;
+    }
+    if let Some(r) = spec.rate_limit_service.as_ref().filter(|r| !r.extension_service.name.is_empty()) {
+        args.rate_limit_service = Some(rate_limit_service(r));
     }
     if let Some(i) = &spec.ingress {
         if let Some(classes) = i.class_names.clone().filter(|_| !explicit.contains("ingress_class_name")) {
@@ -396,6 +418,21 @@ fn global_ext_auth_of_file(g: &config::GlobalExtAuth) -> anyhow::Result<Option<a
         }),
     };
     global_ext_auth(server, "globalExtAuth")
+}
+
+/// Upstream's `rateLimitService` as the filter's settings and the default policy.
+fn rate_limit_service(
+    r: &api::contourconfig::RateLimitServiceConfig,
+) -> (xds::RateLimitService, Option<api::httpproxy::GlobalRateLimitPolicy>) {
+    let service = xds::RateLimitService {
+        cluster: format!("extension/{}/{}", r.extension_service.namespace, r.extension_service.name),
+        domain: r.domain.clone().unwrap_or_default(),
+        fail_open: r.fail_open == Some(true),
+        timeout_ms: None,
+        x_ratelimit_headers: r.enable_x_rate_limit_headers == Some(true),
+        resource_exhausted: r.enable_resource_exhausted_code == Some(true),
+    };
+    (service, r.default_global_rate_limit_policy.clone())
 }
 
 /// A global authorization server, checked: it names an ExtensionService with its namespace, a

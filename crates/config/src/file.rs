@@ -89,7 +89,7 @@ pub struct ContourConfig {
     pub listener: Option<Listener>,
     /// The global rate limit service.
     #[serde(default, rename = "rateLimitService")]
-    pub rate_limit_service: Option<serde_yaml::Mapping>,
+    pub rate_limit_service: Option<RateLimitService>,
     /// Global external authorization.
     #[serde(default, rename = "globalExtAuth")]
     pub global_ext_auth: Option<GlobalExtAuth>,
@@ -566,4 +566,29 @@ pub struct GlobalAuthBody {
     pub allow_partial_message: Option<bool>,
     /// Send the body as bytes.
     pub pack_as_bytes: Option<bool>,
+}
+
+/// `rateLimitService`: the service Envoy asks about global rate limits.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RateLimitService {
+    /// The ExtensionService, `namespace/name`.
+    pub extension_service: Option<String>,
+    /// The rate-limit domain.
+    pub domain: Option<String>,
+    /// Let requests through when the service fails.
+    pub fail_open: Option<bool>,
+    /// Send `X-RateLimit-*` headers.
+    pub enable_x_rate_limit_headers: Option<bool>,
+    /// RESOURCE_EXHAUSTED for limited gRPC requests.
+    pub enable_resource_exhausted_code: Option<bool>,
+    /// The global rate limit policy of every virtual host without one (HTTPProxy's shape).
+    pub default_global_rate_limit_policy: Option<serde_yaml::Value>,
+}
+
+impl RateLimitService {
+    /// `defaultGlobalRateLimitPolicy` in the caller's type; the error says why it does not fit.
+    pub fn default_policy<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>, String> {
+        self.default_global_rate_limit_policy.clone().map(serde_yaml::from_value).transpose().map_err(|e| e.to_string())
+    }
 }

@@ -56,6 +56,9 @@ pub struct Options {
     /// The authorization server of every virtual host that names none and does not opt out
     /// (`globalExtAuth`); its `extensionRef` has a namespace.
     pub global_authorization: Option<api::httpproxy::AuthorizationServer>,
+    /// The global rate limit of every virtual host without one that does not opt out
+    /// (`rateLimitService.defaultGlobalRateLimitPolicy`).
+    pub default_global_rate_limit: Option<api::httpproxy::GlobalRateLimitPolicy>,
 }
 
 impl Default for Options {
@@ -70,6 +73,7 @@ impl Default for Options {
             default_headers: None,
             enable_external_name_service: false,
             global_authorization: None,
+            default_global_rate_limit: None,
         }
     }
 }
@@ -509,12 +513,6 @@ impl Translator<'_> {
             self.error(origin, condition, field, "NotSupported", message);
             serve = false;
         }
-        let global = vhost.rate_limit_policy.as_ref().is_some_and(|p| p.global.is_some());
-        if global {
-            let field = "spec.virtualhost.rateLimitPolicy.global";
-            let message = format!("{field} is not supported by this controller yet and is ignored");
-            self.warning(origin, "SpecError", field, "IgnoredField", message);
-        }
         serve
     }
 
@@ -554,6 +552,30 @@ impl Translator<'_> {
                 return Err(());
             }
         };
+        let own_global = vhost.rate_limit_policy.as_ref().and_then(|p| p.global.as_ref());
+        let global_rate_limit = match own_global.map(filters::global_rate_limit).transpose() {
+            Ok(Some(Some(g))) => Some(g),
+            Ok(_) => {
+                // The default applies unless the host opts out (`global.disabled`).
+                let opted_out = own_global.is_some_and(|g| g.disabled == Some(true));
+                let default = self.options.default_global_rate_limit.as_ref().filter(|_| !opted_out);
+                match default.map(filters::global_rate_limit).transpose() {
+                    Ok(g) => g.flatten(),
+                    Err(e) => {
+                        let message = format!("Default Global RateLimit Policy is invalid: {e}");
+                        let field = "spec.virtualhost.rateLimitPolicy";
+                        self.error(origin, "VirtualHostError", field, "RateLimitPolicyNotValid", message);
+                        return Err(());
+                    }
+                }
+            }
+            Err(e) => {
+                let message = format!("Spec.VirtualHost.RateLimitPolicy is invalid: {e}");
+                let field = "spec.virtualhost.rateLimitPolicy";
+                self.error(origin, "VirtualHostError", field, "RateLimitPolicyNotValid", message);
+                return Err(());
+            }
+        };
         let ip_filter = match filters::ip_filter(f.ip_allow_policy.as_deref(), f.ip_deny_policy.as_deref()) {
             Ok(i) => i,
             Err(e) => {
@@ -565,8 +587,14 @@ impl Translator<'_> {
                 return Err(());
             }
         };
-        let policy =
-            ir::VirtualHostPolicy { cors, ip_filter, local_rate_limit, authorization: None, jwt_providers: Vec::new() };
+        let policy = ir::VirtualHostPolicy {
+            cors,
+            ip_filter,
+            local_rate_limit,
+            authorization: None,
+            jwt_providers: Vec::new(),
+            global_rate_limit,
+        };
         Ok((policy != ir::VirtualHostPolicy::default()).then(|| Arc::new(policy)))
     }
 }

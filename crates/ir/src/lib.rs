@@ -14,10 +14,10 @@ pub use http::{
     Redirect, RequestMirror, StringMatch, UrlRewrite, regex_escape,
 };
 pub use policy::{
-    Authorization, AuthorizationBody, BackendOptions, ClusterPolicy, CookieRewrite, Cors, CrossScheme,
-    ExtensionService, HashPolicy, HealthCheck, InternalRedirect, IpFilter, IpRule, JwtProvider, LoadBalancer,
-    LocalRateLimit, OriginMatch, RemoteJwks, RetryPolicy, RouteAuthorization, RoutePolicy, SharedBackendOptions,
-    SlowStart, UpstreamProtocol, UpstreamValidation, VirtualHostPolicy, merge_cookie_rewrites,
+    Authorization, AuthorizationBody, BackendOptions, ClusterPolicy, CookieRewrite, Cors, CrossScheme, DescriptorEntry,
+    ExtensionService, GlobalRateLimit, HashPolicy, HealthCheck, InternalRedirect, IpFilter, IpRule, JwtProvider,
+    LoadBalancer, LocalRateLimit, OriginMatch, RemoteJwks, RetryPolicy, RouteAuthorization, RoutePolicy,
+    SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation, VirtualHostPolicy, merge_cookie_rewrites,
 };
 
 use std::net::IpAddr;

@@ -16,7 +16,7 @@ pub use ext_authz::{Authorization, AuthorizationBody, RouteAuthorization};
 pub use extension::ExtensionService;
 pub use ip_filter::{IpFilter, IpRule};
 pub use jwt::{JwtProvider, RemoteJwks};
-pub use rate_limit::LocalRateLimit;
+pub use rate_limit::{DescriptorEntry, GlobalRateLimit, LocalRateLimit};
 
 use std::sync::Arc;
 
@@ -36,6 +36,8 @@ pub struct VirtualHostPolicy {
     pub authorization: Option<Authorization>,
     /// Providers of the tokens its routes may require (TLS hosts only).
     pub jwt_providers: Vec<JwtProvider>,
+    /// Descriptors sent to the rate-limit service for every request of the host.
+    pub global_rate_limit: Option<GlobalRateLimit>,
 }
 
 /// Route-level settings that are not request filters. The default asks for nothing.
@@ -67,6 +69,10 @@ pub struct RoutePolicy {
     pub authorization: Option<RouteAuthorization>,
     /// The provider whose token requests must carry; `None` checks none.
     pub jwt_provider: Option<String>,
+    /// Descriptors sent to the rate-limit service for this route's requests.
+    pub global_rate_limit: Option<GlobalRateLimit>,
+    /// The virtual host's descriptors are not sent for this route (`global.disabled`).
+    pub ignore_host_rate_limits: bool,
 }
 
 /// Settings that belong to an upstream cluster; backends with different settings get distinct

@@ -10,6 +10,7 @@ mod envoy;
 mod jwt;
 mod netns;
 mod process;
+mod ratelimit;
 mod relay;
 
 pub use apiserver::{ApiServer, apply_yaml, delete_yaml, dry_run_yaml, set_status, status_of};
@@ -21,6 +22,7 @@ pub use envoy::Envoy;
 pub use jwt::{JwksServer, Signer, now_s};
 pub use netns::NetnsBackend;
 pub use process::{signal, workspace_binary};
+pub use ratelimit::RateLimitService;
 pub use relay::Relay;
 
 use std::net::TcpListener;

@@ -241,6 +241,26 @@ pub struct CompileOptions {
     /// The authorization server checking every request of the default fleet whose virtual host
     /// has none of its own (`globalExtAuth`).
     pub global_authorization: Option<ir::Authorization>,
+    /// The rate-limit service the default fleet asks about global limits (`rateLimitService`).
+    pub rate_limit_service: Option<RateLimitService>,
+}
+
+/// Upstream's `rateLimitService`: where Envoy asks, in which domain, and what happens when it
+/// cannot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimitService {
+    /// The ExtensionService's cluster, `extension/<namespace>/<name>`.
+    pub cluster: String,
+    /// The rate-limit domain of the descriptors.
+    pub domain: String,
+    /// Let requests through when the service cannot answer (otherwise they get 500).
+    pub fail_open: bool,
+    /// How long an answer may take, in milliseconds; `None` is Envoy's default (20 ms).
+    pub timeout_ms: Option<u64>,
+    /// Send `X-RateLimit-*` headers (draft 03).
+    pub x_ratelimit_headers: bool,
+    /// Answer gRPC requests over the limit with RESOURCE_EXHAUSTED instead of UNAVAILABLE.
+    pub resource_exhausted: bool,
 }
 
 impl Default for CompileOptions {
@@ -255,6 +275,7 @@ impl Default for CompileOptions {
             listener: ListenerOptions::default(),
             cluster: ClusterOptions::default(),
             global_authorization: None,
+            rate_limit_service: None,
         }
     }
 }

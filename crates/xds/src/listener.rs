@@ -52,6 +52,7 @@ pub(crate) fn listener<'a>(
     // The global authorization server checks the default fleet's requests (upstream's
     // listeners are the default fleet's).
     let global = options.global_authorization.clone().filter(|_| default_fleet);
+    let rate_limit = options.rate_limit_service.as_ref().filter(|_| default_fleet);
     // Built once for the listener, not once per filter chain (a TLS port has one per host).
     let shared = Shared {
         filters: http_filters(settings),
@@ -86,7 +87,7 @@ pub(crate) fn listener<'a>(
                     stat_prefix,
                     &table.name,
                     Default::default(),
-                    Checks { authorization: global.as_ref(), jwt_providers: &[] },
+                    Checks { authorization: global.as_ref(), jwt_providers: &[], rate_limit },
                     options,
                     &shared,
                 )],
@@ -130,7 +131,7 @@ pub(crate) fn listener<'a>(
                                 stat_prefix,
                                 &routes.name,
                                 forward,
-                                Checks { authorization, jwt_providers },
+                                Checks { authorization, jwt_providers, rate_limit },
                                 options,
                                 &shared,
                             )],
@@ -270,11 +271,12 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
 struct Checks<'a> {
     authorization: Option<&'a ir::Authorization>,
     jwt_providers: &'a [ir::JwtProvider],
+    rate_limit: Option<&'a crate::RateLimitService>,
 }
 
 impl Checks<'_> {
-    /// The listener's filters with the checks just before the router, JWT first (upstream's
-    /// order).
+    /// The listener's filters with the checks just before the router: JWT, authorization, the
+    /// global rate limit (upstream's order).
     fn filters(&self, shared: &[HttpFilter]) -> Vec<HttpFilter> {
         let mut filters = shared.to_vec();
         let router = filters.pop();
@@ -283,6 +285,9 @@ impl Checks<'_> {
         }
         if let Some(a) = self.authorization {
             filters.push(crate::ext_authz::filter(a));
+        }
+        if let Some(service) = self.rate_limit {
+            filters.push(crate::ratelimit::global_filter(service));
         }
         filters.extend(router);
         filters

@@ -152,6 +152,10 @@ fn vhost_head(vh: &dag::VirtualHost, name: String) -> Vec<u8> {
         ];
         // VirtualHost.typed_per_filter_config is field 15.
         append_per_filter_config(&mut bytes, 15, configs.into_iter().flatten());
+        // VirtualHost.rate_limits is field 6.
+        for limit in policy.global_rate_limit.iter().flat_map(crate::ratelimit::rate_limits) {
+            append_field(&mut bytes, 6, &limit.encode_to_vec());
+        }
     }
     bytes
 }
@@ -298,6 +302,7 @@ fn per_filter_configs(route: &Route) -> impl Iterator<Item = (&'static str, Any)
         policy.ip_filter.as_ref().filter(|_| forward).map(|f| (crate::rbac::NAME, crate::rbac::per_route(f))),
         policy.authorization.as_ref().and_then(crate::ext_authz::per_route).map(|a| (crate::ext_authz::NAME, a)),
         policy.jwt_provider.as_deref().map(|p| (crate::jwt::NAME, crate::jwt::per_route(p))),
+        policy.ignore_host_rate_limits.then(|| (crate::ratelimit::GLOBAL, crate::ratelimit::ignore_host_limits())),
         // With weighted clusters, each carries the route's rules merged with its own.
         crate::lua::cookie_rewrites(&policy.cookie_rewrites).filter(|_| single).map(|c| (crate::lua::NAME, c)),
     ]
@@ -345,6 +350,19 @@ fn route(route: &Route) -> r::Route {
     }
 }
 
+/// A header condition as Envoy matches it.
+pub(crate) fn header_matcher(h: &ir::HeaderMatch) -> r::HeaderMatcher {
+    r::HeaderMatcher {
+        name: h.name.clone(),
+        header_match_specifier: Some(match &h.value {
+            StringMatch::Present => r::header_matcher::HeaderMatchSpecifier::PresentMatch(true),
+            value => r::header_matcher::HeaderMatchSpecifier::StringMatch(string_match(value, h.ignore_case)),
+        }),
+        invert_match: h.invert,
+        treat_missing_header_as_empty: h.missing_as_empty,
+    }
+}
+
 fn route_match(m: &HttpMatch) -> r::RouteMatch {
     let path_specifier = match &m.path {
         PathMatch::Exact(p) => r::route_match::PathSpecifier::Path(p.clone()),
@@ -360,19 +378,7 @@ fn route_match(m: &HttpMatch) -> r::RouteMatch {
             }
         }
     };
-    let mut headers: Vec<r::HeaderMatcher> = m
-        .headers
-        .iter()
-        .map(|h| r::HeaderMatcher {
-            name: h.name.clone(),
-            header_match_specifier: Some(match &h.value {
-                StringMatch::Present => r::header_matcher::HeaderMatchSpecifier::PresentMatch(true),
-                value => r::header_matcher::HeaderMatchSpecifier::StringMatch(string_match(value, h.ignore_case)),
-            }),
-            invert_match: h.invert,
-            treat_missing_header_as_empty: h.missing_as_empty,
-        })
-        .collect();
+    let mut headers: Vec<r::HeaderMatcher> = m.headers.iter().map(header_matcher).collect();
     if let Some(method) = &m.method {
         headers.push(r::HeaderMatcher {
             name: ":method".into(),
@@ -453,6 +459,7 @@ fn forward(
         },
         hash_policy: policy.hash_policies.iter().map(hash_policy).collect(),
         internal_redirect_policy: policy.internal_redirect.as_ref().map(internal_redirect),
+        rate_limits: policy.global_rate_limit.as_ref().map(crate::ratelimit::rate_limits).unwrap_or_default(),
         request_mirror_policies: mirrors
             .iter()
             .map(|(cluster, percent)| r::route_action::RequestMirrorPolicy {

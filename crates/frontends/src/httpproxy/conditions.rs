@@ -162,7 +162,7 @@ pub(super) fn merged_match(conditions: &[&MatchCondition]) -> HttpMatch {
 }
 
 /// A header condition; `None` when it asks for nothing (every matcher unset, empty or false).
-fn header(h: &HeaderMatchCondition) -> Option<HeaderMatch> {
+pub(super) fn header(h: &HeaderMatchCondition) -> Option<HeaderMatch> {
     let ignore_case = h.ignore_case.unwrap_or(false);
     let missing_as_empty = h.treat_missing_as_empty.unwrap_or(false);
     let (value, invert) = if h.present == Some(true) {

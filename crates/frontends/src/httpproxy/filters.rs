@@ -4,8 +4,10 @@
 
 use std::net::IpAddr;
 
-use api::httpproxy::{CORSPolicy, CookieRewritePolicy, HeadersPolicy, IPFilterPolicy, LocalRateLimitPolicy};
-use ir::{CookieRewrite, Cors, IpFilter, IpRule, LocalRateLimit, OriginMatch};
+use api::httpproxy::{
+    CORSPolicy, CookieRewritePolicy, GlobalRateLimitPolicy, HeadersPolicy, IPFilterPolicy, LocalRateLimitPolicy,
+};
+use ir::{CookieRewrite, Cors, DescriptorEntry, GlobalRateLimit, IpFilter, IpRule, LocalRateLimit, OriginMatch};
 
 use super::policy::{self, Variables};
 
@@ -167,6 +169,47 @@ pub(super) fn local_rate_limit(policy: &LocalRateLimitPolicy, stat_prefix: Strin
         response_headers: headers.modifier.set,
         stat_prefix,
     })
+}
+
+/// `rateLimitPolicy.global`: `None` when disabled or without descriptors; each entry must set
+/// exactly one field (upstream's check and message).
+pub(super) fn global_rate_limit(policy: &GlobalRateLimitPolicy) -> Result<Option<GlobalRateLimit>, String> {
+    if policy.disabled == Some(true) {
+        return Ok(None);
+    }
+    let mut descriptors = Vec::new();
+    for d in policy.descriptors.iter().flatten() {
+        let mut entries = Vec::new();
+        for e in &d.entries {
+            let set = usize::from(e.generic_key.is_some())
+                + usize::from(e.request_header.is_some())
+                + usize::from(e.request_header_value_match.is_some())
+                + usize::from(e.remote_address.is_some());
+            if set != 1 {
+                return Err("rate limit descriptor entry must have exactly one field set".into());
+            }
+            let entry = if let Some(g) = &e.generic_key {
+                DescriptorEntry::GenericKey { key: g.key.clone().unwrap_or_default(), value: g.value.clone() }
+            } else if let Some(h) = &e.request_header {
+                DescriptorEntry::RequestHeader {
+                    header_name: h.header_name.clone(),
+                    descriptor_key: h.descriptor_key.clone(),
+                }
+            } else if let Some(m) = &e.request_header_value_match {
+                let headers = m.headers.iter().flatten().filter_map(super::conditions::header).collect();
+                DescriptorEntry::HeaderValueMatch {
+                    headers,
+                    expect_match: m.expect_match.unwrap_or(true),
+                    value: m.value.clone(),
+                }
+            } else {
+                DescriptorEntry::RemoteAddress
+            };
+            entries.push(entry);
+        }
+        descriptors.push(entries);
+    }
+    Ok((!descriptors.is_empty()).then_some(GlobalRateLimit { descriptors }))
 }
 
 /// `cookieRewritePolicies` of a route or service (upstream's `CookieRewritePoliciesInvalid`

@@ -160,11 +160,6 @@ fn route(
         let message = format!("{field}.{name} is not supported by this controller yet; the route is not served");
         return fail(t, condition, "NotSupported", message);
     }
-    if r.rate_limit_policy.as_ref().is_some_and(|p| p.global.is_some()) {
-        let name = format!("{field}.rateLimitPolicy.global");
-        let message = format!("{name} is not supported by this controller yet and is ignored");
-        t.warning(origin, "SpecError", &name, "IgnoredField", message);
-    }
     let own = r.conditions.as_deref().unwrap_or_default();
     if let Err(e) = check_paths(own) {
         return fail(t, "RouteError", "PathMatchConditionsNotValid", format!("route: {e}"));
@@ -209,6 +204,14 @@ fn route(
         Ok(i) => i,
         Err(e) => return fail(t, "IPFilterError", e.reason, e.message),
     };
+    let global = r.rate_limit_policy.as_ref().and_then(|p| p.global.as_ref());
+    let global_rate_limit = match global.map(filters::global_rate_limit).transpose() {
+        Ok(g) => g.flatten(),
+        Err(e) => {
+            return fail(t, "RouteError", "RateLimitPolicyNotValid", format!("route.rateLimitPolicy is invalid: {e}"));
+        }
+    };
+    let ignore_host_rate_limits = global.is_some_and(|g| g.disabled == Some(true));
     // A TLS root's routes require its default provider unless they say otherwise.
     let jwt_provider = match t.jwt.as_ref().map(|j| j.route(r.jwt_verification_policy.as_ref())) {
         None => None,
@@ -304,6 +307,8 @@ fn route(
         // Routes of a root with an authorization server; elsewhere `authPolicy` means nothing.
         authorization: t.auth.as_ref().map(|a| a.route(r.auth_policy.as_ref())),
         jwt_provider,
+        global_rate_limit,
+        ignore_host_rate_limits,
         ip_filter,
         local_rate_limit,
         cookie_rewrites,

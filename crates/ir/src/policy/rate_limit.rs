@@ -17,3 +17,42 @@ pub struct LocalRateLimit {
     /// The prefix of the limiter's statistics, such as `vhost.example.com` (upstream's).
     pub stat_prefix: String,
 }
+
+/// Limits counted by the rate-limit service (HTTPProxy's `rateLimitPolicy.global`): each
+/// descriptor, a list of entries, is sent to the service, which counts and decides.
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq, Hash)]
+pub struct GlobalRateLimit {
+    /// The descriptors, each a list of entries.
+    pub descriptors: Vec<Vec<DescriptorEntry>>,
+}
+
+/// One entry of a rate-limit descriptor.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
+pub enum DescriptorEntry {
+    /// A fixed key and value (`generic_key` when the key is empty).
+    GenericKey {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+    },
+    /// A request header's value under a key; without the header, the descriptor is not sent.
+    RequestHeader {
+        /// The header.
+        header_name: String,
+        /// The key.
+        descriptor_key: String,
+    },
+    /// `header_match` with this value when the headers match (or do not, with `expect_match`
+    /// false).
+    HeaderValueMatch {
+        /// The header conditions, AND-ed.
+        headers: Vec<crate::HeaderMatch>,
+        /// Whether the conditions must hold (true) or fail (false).
+        expect_match: bool,
+        /// The value.
+        value: String,
+    },
+    /// The client's address (`remote_address`).
+    RemoteAddress,
+}

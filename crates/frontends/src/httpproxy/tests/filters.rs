@@ -302,3 +302,70 @@ fn jwt_providers_and_route_requirements_are_checked_as_upstream_checks_them() {
     assert_eq!((providers[0].jwks.port, providers[0].jwks.timeout_ms, providers[0].forward), (443, 1000, true));
     assert_eq!(route.rules[0].policy.jwt_provider.as_deref(), Some("a"), "the default provider");
 }
+
+#[test]
+fn global_rate_limits_become_descriptors_and_the_default_applies_unless_opted_out() {
+    let yaml = [
+        proxy(
+            "own",
+            "  virtualhost:
+    fqdn: own.example.com
+    rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {key: k, value: v}}, {remoteAddress: {}}]}, {entries: [{requestHeader: {headerName: x-user, descriptorKey: user}}]}]}}
+  routes:
+  - conditions: [{prefix: /free}]
+    rateLimitPolicy: {global: {disabled: true}}
+    services: [{name: web, port: 80}]
+  - rateLimitPolicy: {global: {descriptors: [{entries: [{requestHeaderValueMatch: {headers: [{name: x-env, exact: prod}], value: prod}}]}]}}
+    services: [{name: web, port: 80}]",
+        ),
+        proxy("defaulted", "  virtualhost: {fqdn: defaulted.example.com}\n  routes: [{services: [{name: web, port: 80}]}]"),
+        proxy(
+            "optout",
+            "  virtualhost: {fqdn: optout.example.com, rateLimitPolicy: {global: {disabled: true}}}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+        proxy(
+            "bad",
+            "  virtualhost: {fqdn: bad.example.com, rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {value: a}, remoteAddress: {}}]}]}}}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+    ]
+    .concat();
+    use api::httpproxy::{GenericKeyDescriptor, GlobalRateLimitPolicy, RateLimitDescriptor, RateLimitDescriptorEntry};
+    let entry = RateLimitDescriptorEntry {
+        generic_key: Some(GenericKeyDescriptor { key: None, value: "default".into() }),
+        ..Default::default()
+    };
+    let default =
+        GlobalRateLimitPolicy { disabled: None, descriptors: Some(vec![RateLimitDescriptor { entries: vec![entry] }]) };
+    let options = Options { default_global_rate_limit: Some(default), ..Default::default() };
+    let (t, statuses) = run_with(&yaml, &options);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/bad invalid: At least one error present, see Errors for details",
+            "  VirtualHostError/RateLimitPolicyNotValid: Spec.VirtualHost.RateLimitPolicy is invalid: rate limit descriptor entry must have exactly one field set",
+            "apps/defaulted valid: Valid HTTPProxy",
+            "apps/optout valid: Valid HTTPProxy",
+            "apps/own valid: Valid HTTPProxy",
+        ]
+    );
+    let own = vhost_policy(&t, "own.example.com").and_then(|p| p.global_rate_limit.clone()).unwrap();
+    assert_eq!(
+        own.descriptors,
+        [
+            vec![
+                ir::DescriptorEntry::GenericKey { key: "k".into(), value: "v".into() },
+                ir::DescriptorEntry::RemoteAddress
+            ],
+            vec![ir::DescriptorEntry::RequestHeader { header_name: "x-user".into(), descriptor_key: "user".into() }],
+        ]
+    );
+    let rules = http_rules(&t, "own.example.com");
+    let free = rules.iter().find(|r| format!("{:?}", r.matches[0].path).contains("/free")).unwrap();
+    assert!(free.policy.ignore_host_rate_limits && free.policy.global_rate_limit.is_none());
+    let defaulted = vhost_policy(&t, "defaulted.example.com").and_then(|p| p.global_rate_limit.clone()).unwrap();
+    assert_eq!(
+        defaulted.descriptors,
+        [vec![ir::DescriptorEntry::GenericKey { key: String::new(), value: "default".into() }]]
+    );
+    assert!(vhost_policy(&t, "optout.example.com").is_none_or(|p| p.global_rate_limit.is_none()), "opted out");
+}
