@@ -638,3 +638,29 @@ async fn global_rate_limits_are_counted_by_the_rate_limit_service() -> anyhow::R
     assert!(down.is_some(), "no 500 with the rate-limit service down; log:\n{}", serve.log());
     Ok(())
 }
+
+/// `rateLimitService.failOpen`: with the service unreachable, requests go through when it is
+/// true and get 500 when it is false.
+#[tokio::test]
+async fn global_rate_limits_fail_open_when_asked() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    // Nothing listens here: the service is down.
+    let down = SocketAddr::from(([127, 0, 0, 1], testkit::free_port()));
+    let objects = [
+        service("web", &[web.addr]),
+        service("ratelimit", &[down]),
+        "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: ratelimit, namespace: default}\nspec: {protocol: h2c, services: [{name: ratelimit, port: 80}]}\n".into(),
+        "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: web, namespace: default}\nspec:\n  virtualhost: {fqdn: www.example.com, rateLimitPolicy: {global: {descriptors: [{entries: [{remoteAddress: {}}]}]}}}\n  routes: [{services: [{name: web, port: 80}]}]\n".into(),
+    ]
+    .concat();
+    for (fail_open, status) in [(true, 200), (false, 500)] {
+        let contour = format!(
+            "rateLimitService: {{extensionService: default/ratelimit, domain: contour, failOpen: {fail_open}}}\n"
+        );
+        let serve = Serve::start(&objects, Some(&contour), &[])?;
+        let _envoy = serve.envoy().await?;
+        let r = routed(&serve, "www.example.com").await?;
+        assert_eq!(r.status, status, "failOpen {fail_open}: {r:?}");
+    }
+    Ok(())
+}
