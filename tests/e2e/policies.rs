@@ -312,8 +312,15 @@ async fn jwt_verification_accepts_good_tokens_only() -> anyhow::Result<()> {
     let (rsa, ec, stranger) = (Signer::rs256("rsa")?, Signer::es256("ec")?, Signer::es256("ec")?);
     let jwks = JwksServer::start(&ca.issue(&["jwks.test"])?, vec![rsa.jwk(), ec.jwk()]).await?;
     let uri = format!("https://127.0.0.1:{}/jwks.json", jwks.addr.port());
+    // The EC key alone, in a Secret (localJWKS).
+    let local = {
+        use base64::Engine;
+        let document = serde_json::json!({ "keys": [ec.jwk()] }).to_string();
+        base64::engine::general_purpose::STANDARD.encode(document)
+    };
     let yaml = [
         ready(&web),
+        format!("---\napiVersion: v1\nkind: Secret\nmetadata: {{name: jwks, namespace: default}}\ndata: {{jwks.json: {local}}}\n"),
         tls_secret("cert", &ca.issue(&["jwt.test"])?),
         proxy(
             "jwt",
@@ -324,7 +331,11 @@ async fn jwt_verification_accepts_good_tokens_only() -> anyhow::Result<()> {
     jwtProviders:
     - {{name: idp, default: true, issuer: https://idp.test, audiences: [api], forwardJWT: true, remoteJWKS: {{uri: '{uri}', timeout: 2s}}}}
     - {{name: other, issuer: https://other.test, remoteJWKS: {{uri: '{uri}'}}}}
+    - {{name: local, issuer: https://local.test, localJWKS: {{secretName: jwks, key: jwks.json}}}}
   routes:
+  - conditions: [{{prefix: /local}}]
+    jwtVerificationPolicy: {{require: local}}
+    services: [{{name: web, port: 80}}]
   - conditions: [{{prefix: /public}}]
     jwtVerificationPolicy: {{disabled: true}}
     services: [{{name: web, port: 80}}]
@@ -368,5 +379,10 @@ async fn jwt_verification_accepts_good_tokens_only() -> anyhow::Result<()> {
     let other = rsa.token(&claims("https://other.test", "anything", later))?;
     assert_eq!(get("/other", Some(other)).await?.status, 200);
     assert_eq!(get("/public", None).await?.status, 200, "verification disabled");
+    // Keys from a Secret: the EC key is there, the RSA key is not.
+    let local_ec = ec.token(&claims("https://local.test", "any", later))?;
+    assert_eq!(get("/local", Some(local_ec)).await?.status, 200);
+    let local_rsa = rsa.token(&claims("https://local.test", "any", later))?;
+    assert_eq!(get("/local", Some(local_rsa)).await?.status, 401);
     h.assert_no_nacks().await
 }

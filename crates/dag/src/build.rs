@@ -421,7 +421,9 @@ impl Builder<'_> {
             }
             // The JWKS servers a TLS host's providers fetch keys from.
             for provider in routes.iter().filter_map(|r| r.vhost.as_ref()).flat_map(|p| &p.jwt_providers) {
-                self.jwks_cluster(&provider.jwks, &mut uses);
+                if let ir::Jwks::Remote(remote) = &provider.jwks {
+                    self.jwks_cluster(remote, &mut uses);
+                }
             }
             let uses = Arc::new(Uses::of(uses));
             let conflicts = crate::conflict::conflicting_rules(&routes);

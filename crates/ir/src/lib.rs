@@ -15,7 +15,7 @@ pub use http::{
 };
 pub use policy::{
     Authorization, AuthorizationBody, BackendOptions, ClusterPolicy, CookieRewrite, Cors, CrossScheme, DescriptorEntry,
-    ExtensionService, GlobalRateLimit, HashPolicy, HealthCheck, InternalRedirect, IpFilter, IpRule, JwtProvider,
+    ExtensionService, GlobalRateLimit, HashPolicy, HealthCheck, InternalRedirect, IpFilter, IpRule, Jwks, JwtProvider,
     LoadBalancer, LocalRateLimit, OriginMatch, RemoteJwks, RetryPolicy, RouteAuthorization, RoutePolicy,
     SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation, VirtualHostPolicy, merge_cookie_rewrites,
 };

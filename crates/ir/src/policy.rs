@@ -15,7 +15,7 @@ pub use cors::{Cors, OriginMatch};
 pub use ext_authz::{Authorization, AuthorizationBody, RouteAuthorization};
 pub use extension::ExtensionService;
 pub use ip_filter::{IpFilter, IpRule};
-pub use jwt::{JwtProvider, RemoteJwks};
+pub use jwt::{Jwks, JwtProvider, RemoteJwks};
 pub use rate_limit::{DescriptorEntry, GlobalRateLimit, LocalRateLimit};
 
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! name, which routes name through per-filter configuration; a route naming none is not
 //! checked.
 
-use envoy_types::pb::envoy::config::core::v3::{HttpUri, http_uri};
+use envoy_types::pb::envoy::config::core::v3::{DataSource, HttpUri, data_source, http_uri};
 use envoy_types::pb::envoy::extensions::filters::http::jwt_authn::v3::{
     JwtProvider, PerRouteConfig, RemoteJwks, jwt_provider, per_route_config,
 };
@@ -55,15 +55,21 @@ pub(crate) fn filter(providers: &[ir::JwtProvider]) -> HttpFilter {
         issuer: p.issuer.clone(),
         audiences: p.audiences.clone(),
         forward: p.forward,
-        jwks_source_specifier: Some(jwt_provider::JwksSourceSpecifier::RemoteJwks(RemoteJwks {
-            http_uri: Some(HttpUri {
-                uri: p.jwks.uri.clone(),
-                timeout: Some(crate::duration_ms(p.jwks.timeout_ms)),
-                http_upstream_type: Some(http_uri::HttpUpstreamType::Cluster(dag::jwks_cluster_name(&p.jwks))),
+        jwks_source_specifier: Some(match &p.jwks {
+            ir::Jwks::Remote(remote) => jwt_provider::JwksSourceSpecifier::RemoteJwks(RemoteJwks {
+                http_uri: Some(HttpUri {
+                    uri: remote.uri.clone(),
+                    timeout: Some(crate::duration_ms(remote.timeout_ms)),
+                    http_upstream_type: Some(http_uri::HttpUpstreamType::Cluster(dag::jwks_cluster_name(remote))),
+                }),
+                cache_duration: remote.cache_duration_ms.map(crate::duration_ms),
+                ..Default::default()
             }),
-            cache_duration: p.jwks.cache_duration_ms.map(crate::duration_ms),
-            ..Default::default()
-        })),
+            ir::Jwks::Local(jwks) => jwt_provider::JwksSourceSpecifier::LocalJwks(DataSource {
+                specifier: Some(data_source::Specifier::InlineString(jwks.clone())),
+                ..Default::default()
+            }),
+        }),
         ..Default::default()
     };
     let config = Authentication {
@@ -102,7 +108,7 @@ mod tests {
             name: name.into(),
             issuer: "https://issuer".into(),
             audiences: vec!["api".into()],
-            jwks: ir::RemoteJwks {
+            jwks: ir::Jwks::Remote(ir::RemoteJwks {
                 uri: "https://idp.example.com/keys".into(),
                 tls: true,
                 host: "idp.example.com".into(),
@@ -111,7 +117,7 @@ mod tests {
                 timeout_ms: 1000,
                 cache_duration_ms: None,
                 dns_lookup_family: None,
-            },
+            }),
             forward: true,
         };
         let f = filter(&[provider("b"), provider("a")]);

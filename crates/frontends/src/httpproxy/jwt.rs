@@ -2,7 +2,7 @@
 //! (`jwtVerificationPolicy`), with upstream's checks, reasons and messages.
 
 use api::httpproxy::{JWTVerificationPolicy, VirtualHost};
-use ir::{JwtProvider, Origin, RemoteJwks};
+use ir::{Jwks, JwtProvider, Origin, RemoteJwks};
 
 use super::Translator;
 
@@ -84,12 +84,25 @@ pub(super) fn providers(
                 let message = "Spec.VirtualHost.JWTProviders: one of remoteJWKS or localJWKS must be set".into();
                 return fail(t, "JWKSSourceMissing", message);
             }
-            (None, Some(_)) => {
-                let message = format!(
-                    "{field}.localJWKS is not supported by this controller yet; the virtual host is not served"
-                );
-                return fail(t, "NotSupported", message);
-            }
+            (None, Some(local)) => match local_jwks(t, &origin.namespace, &local.secret_name, &local.key) {
+                Ok(jwks) => {
+                    out.push(JwtProvider {
+                        name: p.name.clone(),
+                        issuer: p.issuer.clone().unwrap_or_default(),
+                        audiences: p.audiences.clone().unwrap_or_default(),
+                        jwks: Jwks::Local(jwks),
+                        forward: p.forward_jwt == Some(true),
+                    });
+                    continue;
+                }
+                Err(e) => {
+                    return fail(
+                        t,
+                        "LocalJWKSInvalid",
+                        format!("Spec.VirtualHost.JWTProviders.LocalJWKS is invalid: {e}"),
+                    );
+                }
+            },
             (Some(r), None) => r,
         };
         let Some((tls, host, port)) = parse_uri(&remote.uri) else {
@@ -176,7 +189,7 @@ pub(super) fn providers(
             name: p.name.clone(),
             issuer: p.issuer.clone().unwrap_or_default(),
             audiences: p.audiences.clone().unwrap_or_default(),
-            jwks: RemoteJwks {
+            jwks: Jwks::Remote(RemoteJwks {
                 uri: remote.uri.clone(),
                 tls,
                 host,
@@ -185,12 +198,33 @@ pub(super) fn providers(
                 timeout_ms,
                 cache_duration_ms,
                 dns_lookup_family,
-            },
+            }),
             forward: p.forward_jwt == Some(true),
         });
     }
     inherited.names = out.iter().map(|p| p.name.clone()).collect();
     Ok((out, inherited))
+}
+
+/// The JWKS document under `key` of the Secret `name` in the proxy's namespace: a JSON object
+/// with a non-empty `keys` array whose entries name their key type (Envoy refuses anything
+/// else, and with it the whole listener).
+fn local_jwks(t: &mut Translator<'_>, namespace: &str, name: &str, key: &str) -> Result<String, String> {
+    let secret = t.secret(namespace, name).ok_or_else(|| format!("Secret \"{namespace}/{name}\" not found"))?;
+    let data = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .ok_or_else(|| format!("Secret \"{namespace}/{name}\" has no key {key:?}"))?;
+    let text = std::str::from_utf8(&data.0).map_err(|_| format!("key {key:?} is not UTF-8"))?;
+    let document: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("key {key:?} is not JSON: {e}"))?;
+    let keys = document.get("keys").and_then(|k| k.as_array()).filter(|k| !k.is_empty());
+    let keys = keys.ok_or_else(|| format!("key {key:?} holds no JWKS (a \"keys\" array)"))?;
+    if keys.iter().any(|k| k.get("kty").and_then(|t| t.as_str()).is_none()) {
+        return Err(format!("key {key:?}: every JWK needs its \"kty\""));
+    }
+    Ok(text.to_string())
 }
 
 /// `scheme://host[:port][/path]`: whether the scheme is https (`None` for another scheme), the

@@ -13,9 +13,18 @@ pub struct JwtProvider {
     /// The `aud` values accepted (any of them); empty accepts any.
     pub audiences: Vec<String>,
     /// Where the keys come from.
-    pub jwks: RemoteJwks,
+    pub jwks: Jwks,
     /// Keep the token in the request sent to the backend.
     pub forward: bool,
+}
+
+/// Where a provider's keys come from.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
+pub enum Jwks {
+    /// Fetched from a server.
+    Remote(RemoteJwks),
+    /// A JWKS document from a Secret (already checked to be one).
+    Local(String),
 }
 
 /// Keys fetched over HTTP(S) and cached.

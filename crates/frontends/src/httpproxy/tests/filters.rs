@@ -269,6 +269,7 @@ fn jwt_providers_and_route_requirements_are_checked_as_upstream_checks_them() {
         root("plain-ca", "[{name: a, remoteJWKS: {uri: 'http://idp/keys', validation: {caSecret: cert, subjectName: idp}}}]", ""),
         root("undefined", &format!("[{{name: a, {remote}}}]"), "jwtVerificationPolicy: {require: nope}, "),
         root("both", &format!("[{{name: a, {remote}}}]"), "jwtVerificationPolicy: {require: a, disabled: true}, "),
+        root("local-bad", "[{name: a, localJWKS: {secretName: cert, key: tls.crt}}]", ""),
     ]
     .concat();
     let (t, statuses) = run(&yaml);
@@ -285,6 +286,8 @@ fn jwt_providers_and_route_requirements_are_checked_as_upstream_checks_them() {
             format!("apps/family {invalid}"),
             "  JWTVerificationError/RemoteJWKSDNSLookupFamilyInvalid: Spec.VirtualHost.JWTProviders.RemoteJWKS.DNSLookupFamily has an invalid value \"v5\", must be auto, all, v4 or v6".into(),
             "apps/good valid: Valid HTTPProxy".into(),
+            format!("apps/local-bad {invalid}"),
+            "  JWTVerificationError/LocalJWKSInvalid: Spec.VirtualHost.JWTProviders.LocalJWKS is invalid: key \"tls.crt\" is not JSON: invalid number at line 1 column 2".into(),
             format!("apps/plain-ca {invalid}"),
             "  JWTVerificationError/RemoteJWKSUpstreamValidationInvalid: Spec.VirtualHost.JWTProviders.RemoteJWKS.UpstreamValidation must not be specified when URI scheme is http.".into(),
             format!("apps/scheme {invalid}"),
@@ -299,7 +302,8 @@ fn jwt_providers_and_route_requirements_are_checked_as_upstream_checks_them() {
     let route = &secure.http_routes[0];
     let providers = &route.vhost.as_ref().expect("a policy").jwt_providers;
     assert_eq!(providers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
-    assert_eq!((providers[0].jwks.port, providers[0].jwks.timeout_ms, providers[0].forward), (443, 1000, true));
+    let ir::Jwks::Remote(remote) = &providers[0].jwks else { panic!("remote") };
+    assert_eq!((remote.port, remote.timeout_ms, providers[0].forward), (443, 1000, true));
     assert_eq!(route.rules[0].policy.jwt_provider.as_deref(), Some("a"), "the default provider");
 }
 
