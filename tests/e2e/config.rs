@@ -7,7 +7,7 @@ use std::time::Duration;
 use testkit::{Backend, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::harness::{Serve, service};
+use crate::harness::{Serve, extension_service, service};
 
 /// One HTTPProxy `web` for `www.example.com`, every path to the backend `web`.
 fn objects(backend: SocketAddr) -> String {
@@ -573,7 +573,7 @@ async fn global_external_authorization_checks_every_virtual_host() -> anyhow::Re
     let objects = [
         objects(web.addr),
         service("authz", &[auth.addr]),
-        "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: authz, namespace: default}\nspec: {protocol: h2c, services: [{name: authz, port: 80}]}\n".into(),
+        extension_service("authz", "authz"),
         "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: optout, namespace: default}\nspec:\n  virtualhost: {fqdn: optout.example.com, authorization: {authPolicy: {disabled: true}}}\n  routes: [{services: [{name: web, port: 80}]}]\n".into(),
     ]
     .concat();
@@ -602,7 +602,7 @@ async fn global_rate_limits_are_counted_by_the_rate_limit_service() -> anyhow::R
     let objects = [
         service("web", &[web.addr]),
         service("ratelimit", &[limiter.grpc]),
-        "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: ratelimit, namespace: default}\nspec: {protocol: h2c, services: [{name: ratelimit, port: 80}]}\n".into(),
+        extension_service("ratelimit", "ratelimit"),
         "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: web, namespace: default}\nspec:
   virtualhost:
     fqdn: www.example.com
@@ -611,7 +611,8 @@ async fn global_rate_limits_are_counted_by_the_rate_limit_service() -> anyhow::R
   - conditions: [{prefix: /unlimited}]
     rateLimitPolicy: {global: {disabled: true}}
     services: [{name: web, port: 80}]
-  - services: [{name: web, port: 80}]\n".into(),
+  - services: [{name: web, port: 80}]\n"
+            .into(),
     ]
     .concat();
     let contour = "rateLimitService:\n  extensionService: default/ratelimit\n  domain: contour\n  failOpen: false\n  enableXRateLimitHeaders: true\n";
@@ -649,7 +650,7 @@ async fn global_rate_limits_fail_open_when_asked() -> anyhow::Result<()> {
     let objects = [
         service("web", &[web.addr]),
         service("ratelimit", &[down]),
-        "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: ratelimit, namespace: default}\nspec: {protocol: h2c, services: [{name: ratelimit, port: 80}]}\n".into(),
+        extension_service("ratelimit", "ratelimit"),
         "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: web, namespace: default}\nspec:\n  virtualhost: {fqdn: www.example.com, rateLimitPolicy: {global: {descriptors: [{entries: [{remoteAddress: {}}]}]}}}\n  routes: [{services: [{name: web, port: 80}]}]\n".into(),
     ]
     .concat();

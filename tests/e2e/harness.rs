@@ -122,6 +122,13 @@ spec:
     )
 }
 
+/// An ExtensionService `default/<name>` speaking h2c to port 80 of the Service `service`.
+pub fn extension_service(name: &str, service: &str) -> String {
+    format!(
+        "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {{name: {name}, namespace: default}}\nspec: {{protocol: h2c, services: [{{name: {service}, port: 80}}]}}\n"
+    )
+}
+
 /// A Service `name` (port 80) whose endpoints are the given addresses (possibly none).
 pub fn service(name: &str, endpoints: &[SocketAddr]) -> String {
     let port = endpoints.first().map(|a| a.port()).unwrap_or(1);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use testkit::{AuthServer, Backend, Ca, JwksServer, Request, Response, Signer};
 
-use crate::harness::{Harness, default_fleet_options, service};
+use crate::harness::{Harness, default_fleet_options, extension_service, service};
 use crate::tls::tls_secret;
 
 fn proxy(name: &str, spec: &str) -> String {
@@ -223,12 +223,6 @@ async fn cookies_set_by_backends_are_rewritten() -> anyhow::Result<()> {
         ["session=abc; Path=/; HttpOnly", "plain=1; Secure; Path=/", "svc=2", "other=3; Path=/"]
     );
     h.assert_no_nacks().await
-}
-
-fn extension_service(name: &str, service: &str) -> String {
-    format!(
-        "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {{name: {name}, namespace: default}}\nspec: {{protocol: h2c, services: [{{name: {service}, port: 80}}]}}\n"
-    )
 }
 
 #[tokio::test]

@@ -323,7 +323,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             merge_slashes: !args.disable_merge_slashes,
             listener: args.listener.clone(),
             cluster: args.cluster.clone(),
-            global_authorization: args.global_ext_auth.as_ref().and_then(settings::global_authorization),
+            global_authorization: args.global_ext_auth.as_ref().and_then(frontends::httpproxy::global_authorization),
             rate_limit_service: args.rate_limit_service.as_ref().map(|(s, _)| s.clone()),
         },
         dag: dag::Options {

@@ -425,7 +425,7 @@ fn rate_limit_service(
     r: &api::contourconfig::RateLimitServiceConfig,
 ) -> (xds::RateLimitService, Option<api::httpproxy::GlobalRateLimitPolicy>) {
     let service = xds::RateLimitService {
-        cluster: format!("extension/{}/{}", r.extension_service.namespace, r.extension_service.name),
+        cluster: ir::extension_cluster_name(&r.extension_service.namespace, &r.extension_service.name),
         domain: r.domain.clone().unwrap_or_default(),
         fail_open: r.fail_open == Some(true),
         timeout_ms: None,
@@ -455,25 +455,6 @@ fn global_ext_auth(
     Ok(Some(server))
 }
 
-/// The global authorization server's filter, for every connection manager of the default fleet.
-pub fn global_authorization(server: &api::httpproxy::AuthorizationServer) -> Option<ir::Authorization> {
-    let reference = server.extension_ref.as_ref()?;
-    let cluster = format!("extension/{}/{}", reference.namespace.as_deref()?, reference.name.as_deref()?);
-    let response_timeout_ms =
-        server.response_timeout.as_deref().and_then(|t| frontends::httpproxy::check_timeout(t).ok()?);
-    Some(ir::Authorization {
-        authority: cluster.replace('/', "."),
-        cluster,
-        fail_open: server.fail_open == Some(true),
-        response_timeout_ms,
-        with_request_body: server.with_request_body.as_ref().map(|b| ir::AuthorizationBody {
-            max_request_bytes: b.max_request_bytes.filter(|m| *m != 0).unwrap_or(1024),
-            allow_partial_message: b.allow_partial_message == Some(true),
-            pack_as_bytes: b.pack_as_bytes == Some(true),
-        }),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -500,7 +481,7 @@ mod tests {
             "globalExtAuth:\n  extensionService: auth/server\n  failOpen: true\n  responseTimeout: 3s\n  withRequestBody: {}\n",
         )?;
         let server = args.global_ext_auth.expect("set");
-        let filter = global_authorization(&server).expect("a filter");
+        let filter = frontends::httpproxy::global_authorization(&server).expect("a filter");
         assert_eq!(
             (filter.cluster.as_str(), filter.authority.as_str()),
             ("extension/auth/server", "extension.auth.server")

@@ -7,6 +7,8 @@
 
 mod auth;
 mod conditions;
+
+pub use auth::global_authorization;
 mod filters;
 mod jwt;
 mod policy;
@@ -76,6 +78,26 @@ impl Default for Options {
             default_global_rate_limit: None,
         }
     }
+}
+
+/// The names an upstream certificate must carry: `subjectNames`, or the deprecated `subjectName`
+/// alone; both set, the first of the list must be the single one (upstream's rules and
+/// messages).
+pub(crate) fn subject_names(v: &api::httpproxy::UpstreamValidation) -> Result<Vec<String>, String> {
+    let mut names = v.subject_names.clone().unwrap_or_default();
+    if names.is_empty() && !v.subject_name.is_empty() {
+        names.push(v.subject_name.clone());
+    }
+    if names.is_empty() {
+        return Err("missing subject alternative name".into());
+    }
+    if !v.subject_name.is_empty() && names[0] != v.subject_name {
+        return Err(format!(
+            "first entry of SubjectNames ({}) does not match SubjectName ({})",
+            names[0], v.subject_name
+        ));
+    }
+    Ok(names)
 }
 
 /// Checks a timeout as HTTPProxy fields take it (a Go duration, `infinity`, or empty for the

@@ -14,6 +14,33 @@ const EXTENSION_API_VERSION: &str = "projectcontour.io/v1alpha1";
 /// `withRequestBody.maxRequestBytes` when unset (upstream's).
 const DEFAULT_MAX_REQUEST_BYTES: u32 = 1024;
 
+/// `withRequestBody`, with upstream's default size.
+fn body(b: &api::httpproxy::AuthorizationServerBufferSettings) -> AuthorizationBody {
+    AuthorizationBody {
+        max_request_bytes: b.max_request_bytes.filter(|m| *m != 0).unwrap_or(DEFAULT_MAX_REQUEST_BYTES),
+        allow_partial_message: b.allow_partial_message == Some(true),
+        pack_as_bytes: b.pack_as_bytes == Some(true),
+    }
+}
+
+/// The filter settings of the global authorization server (`globalExtAuth`), which every
+/// connection manager of the default fleet carries; `None` when it names no ExtensionService
+/// with its namespace. The settings come from configuration, not from the ExtensionService:
+/// the call's authority is the cluster name, and the timeout Envoy's unless `responseTimeout`
+/// sets one.
+pub fn global_authorization(server: &api::httpproxy::AuthorizationServer) -> Option<Authorization> {
+    let reference = server.extension_ref.as_ref()?;
+    let cluster = ir::extension_cluster_name(reference.namespace.as_deref()?, reference.name.as_deref()?);
+    let response_timeout_ms = server.response_timeout.as_deref().and_then(|t| super::check_timeout(t).ok()?);
+    Some(Authorization {
+        authority: cluster.replace('/', "."),
+        cluster,
+        fail_open: server.fail_open == Some(true),
+        response_timeout_ms,
+        with_request_body: server.with_request_body.as_ref().map(body),
+    })
+}
+
 /// What the routes of a root with an authorization server inherit: whether checks are off by
 /// default, and the context every check carries.
 #[derive(Debug, Clone, Default)]
@@ -130,11 +157,7 @@ fn server(
             }
         },
     };
-    let with_request_body = auth.with_request_body.as_ref().map(|b| AuthorizationBody {
-        max_request_bytes: b.max_request_bytes.filter(|m| *m != 0).unwrap_or(DEFAULT_MAX_REQUEST_BYTES),
-        allow_partial_message: b.allow_partial_message == Some(true),
-        pack_as_bytes: b.pack_as_bytes == Some(true),
-    });
+    let with_request_body = auth.with_request_body.as_ref().map(body);
     let authorization = Authorization {
         cluster: ext.cluster_name(),
         authority: ext.authority(),

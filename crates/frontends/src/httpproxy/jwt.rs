@@ -142,10 +142,14 @@ pub(super) fn providers(
                         format!("Spec.VirtualHost.JWTProviders.RemoteJWKS.UpstreamValidation is invalid: {e}");
                     return fail(t, "RemoteJWKSUpstreamValidationInvalid", message);
                 }
-                let mut subject_names = v.subject_names.clone().unwrap_or_default();
-                if subject_names.is_empty() && !v.subject_name.is_empty() {
-                    subject_names.push(v.subject_name.clone());
-                }
+                let subject_names = match super::subject_names(v) {
+                    Ok(names) => names,
+                    Err(e) => {
+                        let message =
+                            format!("Spec.VirtualHost.JWTProviders.RemoteJWKS.UpstreamValidation is invalid: {e}");
+                        return fail(t, "RemoteJWKSUpstreamValidationInvalid", message);
+                    }
+                };
                 let ca = ir::ObjectRef { namespace: namespace.into(), name: name.into() };
                 Some(ir::UpstreamValidation { ca, subject_names })
             }

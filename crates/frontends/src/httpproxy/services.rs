@@ -251,22 +251,10 @@ fn validation(
     if let Err(e) = objects::secrets::ca_bundle(secret.map(|s| &**s)) {
         return fail(t, format!("invalid CA Secret \"{namespace}/{name}\": {e}"));
     }
-    let mut subject_names = v.subject_names.clone().unwrap_or_default();
-    if subject_names.is_empty() && !v.subject_name.is_empty() {
-        subject_names.push(v.subject_name.clone());
-    }
-    if subject_names.is_empty() {
-        return fail(t, "missing subject alternative name".into());
-    }
-    if !v.subject_name.is_empty() && subject_names[0] != v.subject_name {
-        return fail(
-            t,
-            format!(
-                "first entry of SubjectNames ({}) does not match SubjectName ({})",
-                subject_names[0], v.subject_name
-            ),
-        );
-    }
+    let subject_names = match super::subject_names(v) {
+        Ok(names) => names,
+        Err(detail) => return fail(t, detail),
+    };
     Ok(UpstreamValidation { ca: ObjectRef { namespace: namespace.into(), name: name.into() }, subject_names })
 }
 

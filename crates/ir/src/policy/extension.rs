@@ -28,7 +28,7 @@ pub struct ExtensionService {
 impl ExtensionService {
     /// The cluster name upstream gives it: `extension/<namespace>/<name>`.
     pub fn cluster_name(&self) -> String {
-        format!("extension/{}/{}", self.origin.namespace, self.origin.name)
+        extension_cluster_name(&self.origin.namespace, &self.origin.name)
     }
 
     /// The `:authority` of calls: the first subject name Envoy verifies, else the cluster name
@@ -39,4 +39,10 @@ impl ExtensionService {
             None => self.cluster_name().replace('/', "."),
         }
     }
+}
+
+/// The cluster of the ExtensionService `namespace/name` (upstream's name), also where the
+/// global filters that name one by configuration send their calls.
+pub fn extension_cluster_name(namespace: &str, name: &str) -> String {
+    format!("extension/{namespace}/{name}")
 }
