@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde_json::json;
+
 use testkit::{AuthServer, Backend, Ca, JwksServer, Request, Response, Signer};
 
 use crate::harness::{Harness, default_fleet_options, extension_service, service};
@@ -42,6 +44,12 @@ fn preflight(host: &str, origin: &str, method: &str) -> Request {
     Request { method: "OPTIONS".into(), ..Request::get(host, "/") }
         .header("origin", origin)
         .header("access-control-request-method", method)
+}
+
+/// An `Authorization` header with Basic credentials.
+fn basic(user: &str, password: &str) -> String {
+    use base64::Engine;
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
 }
 
 /// Every value of a response header, in order.
@@ -264,10 +272,6 @@ async fn external_authorization_checks_the_requests_of_tls_virtual_hosts() -> an
     ]
     .concat();
     let (h, http, https) = start_tls(&yaml).await?;
-    let basic = |user: &str, password: &str| {
-        use base64::Engine;
-        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
-    };
     let pem = ca.pem();
     let get = |host: &'static str, path: &'static str, credentials: Option<String>| {
         let mut req = Request::get(host, path);
@@ -379,4 +383,104 @@ async fn jwt_verification_accepts_good_tokens_only() -> anyhow::Result<()> {
     let local_rsa = rsa.token(&claims("https://local.test", "any", later))?;
     assert_eq!(get("/local", Some(local_rsa)).await?.status, 401);
     h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn an_extension_service_spreads_checks_over_its_services() -> anyhow::Result<()> {
+    let ca = Ca::new()?;
+    let web = Backend::start("web").await?;
+    let users = [("alice", "wonderland")];
+    let (a, b) = (AuthServer::start(&users).await?, AuthServer::start(&users).await?);
+    let yaml = [
+        ready(&web),
+        service("authz-a", &[a.addr]),
+        service("authz-b", &[b.addr]),
+        "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: authz, namespace: default}\nspec: {protocol: h2c, services: [{name: authz-a, port: 80}, {name: authz-b, port: 80}]}\n".into(),
+        tls_secret("cert", &ca.issue(&["secure.test"])?),
+        proxy(
+            "secure",
+            "  virtualhost: {fqdn: secure.test, tls: {secretName: cert}, authorization: {extensionRef: {name: authz}}}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+    ]
+    .concat();
+    let (h, _, https) = start_tls(&yaml).await?;
+    let pem = ca.pem();
+    let req = Request::get("secure.test", "/").header("authorization", &basic("alice", "wonderland"));
+    h.until_tls(https, "secure.test", &pem, None, &req).await?;
+    for _ in 0..20 {
+        let r = testkit::request_tls(([127, 0, 0, 1], https).into(), "secure.test", &pem, &req).await?;
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+    let calls = |s: &AuthServer| s.calls.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(calls(&a) > 0 && calls(&b) > 0, "checks went to one Service only: {} and {}", calls(&a), calls(&b));
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn extension_services_get_upstream_status_conditions() -> anyhow::Result<()> {
+    use testkit::{ApiServer, NetnsBackend, apply_yaml};
+    let api = ApiServer::start().await?;
+    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    let client = api.client().await?;
+    let web = NetnsBackend::start("web").await?;
+    let extension = |name: &str, spec: &str| {
+        format!(
+            "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {{name: {name}, namespace: default}}\nspec: {spec}\n"
+        )
+    };
+    let yaml = [
+        service("web", &[web.addr]),
+        extension("good", "{protocol: h2c, services: [{name: web, port: 80}]}"),
+        extension("missing", "{protocol: h2c, services: [{name: web, port: 80}, {name: nowhere, port: 80}]}"),
+        extension(
+            "hashing",
+            "{protocol: h2c, services: [{name: web, port: 80}], loadBalancerPolicy: {strategy: Cookie}}",
+        ),
+    ]
+    .concat();
+    apply_yaml(&client, &yaml).await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let _h = crate::harness::Harness::start_kubernetes_default_fleet(client.clone(), http, https).await?;
+    let until = |name: &'static str, check: fn(&serde_json::Value) -> bool| {
+        let client = client.clone();
+        async move {
+            crate::kubernetes::status_of_until(&client, "projectcontour.io/v1alpha1", "ExtensionService", name, check)
+                .await
+        }
+    };
+    let good = until("good", |s| !s["conditions"].is_null()).await?;
+    let valid = &good["conditions"][0];
+    assert_eq!(
+        (&valid["type"], &valid["status"], &valid["reason"], &valid["message"]),
+        (&json!("Valid"), &json!("True"), &json!("Valid"), &json!("Valid ExtensionService")),
+        "{good:#}"
+    );
+    assert_eq!(valid["observedGeneration"], 1);
+    assert!(good.get("currentStatus").is_none(), "{good:#}");
+    let missing = until("missing", |s| !s["conditions"].is_null()).await?;
+    let valid = &missing["conditions"][0];
+    assert_eq!((&valid["status"], &valid["reason"]), (&json!("False"), &json!("ErrorPresent")), "{missing:#}");
+    let error = &valid["errors"][0];
+    assert_eq!(
+        (&error["type"], &error["reason"], &error["message"]),
+        (
+            &json!("ServiceError"),
+            &json!("ServiceUnresolvedReference"),
+            &json!("unresolved service \"default/nowhere\": service not found")
+        ),
+        "{missing:#}"
+    );
+    let hashing = until("hashing", |s| !s["conditions"].is_null()).await?;
+    let valid = &hashing["conditions"][0];
+    assert_eq!(valid["status"], "True", "a warning leaves it valid: {hashing:#}");
+    assert_eq!(
+        (&valid["warnings"][0]["type"], &valid["warnings"][0]["reason"]),
+        (&json!("SpecError"), &json!("IgnoredField"))
+    );
+
+    // Fixed through the API: valid at the new generation.
+    apply_yaml(&client, &extension("missing", "{protocol: h2c, services: [{name: web, port: 80}]}")).await?;
+    let fixed = until("missing", |s| s["conditions"][0]["status"] == "True").await?;
+    assert_eq!(fixed["conditions"][0]["observedGeneration"], 2, "{fixed:#}");
+    Ok(())
 }

@@ -9,6 +9,7 @@ use objects::Snapshot;
 use objects::types::EndpointSlice;
 
 use crate::Cluster;
+use ir::ServicePort;
 
 /// EndpointSlices by namespace and Service name, for looking up many clusters at once.
 pub struct SliceIndex<'a> {
@@ -27,22 +28,33 @@ impl<'a> SliceIndex<'a> {
         Self { by_service }
     }
 
-    /// The slices of a cluster's Service.
-    fn slices<'s>(&'s self, cluster: &'s Cluster) -> &'s [&'s EndpointSlice] {
-        let key = (cluster.service.namespace.as_str(), cluster.service.name.as_str());
+    /// The slices of one Service.
+    fn slices_of<'s>(&'s self, service: &'s ServicePort) -> &'s [&'a EndpointSlice] {
+        let key = (service.namespace.as_str(), service.name.as_str());
         self.by_service.get(&key).map_or(&[], Vec::as_slice)
+    }
+
+    /// The slices of a cluster's Services.
+    fn slices<'s>(&'s self, cluster: &'s Cluster) -> impl Iterator<Item = &'a EndpointSlice> + 's {
+        cluster.services().flat_map(|(service, _)| self.slices_of(service).iter().copied())
     }
 
     /// The ready endpoints of a cluster, each with its health-check port when the cluster checks
     /// another Service port (slices may map that port differently, so it is per endpoint).
     pub fn endpoints(&self, cluster: &Cluster) -> Vec<Endpoint> {
-        endpoints_from(cluster, self.slices(cluster).iter().copied())
+        let mut out = Vec::new();
+        for (service, port_name) in cluster.services() {
+            endpoints_from(cluster, port_name, self.slices_of(service).iter().copied(), &mut out);
+        }
+        out.sort();
+        out.dedup();
+        out
     }
 }
 
 /// The identities of slices (their `Arc` addresses in the snapshot).
-fn identities(slices: &[&EndpointSlice]) -> Vec<usize> {
-    slices.iter().map(|s| *s as *const EndpointSlice as usize).collect()
+fn identities<'a>(slices: impl Iterator<Item = &'a EndpointSlice>) -> Vec<usize> {
+    slices.map(|s| s as *const EndpointSlice as usize).collect()
 }
 
 /// The endpoint port of a slice for a Service port name.
@@ -51,10 +63,15 @@ fn port_named(slice: &EndpointSlice, name: &str) -> Option<u16> {
     port.port.and_then(|p| u16::try_from(p).ok())
 }
 
-fn endpoints_from<'a>(cluster: &Cluster, slices: impl Iterator<Item = &'a EndpointSlice>) -> Vec<Endpoint> {
-    let mut out = Vec::new();
+/// Appends the ready endpoints of one Service's slices, on the Service port named `port_name`.
+fn endpoints_from<'a>(
+    cluster: &Cluster,
+    port_name: &str,
+    slices: impl Iterator<Item = &'a EndpointSlice>,
+    out: &mut Vec<Endpoint>,
+) {
     for slice in slices {
-        let Some(port) = port_named(slice, &cluster.port_name) else {
+        let Some(port) = port_named(slice, port_name) else {
             continue;
         };
         let health_port = cluster.health_port_name.as_deref().and_then(|name| port_named(slice, name));
@@ -69,9 +86,6 @@ fn endpoints_from<'a>(cluster: &Cluster, slices: impl Iterator<Item = &'a Endpoi
             }
         }
     }
-    out.sort();
-    out.dedup();
-    out
 }
 
 /// One ready endpoint of a cluster.
@@ -171,7 +185,7 @@ pub fn cluster_endpoints_of(
     }
     let index = SliceIndex { by_service };
     for c in fleet.clusters.values().filter(|c| c.external_name.is_none()) {
-        if !services.contains(&(c.service.namespace.clone(), c.service.name.clone())) {
+        if !c.services().any(|(s, _)| services.contains(&(s.namespace.clone(), s.name.clone()))) {
             continue;
         }
         let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();

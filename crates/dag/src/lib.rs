@@ -275,6 +275,17 @@ pub struct Cluster {
     /// How an `external_name` is resolved (`auto`, `v4`, `v6`, `all`) when not as
     /// `cluster.dns-lookup-family` says (a JWKS server's `dnsLookupFamily`).
     pub dns_lookup_family: Option<String>,
+    /// Further Service ports whose endpoints join this cluster's, each with its port name (an
+    /// ExtensionService with several Services; upstream gives each a locality of one cluster).
+    pub more_services: Vec<(ServicePort, String)>,
+}
+
+impl Cluster {
+    /// Every Service port whose endpoints the cluster takes, with its port name.
+    pub fn services(&self) -> impl Iterator<Item = (&ServicePort, &str)> {
+        std::iter::once((&self.service, self.port_name.as_str()))
+            .chain(self.more_services.iter().map(|(s, name)| (s, name.as_str())))
+    }
 }
 
 /// Connection and request limits of a cluster (upstream's Service annotations); `None` keeps

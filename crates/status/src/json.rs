@@ -125,6 +125,12 @@ pub(crate) fn proxy(desired: &ProxyStatus, load_balancer: Option<&Value>, curren
     out
 }
 
+/// An ExtensionService's status: the `Valid` condition of [`proxy`], with no summary fields.
+pub(crate) fn extension(desired: &ProxyStatus, current: &Value, now: &str) -> Value {
+    let status = proxy(desired, None, current, now);
+    json!({"conditions": status["conditions"]})
+}
+
 /// Parent refs are equal when their fields are, with the API's defaults filled in.
 fn same_ref(a: &Value, b: &Value) -> bool {
     let field = |v: &Value, k: &str, default: &str| v[k].as_str().unwrap_or(default).to_string();

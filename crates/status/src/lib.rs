@@ -34,7 +34,8 @@ pub struct Options {
 pub use writer::StatusWriter;
 
 /// The kinds whose status the writer writes, in counter order.
-pub const KINDS: [&str; 6] = ["Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "Ingress", "HTTPProxy"];
+pub const KINDS: [&str; 7] =
+    ["Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "Ingress", "HTTPProxy", "ExtensionService"];
 
 /// Counters of the writer per kind (see [`KINDS`]), with upstream's meaning
 /// (`contour_status_update_*`).
@@ -169,7 +170,8 @@ pub async fn run(
             }
         }
         let address = load_balancer(&p.snapshot, &options.ingress);
-        writer.write(&set, &ingresses, &proxies, address.as_ref(), &leadership).await;
+        let extensions = frontends::httpproxy::status::extensions(&p.snapshot, &p.dag.diagnostics);
+        writer.write(&set, &ingresses, &proxies, &extensions, address.as_ref(), &leadership).await;
         events.publish(&p.snapshot, &p.dag.diagnostics).await;
     }
 }

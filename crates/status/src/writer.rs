@@ -45,6 +45,8 @@ enum Desired {
     LoadBalancer(Value),
     /// An HTTPProxy's status, and its `loadBalancer` when an address is known.
     Proxy(frontends::httpproxy::status::ProxyStatus, Option<Value>),
+    /// An ExtensionService's `Valid` condition.
+    Extension(frontends::httpproxy::status::ProxyStatus),
 }
 
 impl StatusWriter {
@@ -69,6 +71,7 @@ impl StatusWriter {
         set: &StatusSet,
         ingresses: &[(objects::ObjectKey, Value)],
         proxies: &[frontends::httpproxy::status::ProxyStatus],
+        extensions: &[frontends::httpproxy::status::ProxyStatus],
         address: Option<&Value>,
         leadership: &election::Leadership,
     ) {
@@ -111,11 +114,20 @@ impl StatusWriter {
                 desired: Desired::Proxy(p.clone(), address.cloned()),
             });
         }
+        for e in extensions {
+            writes.push(Write {
+                kind: "ExtensionService",
+                uid: None,
+                namespace: e.key.namespace.clone(),
+                name: e.key.name.clone(),
+                desired: Desired::Extension(e.clone()),
+            });
+        }
         // Routes that had our entries and now have none.
         let gone: Vec<_> = self
             .last
             .keys()
-            .filter(|(k, _, _)| !matches!(*k, "Gateway" | "Ingress" | "HTTPProxy"))
+            .filter(|(k, _, _)| !matches!(*k, "Gateway" | "Ingress" | "HTTPProxy" | "ExtensionService"))
             .filter(|k| !seen.contains(k))
             .cloned()
             .collect();
@@ -175,34 +187,19 @@ impl StatusWriter {
 }
 
 fn resource(kind: &str) -> ApiResource {
-    if kind == "HTTPProxy" {
-        return ApiResource {
-            group: "projectcontour.io".into(),
-            version: "v1".into(),
-            api_version: "projectcontour.io/v1".into(),
-            kind: kind.into(),
-            plural: "httpproxies".into(),
-        };
-    }
-    if kind == "Ingress" {
-        return ApiResource {
-            group: "networking.k8s.io".into(),
-            version: "v1".into(),
-            api_version: "networking.k8s.io/v1".into(),
-            kind: kind.into(),
-            plural: "ingresses".into(),
-        };
-    }
-    let plural = match kind {
-        "Gateway" => "gateways",
-        "HTTPRoute" => "httproutes",
-        "GRPCRoute" => "grpcroutes",
-        _ => "tlsroutes",
+    let (group, version, plural) = match kind {
+        "HTTPProxy" => ("projectcontour.io", "v1", "httpproxies"),
+        "ExtensionService" => ("projectcontour.io", "v1alpha1", "extensionservices"),
+        "Ingress" => ("networking.k8s.io", "v1", "ingresses"),
+        "Gateway" => ("gateway.networking.k8s.io", "v1", "gateways"),
+        "HTTPRoute" => ("gateway.networking.k8s.io", "v1", "httproutes"),
+        "GRPCRoute" => ("gateway.networking.k8s.io", "v1", "grpcroutes"),
+        _ => ("gateway.networking.k8s.io", "v1", "tlsroutes"),
     };
     ApiResource {
-        group: "gateway.networking.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "gateway.networking.k8s.io/v1".into(),
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
         kind: kind.into(),
         plural: plural.into(),
     }
@@ -259,6 +256,10 @@ async fn write_one(
                 let status = json::proxy(p, lb.as_ref(), &current, &now);
                 (status.clone(), status)
             }
+            Desired::Extension(e) => {
+                let status = json::extension(e, &current, &now);
+                (status.clone(), status)
+            }
         };
         if json::same(&current_part(&current, &w.desired, controller), &ours) {
             counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
@@ -296,6 +297,7 @@ fn previous_matches(previous: &Value, desired: &Desired, controller: &str) -> bo
         Desired::Route(parents) => json::parents(parents, &json!({"parents": previous}), controller, ""),
         Desired::LoadBalancer(lb) => lb.clone(),
         Desired::Proxy(p, lb) => json::proxy(p, lb.as_ref(), previous, ""),
+        Desired::Extension(e) => json::extension(e, previous, ""),
     };
     json::same(previous, &rendered)
 }
@@ -320,6 +322,7 @@ fn current_part(current: &Value, desired: &Desired, controller: &str) -> Value {
                 .collect(),
         ),
         Desired::LoadBalancer(_) => current["loadBalancer"].clone(),
+        Desired::Extension(_) => json!({"conditions": current["conditions"]}),
         Desired::Proxy(_, lb) => {
             let mut part = json!({
                 "currentStatus": current["currentStatus"],

@@ -5,9 +5,15 @@
 //!   authorization context reach the backend as `Auth-Username` and `Auth-Context-<key>`;
 //! - `testserver` ([`serve_test_mode`]): a request whose path contains `allow` passes, with the
 //!   context as `Auth-Context-<key>` headers; any other gets 401.
+//!
+//! [`AuthServer::start_http`] judges Basic credentials the same way as a plain HTTP server (the
+//! ext_authz `http_service` protocol, HTTP/1.1 or h2c): each request Envoy forwards is answered
+//! 200 with `Auth-Username` and `Auth-Path` (the path it was asked, for the path prefix), or 401.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine;
 use envoy_types::pb::envoy::config::core::v3::{HeaderValue, HeaderValueOption};
@@ -22,28 +28,80 @@ use envoy_types::pb::google::rpc::Status;
 pub struct AuthServer {
     /// Where it listens.
     pub addr: SocketAddr,
+    /// How many checks it answered.
+    pub calls: Arc<AtomicU64>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl AuthServer {
-    /// Serves on a free port of 127.0.0.1 for these `(user, password)` pairs.
+    /// Serves the gRPC API on a free port of 127.0.0.1 for these `(user, password)` pairs.
     pub async fn start(users: &[(&str, &str)]) -> anyhow::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let users = users.iter().map(|(u, p)| (u.to_string(), p.to_string())).collect();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let calls = Arc::new(AtomicU64::new(0));
+        let service = Service { checker: Checker::Basic(user_map(users)), calls: Arc::clone(&calls) };
         tokio::spawn(async move {
             let _ = tonic::transport::Server::builder()
-                .add_service(AuthorizationServer::new(Checker::Basic(users)))
+                .add_service(AuthorizationServer::new(service))
                 .serve_with_incoming_shutdown(incoming, async {
                     let _ = stopped.await;
                 })
                 .await;
         });
-        Ok(Self { addr, stop: Some(stop) })
+        Ok(Self { addr, calls, stop: Some(stop) })
+    }
+
+    /// Serves the HTTP protocol on a free port of 127.0.0.1 for these `(user, password)` pairs.
+    pub async fn start_http(users: &[(&str, &str)]) -> anyhow::Result<Self> {
+        use hyper::{Response, StatusCode};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let calls = Arc::new(AtomicU64::new(0));
+        let users = Arc::new(user_map(users));
+        let counter = Arc::clone(&calls);
+        tokio::spawn(async move {
+            loop {
+                let stream = tokio::select! {
+                    accepted = listener.accept() => match accepted { Ok((s, _)) => s, Err(_) => continue },
+                    _ = &mut stopped => return,
+                };
+                let (users, calls) = (Arc::clone(&users), Arc::clone(&counter));
+                let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    let authorization = req.headers().get("authorization").and_then(|v| v.to_str().ok());
+                    let user = basic_user(&users, authorization.map(str::to_string).as_ref());
+                    let response = match user {
+                        Some(user) => Response::builder()
+                            .header("auth-username", user)
+                            .header("auth-path", req.uri().path())
+                            .body(String::new()),
+                        None => Response::builder()
+                            .status(StatusCode::UNAUTHORIZED)
+                            .header("www-authenticate", BASIC_CHALLENGE)
+                            .body("credentials needed\n".to_string()),
+                    };
+                    async move { response }
+                });
+                tokio::spawn(async move {
+                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = builder.serve_connection(io, service).await;
+                });
+            }
+        });
+        Ok(Self { addr, calls, stop: Some(stop) })
     }
 }
+
+fn user_map(users: &[(&str, &str)]) -> BTreeMap<String, String> {
+    users.iter().map(|(u, p)| (u.to_string(), p.to_string())).collect()
+}
+
+/// The challenge of a 401.
+const BASIC_CHALLENGE: &str = "Basic realm=\"default\", charset=\"UTF-8\"";
 
 impl Drop for AuthServer {
     fn drop(&mut self) {
@@ -51,6 +109,12 @@ impl Drop for AuthServer {
             let _ = stop.send(());
         }
     }
+}
+
+/// The gRPC service: a checker and its call counter.
+struct Service {
+    checker: Checker,
+    calls: Arc<AtomicU64>,
 }
 
 /// How requests are judged.
@@ -69,7 +133,8 @@ pub async fn serve_test_mode(
     tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(address).await?;
-    let server = tonic::transport::Server::builder().add_service(AuthorizationServer::new(Checker::Test));
+    let server = tonic::transport::Server::builder()
+        .add_service(AuthorizationServer::new(Service { checker: Checker::Test, calls: Arc::default() }));
     match tls {
         Some((cert, key)) => {
             let tls = std::sync::Arc::new(xds_server::Reloading::https(cert, key, None)?);
@@ -97,14 +162,15 @@ fn header(key: &str, value: &str) -> HeaderValueOption {
 }
 
 #[tonic::async_trait]
-impl Authorization for Checker {
+impl Authorization for Service {
     async fn check(
         &self,
         request: tonic::Request<CheckRequest>,
     ) -> Result<tonic::Response<CheckResponse>, tonic::Status> {
         let attributes = request.into_inner().attributes.unwrap_or_default();
         let http = attributes.request.and_then(|r| r.http).unwrap_or_default();
-        let passed = match self {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let passed = match &self.checker {
             Checker::Basic(users) => basic_user(users, http.headers.get("authorization")).map(Some),
             Checker::Test => http.path.contains("allow").then_some(None),
         };
@@ -127,7 +193,7 @@ impl Authorization for Checker {
                 status: Some(Status { code: 16, ..Default::default() }),
                 http_response: Some(check_response::HttpResponse::DeniedResponse(DeniedHttpResponse {
                     status: Some(HttpStatus { code: 401 }),
-                    headers: vec![header("WWW-Authenticate", "Basic realm=\"default\", charset=\"UTF-8\"")],
+                    headers: vec![header("WWW-Authenticate", BASIC_CHALLENGE)],
                     body: String::new(),
                 })),
                 ..Default::default()

@@ -87,6 +87,7 @@ impl Builder<'_> {
             external_name,
             client_certificate: None,
             dns_lookup_family: None,
+            more_services: Vec::new(),
         };
         if matches!(cluster.protocol, Some(UpstreamProtocol::Tls | UpstreamProtocol::H2))
             || cluster.validation.is_some()
@@ -140,12 +141,22 @@ impl Builder<'_> {
             idle_connection_timeout_ms: ext.idle_connection_timeout_ms,
         };
         let mut scratch = FleetDag::default();
-        let Some(built) =
-            self.cluster(&origin, &ext.service, Some(&options), &policy, "spec.services".into(), &mut scratch)
-        else {
-            return;
-        };
-        let mut cluster = scratch.clusters.remove(&built).expect("just built");
+        let mut built = Vec::new();
+        for (i, service) in ext.services.iter().enumerate() {
+            let field = format!("spec.services[{i}]");
+            let Some(name) = self.cluster(&origin, service, Some(&options), &policy, field, &mut scratch) else {
+                return;
+            };
+            built.push(name);
+        }
+        let Some((first, rest)) = built.split_first() else { return };
+        let mut cluster = scratch.clusters.get(first).cloned().expect("just built");
+        cluster.more_services = rest
+            .iter()
+            .filter(|name| *name != first)
+            .filter_map(|name| scratch.clusters.get(name))
+            .map(|c| (c.service.clone(), c.port_name.clone()))
+            .collect();
         cluster.name = ext.cluster_name();
         let [max_connections, max_pending_requests, max_requests, max_retries, per_host_max_connections] =
             ext.circuit_breakers;
@@ -195,6 +206,7 @@ impl Builder<'_> {
             external_name: Some(jwks.host.clone()),
             client_certificate: None,
             dns_lookup_family: jwks.dns_lookup_family.clone(),
+            more_services: Vec::new(),
         };
         out.clusters.insert(name, cluster);
     }

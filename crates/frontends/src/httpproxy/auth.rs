@@ -133,19 +133,18 @@ fn server(
     let namespace = reference.namespace.filter(|n| !n.is_empty()).unwrap_or_else(|| origin.namespace.clone());
     let key = ObjectKey::new(&namespace, &name);
     t.reads.get_mut().record(t.snapshot, Kind::ExtensionService, &key);
-    let Some(Ok(ext)) = crate::extension::resolve(t.snapshot, &namespace, &name) else {
-        // Its Service's arrival can make it valid: remember that read too.
-        if let Some(object) = t.snapshot.extension_services.get(&key) {
-            for target in &object.spec.services {
-                t.reads.get_mut().record(t.snapshot, Kind::Service, &ObjectKey::new(&namespace, &target.name));
-            }
+    // Its Services' changes can change whether it is valid: remember those reads too.
+    if let Some(object) = t.snapshot.extension_services.get(&key) {
+        for target in &object.spec.services {
+            t.reads.get_mut().record(t.snapshot, Kind::Service, &ObjectKey::new(&namespace, &target.name));
         }
+    }
+    let Some(Ok(ext)) = crate::extension::resolve(t.snapshot, &namespace, &name) else {
         let message =
             format!("Spec.Virtualhost.Authorization.ServiceRef extension service \"{namespace}/{name}\" not found");
         t.error(origin, "AuthError", field, "ExtensionServiceNotFound", message);
         return Err(());
     };
-    t.reads.get_mut().record(t.snapshot, Kind::Service, &ObjectKey::new(&namespace, &ext.service.name));
     let response_timeout_ms = match auth.response_timeout.as_deref().filter(|s| !s.is_empty()) {
         None => ext.response_timeout_ms,
         Some(text) => match super::timeout(Some(text)) {

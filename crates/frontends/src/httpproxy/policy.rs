@@ -208,6 +208,7 @@ pub(super) fn go_duration_ms(text: &str) -> Option<u64> {
 }
 
 /// Response, idle and idle-connection timeouts.
+#[derive(Default)]
 pub(crate) struct Timeouts {
     pub response: Option<u64>,
     pub idle: Option<u64>,

@@ -63,48 +63,80 @@ impl ProxyStatus {
 
 /// The status of every HTTPProxy of our class, from the pipeline's diagnostics.
 pub fn compute(snapshot: &Snapshot, options: &Options, diagnostics: &[Diagnostic]) -> Vec<ProxyStatus> {
-    let mut by_proxy: BTreeMap<(&str, &str), Vec<&Diagnostic>> = BTreeMap::new();
-    for d in diagnostics.iter().filter(|d| d.origin.kind == "HTTPProxy") {
-        by_proxy.entry((d.origin.namespace.as_str(), d.origin.name.as_str())).or_default().push(d);
-    }
+    let by_proxy = by_object(diagnostics, "HTTPProxy");
     let mut out = Vec::new();
     for (key, proxy) in snapshot.http_proxies.iter() {
         let class = crate::class::of(&proxy.metadata, proxy.spec.ingress_class_name.as_deref());
         if !crate::class::is_served(class, &options.class_names) {
             continue;
         }
-        let mine = by_proxy.get(&(key.namespace.as_str(), key.name.as_str())).into_iter().flatten();
-        let (mut errors, mut warnings) = (Vec::new(), Vec::new());
-        for d in mine {
-            let sub = SubCondition {
-                type_: if d.condition.is_empty() { "ServiceError" } else { d.condition },
-                reason: d.reason,
-                message: d.message.clone(),
-            };
-            let list = if d.severity == Severity::Error { &mut errors } else { &mut warnings };
-            if !list.contains(&sub) {
-                list.push(sub);
-            }
+        let mut status = detailed(key, proxy.metadata.generation, &by_proxy, "Valid HTTPProxy");
+        let orphan = status.errors.iter().find(|e| e.type_ == "Orphaned").map(|e| e.message.clone());
+        if orphan.is_some() {
+            status.current_status = "orphaned";
         }
-        let orphan = errors.iter().find(|e| e.type_ == "Orphaned").map(|e| e.message.clone());
-        let (current_status, valid, reason, message) = if errors.is_empty() {
-            ("valid", true, "Valid", "Valid HTTPProxy".to_string())
-        } else {
-            let message = "At least one error present, see Errors for details".to_string();
-            (if orphan.is_some() { "orphaned" } else { "invalid" }, false, "ErrorPresent", message)
-        };
-        out.push(ProxyStatus {
-            key: key.clone(),
-            vhost: proxy.spec.virtualhost.as_ref().map(|v| v.fqdn.to_ascii_lowercase()).unwrap_or_default(),
-            generation: proxy.metadata.generation.unwrap_or(0),
-            current_status,
-            description: orphan.unwrap_or_else(|| message.clone()),
-            valid,
-            reason,
-            message,
-            errors,
-            warnings,
-        });
+        status.description = orphan.unwrap_or_else(|| status.message.clone());
+        status.vhost = proxy.spec.virtualhost.as_ref().map(|v| v.fqdn.to_ascii_lowercase()).unwrap_or_default();
+        out.push(status);
     }
     out
+}
+
+/// The status of every ExtensionService (upstream's: a `Valid` condition with its errors and
+/// warnings); `current_status`, `description` and `vhost` are not part of it.
+pub fn extensions(snapshot: &Snapshot, diagnostics: &[Diagnostic]) -> Vec<ProxyStatus> {
+    let by_object = by_object(diagnostics, "ExtensionService");
+    snapshot
+        .extension_services
+        .iter()
+        .map(|(key, ext)| detailed(key, ext.metadata.generation, &by_object, "Valid ExtensionService"))
+        .collect()
+}
+
+/// The diagnostics of one kind, by object.
+fn by_object<'d>(diagnostics: &'d [Diagnostic], kind: &str) -> BTreeMap<(&'d str, &'d str), Vec<&'d Diagnostic>> {
+    let mut out: BTreeMap<(&str, &str), Vec<&Diagnostic>> = BTreeMap::new();
+    for d in diagnostics.iter().filter(|d| d.origin.kind == kind) {
+        out.entry((d.origin.namespace.as_str(), d.origin.name.as_str())).or_default().push(d);
+    }
+    out
+}
+
+/// An object's `Valid` condition from its diagnostics: `valid` message when there is no error.
+fn detailed(
+    key: &ObjectKey,
+    generation: Option<i64>,
+    by_object: &BTreeMap<(&str, &str), Vec<&Diagnostic>>,
+    valid_message: &str,
+) -> ProxyStatus {
+    let mine = by_object.get(&(key.namespace.as_str(), key.name.as_str())).into_iter().flatten();
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    for d in mine {
+        let sub = SubCondition {
+            type_: if d.condition.is_empty() { "ServiceError" } else { d.condition },
+            reason: d.reason,
+            message: d.message.clone(),
+        };
+        let list = if d.severity == Severity::Error { &mut errors } else { &mut warnings };
+        if !list.contains(&sub) {
+            list.push(sub);
+        }
+    }
+    let (current_status, valid, reason, message) = if errors.is_empty() {
+        ("valid", true, "Valid", valid_message.to_string())
+    } else {
+        ("invalid", false, "ErrorPresent", "At least one error present, see Errors for details".to_string())
+    };
+    ProxyStatus {
+        key: key.clone(),
+        vhost: String::new(),
+        generation: generation.unwrap_or(0),
+        current_status,
+        description: message.clone(),
+        valid,
+        reason,
+        message,
+        errors,
+        warnings,
+    }
 }

@@ -8,8 +8,9 @@ use crate::{LoadBalancer, ServicePort, UpstreamProtocol, UpstreamValidation};
 pub struct ExtensionService {
     /// `namespace/name` of the object.
     pub origin: crate::ObjectRef,
-    /// The Service port the extension runs on.
-    pub service: ServicePort,
+    /// The Service ports the extension runs on (at least one, each in the object's namespace):
+    /// one cluster whose endpoints are all of theirs.
+    pub services: Vec<ServicePort>,
     /// HTTP/2 over TLS (`h2`, the default) or in clear text (`h2c`).
     pub protocol: UpstreamProtocol,
     /// Verification of the server's certificate (with `h2`).

@@ -220,6 +220,9 @@ fn extension_services_are_checked_as_upstream_checks_them() {
         extension("no-service", "{services: [{name: missing, port: 80}]}"),
         extension("no-port", "{services: [{name: api, port: 81}]}"),
         extension("two", "{services: [{name: api, port: 80}, {name: web, port: 80}]}"),
+        extension("half", "{services: [{name: api, port: 80}, {name: gone, port: 80}, {name: web, port: 99}]}"),
+        extension("hashing", "{services: [{name: api, port: 80}], loadBalancerPolicy: {strategy: RequestHash}}"),
+        extension("idle", "{services: [{name: api, port: 80}], timeoutPolicy: {idle: 5s, response: x}}"),
         extension(
             "h2c-tls",
             "{protocol: h2c, services: [{name: api, port: 80}], validation: {caSecret: ca, subjectName: a}}",
@@ -231,21 +234,28 @@ fn extension_services_are_checked_as_upstream_checks_them() {
     let problems: Vec<String> = t
         .diagnostics
         .iter()
-        .map(|d| format!("{} {}/{}: {}", d.origin.name, d.condition, d.reason, d.message))
+        .map(|d| format!("{} {:?} {}/{}: {}", d.origin.name, d.severity, d.condition, d.reason, d.message))
         .collect();
     assert_eq!(
         problems,
         [
-            "h2c-tls SpecError/InconsistentProtocol: upstream TLS validation not supported for \"h2c\" protocol",
-            "no-port ServiceError/ServiceUnresolvedReference: unresolved service \"apps/api\": port 81 not found",
-            "no-service ServiceError/ServiceUnresolvedReference: unresolved service \"apps/missing\": service not found",
-            "two ServiceError/NotSupported: more than one service is not supported by this controller yet",
+            "h2c-tls Error SpecError/InconsistentProtocol: upstream TLS validation not supported for \"h2c\" protocol",
+            // Every Service is checked and reported, as upstream.
+            "half Error ServiceError/ServiceUnresolvedReference: unresolved service \"apps/gone\": service not found",
+            "half Error ServiceError/ServiceUnresolvedReference: unresolved service \"apps/web\": port 99 not found",
+            "hashing Warning SpecError/IgnoredField: ignoring field \".Spec.LoadBalancerPolicy\"; RequestHash load balancer policy is not supported for ExtensionClusters",
+            "idle Error SpecError/TimeoutPolicyNotValid: spec.timeoutPolicy failed to parse: error parsing response timeout: unable to parse timeout string \"x\": time: invalid duration \"x\"",
+            "idle Warning SpecError/IgnoredField: ignoring field \".Spec.TimeoutPolicy.Idle\"; idle timeouts are not supported for ExtensionClusters",
+            "no-port Error ServiceError/ServiceUnresolvedReference: unresolved service \"apps/api\": port 81 not found",
+            "no-service Error ServiceError/ServiceUnresolvedReference: unresolved service \"apps/missing\": service not found",
         ]
     );
     let extensions = &t.ir.fleets[0].extensions;
-    assert_eq!(extensions.len(), 1);
-    assert_eq!(extensions[0].cluster_name(), "extension/apps/ok");
-    assert_eq!((extensions[0].protocol, extensions[0].circuit_breakers[2]), (ir::UpstreamProtocol::H2c, Some(7)));
+    let names: Vec<String> = extensions.iter().map(|e| e.cluster_name()).collect();
+    assert_eq!(names, ["extension/apps/hashing", "extension/apps/ok", "extension/apps/two"]);
+    assert_eq!((extensions[1].protocol, extensions[1].circuit_breakers[2]), (ir::UpstreamProtocol::H2c, Some(7)));
+    let services: Vec<&str> = extensions[2].services.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(services, ["api", "web"], "one cluster over both Services");
 }
 
 #[test]
