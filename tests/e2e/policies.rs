@@ -484,3 +484,57 @@ async fn extension_services_get_upstream_status_conditions() -> anyhow::Result<(
     assert_eq!(fixed["conditions"][0]["observedGeneration"], 2, "{fixed:#}");
     Ok(())
 }
+
+#[tokio::test]
+async fn external_authorization_over_http_forwards_requests_under_the_prefix() -> anyhow::Result<()> {
+    let ca = Ca::new()?;
+    let web = Backend::start("web").await?;
+    let auth = AuthServer::start_http(&[("alice", "wonderland")]).await?;
+    let yaml = [
+        ready(&web),
+        service("authz", &[auth.addr]),
+        extension_service("authz", "authz"),
+        tls_secret("cert", &ca.issue(&["secure.test"])?),
+        proxy(
+            "secure",
+            "  virtualhost:
+    fqdn: secure.test
+    tls: {secretName: cert}
+    authorization:
+      extensionRef: {name: authz}
+      serviceType: http
+      httpSettings: {pathPrefix: /verify, allowedUpstreamHeaders: [{exact: auth-username}, {prefix: AUTH-P, ignoreCase: true}]}
+  routes:
+  - conditions: [{prefix: /public}]
+    authPolicy: {disabled: true}
+    services: [{name: web, port: 80}]
+  - services: [{name: web, port: 80}]",
+        ),
+    ]
+    .concat();
+    let (h, _, https) = start_tls(&yaml).await?;
+    let pem = ca.pem();
+    let r = h.until_tls(https, "secure.test", &pem, None, &Request::get("secure.test", "/app")).await?;
+    assert_eq!(r.status, 401, "the server's answer goes back to the client: {r:?}");
+    assert!(r.header("www-authenticate").is_some_and(|v| v.starts_with("Basic")), "{r:?}");
+    let req = Request::get("secure.test", "/app?x=1").header("authorization", &basic("alice", "wonderland"));
+    let r = testkit::request_tls(([127, 0, 0, 1], https).into(), "secure.test", &pem, &req).await?;
+    assert_eq!((r.status, r.header("x-backend")), (200, Some("web")), "{r:?}");
+    let seen = &r.echo()["headers"];
+    assert_eq!(
+        (seen["auth-username"].as_str(), seen["auth-path"].as_str()),
+        (Some("alice"), Some("/verify/app")),
+        "the allowed headers of the server's answer reach the backend: {seen}"
+    );
+    let calls = auth.calls.load(std::sync::atomic::Ordering::Relaxed);
+    let r = testkit::request_tls(
+        ([127, 0, 0, 1], https).into(),
+        "secure.test",
+        &pem,
+        &Request::get("secure.test", "/public"),
+    )
+    .await?;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(auth.calls.load(std::sync::atomic::Ordering::Relaxed), calls, "a disabled route is not checked");
+    h.assert_no_nacks().await
+}

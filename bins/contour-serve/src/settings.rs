@@ -404,7 +404,26 @@ fn global_ext_auth_of_file(g: &config::GlobalExtAuth) -> anyhow::Result<Option<a
             name: Some(name.into()),
         }),
         service_type: g.service_type.clone(),
-        http_settings: None,
+        http_settings: g.http_settings.as_ref().map(|h| {
+            let names = |list: &Option<Vec<config::AllowedHeader>>| {
+                list.as_ref().map(|l| {
+                    l.iter()
+                        .map(|a| api::httpproxy::HTTPAuthorizationServerAllowedHeaders {
+                            exact: a.exact.clone(),
+                            prefix: a.prefix.clone(),
+                            suffix: a.suffix.clone(),
+                            contains: a.contains.clone(),
+                            ignore_case: a.ignore_case,
+                        })
+                        .collect()
+                })
+            };
+            api::httpproxy::HTTPAuthorizationServerSettings {
+                path_prefix: h.path_prefix.clone(),
+                allowed_authorization_headers: names(&h.allowed_authorization_headers),
+                allowed_upstream_headers: names(&h.allowed_upstream_headers),
+            }
+        }),
         auth_policy: g
             .auth_policy
             .as_ref()
@@ -435,8 +454,8 @@ fn rate_limit_service(
     (service, r.default_global_rate_limit_policy.clone())
 }
 
-/// A global authorization server, checked: it names an ExtensionService with its namespace, a
-/// gRPC server (an `http` one is not supported yet), and a valid timeout.
+/// A global authorization server, checked: it names an ExtensionService with its namespace,
+/// its `serviceType` and `httpSettings` agree, and its timeout is valid.
 fn global_ext_auth(
     server: api::httpproxy::AuthorizationServer,
     key: &str,
@@ -446,9 +465,7 @@ fn global_ext_auth(
     if reference.namespace.as_deref().is_none_or(str::is_empty) {
         bail!("{key}: the extension service needs its namespace");
     }
-    if server.service_type.as_deref().is_some_and(|t| t != "grpc") {
-        bail!("{key}.serviceType: only grpc is supported by this controller yet");
-    }
+    frontends::httpproxy::http_settings(&server).map_err(|e| anyhow::anyhow!("{key}.{e}"))?;
     if let Some(t) = server.response_timeout.as_deref().filter(|t| !t.is_empty()) {
         frontends::httpproxy::check_timeout(t).map_err(|e| anyhow::anyhow!("{key}.responseTimeout: {e}"))?;
     }
@@ -489,9 +506,19 @@ mod tests {
         assert_eq!((filter.fail_open, filter.response_timeout_ms), (true, Some(3000)));
         assert_eq!(filter.with_request_body.map(|b| b.max_request_bytes), Some(1024));
         assert!(from_file("globalExtAuth: {extensionService: ''}\n")?.global_ext_auth.is_none(), "none named: off");
+        let http = from_file(
+            "globalExtAuth: {extensionService: a/b, serviceType: http, httpSettings: {pathPrefix: /check, allowedUpstreamHeaders: [{prefix: x-auth-}]}}\n",
+        )?;
+        let filter = frontends::httpproxy::global_authorization(&http.global_ext_auth.expect("set")).expect("a filter");
+        let settings = filter.http.expect("the HTTP protocol");
+        assert_eq!(settings.path_prefix, "/check");
+        assert_eq!(settings.allowed_upstream_headers[0].pattern, ir::StringMatch::Prefix("x-auth-".into()));
         for bad in [
             "globalExtAuth: {extensionService: server}\n",
             "globalExtAuth: {extensionService: a/b, responseTimeout: soon}\n",
+            "globalExtAuth: {extensionService: a/b, httpSettings: {pathPrefix: /x}}\n",
+            "globalExtAuth: {extensionService: a/b, serviceType: http, httpSettings: {allowedUpstreamHeaders: [{}]}}\n",
+            "globalExtAuth: {extensionService: a/b, serviceType: http, httpSettings: {nope: 1}}\n",
         ] {
             let e = from_file(bad).expect_err(bad);
             assert!(format!("{e:#}").contains("globalExtAuth"), "{e:#}");

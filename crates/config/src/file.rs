@@ -535,7 +535,7 @@ pub struct GlobalExtAuth {
     /// `grpc` (the default) or `http`.
     pub service_type: Option<String>,
     /// Settings of an `http` server.
-    pub http_settings: Option<serde_yaml::Mapping>,
+    pub http_settings: Option<GlobalAuthHttpSettings>,
     /// Defaults of every route: checks off, context entries.
     pub auth_policy: Option<GlobalAuthPolicy>,
     /// How long a check may take (a Go duration or `infinity`).
@@ -544,6 +544,34 @@ pub struct GlobalExtAuth {
     pub fail_open: Option<bool>,
     /// Send the request body along.
     pub with_request_body: Option<GlobalAuthBody>,
+}
+
+/// `globalExtAuth.httpSettings`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GlobalAuthHttpSettings {
+    /// Put before the request's path.
+    pub path_prefix: Option<String>,
+    /// Client headers sent to the server.
+    pub allowed_authorization_headers: Option<Vec<AllowedHeader>>,
+    /// The server's headers sent upstream.
+    pub allowed_upstream_headers: Option<Vec<AllowedHeader>>,
+}
+
+/// A header name condition of `globalExtAuth.httpSettings`: one of the four patterns.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AllowedHeader {
+    /// Equal to.
+    pub exact: Option<String>,
+    /// Starts with.
+    pub prefix: Option<String>,
+    /// Ends with.
+    pub suffix: Option<String>,
+    /// Contains.
+    pub contains: Option<String>,
+    /// Compare without case.
+    pub ignore_case: Option<bool>,
 }
 
 /// `globalExtAuth.authPolicy`.

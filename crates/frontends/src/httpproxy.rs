@@ -8,7 +8,7 @@
 mod auth;
 mod conditions;
 
-pub use auth::global_authorization;
+pub use auth::{global_authorization, http_settings};
 mod filters;
 mod jwt;
 mod policy;

@@ -12,7 +12,7 @@ mod rate_limit;
 
 pub use cookie::{CookieRewrite, merge_cookie_rewrites};
 pub use cors::{Cors, OriginMatch};
-pub use ext_authz::{Authorization, AuthorizationBody, RouteAuthorization};
+pub use ext_authz::{Authorization, AuthorizationBody, HeaderNameMatch, HttpAuthorization, RouteAuthorization};
 pub use extension::{ExtensionService, extension_cluster_name};
 pub use ip_filter::{IpFilter, IpRule};
 pub use jwt::{Jwks, JwtProvider, RemoteJwks};

@@ -1,11 +1,14 @@
-//! External authorization (`envoy.filters.http.ext_authz`): a gRPC check of every request
-//! against an ExtensionService, in the connection manager of each TLS virtual host that has an
+//! External authorization (`envoy.filters.http.ext_authz`): a check of every request against an
+//! ExtensionService (its gRPC API, or the request itself forwarded for `serviceType: http`), in the connection manager of each TLS virtual host that has an
 //! authorization server (as upstream: plain HTTP only redirects to it). Routes turn the check off
 //! or add context through per-filter configuration.
 
-use envoy_types::pb::envoy::config::core::v3::{ApiVersion, GrpcService, grpc_service};
-use envoy_types::pb::envoy::extensions::filters::http::ext_authz::v3::{BufferSettings, ExtAuthz, ext_authz};
+use envoy_types::pb::envoy::config::core::v3::{ApiVersion, GrpcService, HttpUri, grpc_service, http_uri};
+use envoy_types::pb::envoy::extensions::filters::http::ext_authz::v3::{
+    AuthorizationResponse, BufferSettings, ExtAuthz, HttpService, ext_authz,
+};
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpFilter;
+use envoy_types::pb::envoy::r#type::matcher::v3::ListStringMatcher;
 use envoy_types::pb::envoy::r#type::v3::HttpStatus;
 use envoy_types::pb::google::protobuf::Any;
 use envoy_types::util::pack_any;
@@ -18,17 +21,26 @@ pub(crate) const NAME: &str = "envoy.filters.http.ext_authz";
 /// unless it fails open; the route is looked up again after the check (the server may change
 /// headers); the client's certificate goes along.
 pub(crate) fn filter(authorization: &ir::Authorization) -> HttpFilter {
-    let grpc = GrpcService {
-        target_specifier: Some(grpc_service::TargetSpecifier::EnvoyGrpc(grpc_service::EnvoyGrpc {
-            cluster_name: authorization.cluster.clone(),
-            authority: authorization.authority.clone(),
-            ..Default::default()
-        })),
-        timeout: authorization.response_timeout_ms.map(crate::duration_ms),
-        ..Default::default()
+    let (services, allowed_headers) = match &authorization.http {
+        None => {
+            let grpc = GrpcService {
+                target_specifier: Some(grpc_service::TargetSpecifier::EnvoyGrpc(grpc_service::EnvoyGrpc {
+                    cluster_name: authorization.cluster.clone(),
+                    authority: authorization.authority.clone(),
+                    ..Default::default()
+                })),
+                timeout: authorization.response_timeout_ms.map(crate::duration_ms),
+                ..Default::default()
+            };
+            (ext_authz::Services::GrpcService(grpc), None)
+        }
+        Some(http) => {
+            (ext_authz::Services::HttpService(http_service(authorization, http)), names(&http.allowed_headers))
+        }
     };
     let config = ExtAuthz {
-        services: Some(ext_authz::Services::GrpcService(grpc)),
+        services: Some(services),
+        allowed_headers,
         transport_api_version: ApiVersion::V3 as i32,
         failure_mode_allow: authorization.fail_open,
         clear_route_cache: true,
@@ -42,6 +54,32 @@ pub(crate) fn filter(authorization: &ir::Authorization) -> HttpFilter {
         ..Default::default()
     };
     crate::http_filter(NAME, pack_any(config))
+}
+
+/// The HTTP protocol: the request goes to the cluster under the path prefix, with the `Host`
+/// of the calls; the timeout is Envoy's gRPC default unless set, as the URI requires one.
+fn http_service(authorization: &ir::Authorization, http: &ir::HttpAuthorization) -> HttpService {
+    HttpService {
+        server_uri: Some(HttpUri {
+            uri: format!("http://{}", authorization.authority),
+            timeout: Some(crate::duration_ms(authorization.response_timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS))),
+            http_upstream_type: Some(http_uri::HttpUpstreamType::Cluster(authorization.cluster.clone())),
+        }),
+        path_prefix: http.path_prefix.clone(),
+        authorization_response: names(&http.allowed_upstream_headers)
+            .map(|allowed| AuthorizationResponse { allowed_upstream_headers: Some(allowed), ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+/// Envoy's default time for a check (ext_authz's gRPC default, 200 ms).
+const DEFAULT_TIMEOUT_MS: u64 = 200;
+
+/// Header name conditions as a list, `None` when there is none.
+fn names(list: &[ir::HeaderNameMatch]) -> Option<ListStringMatcher> {
+    (!list.is_empty()).then(|| ListStringMatcher {
+        patterns: list.iter().map(|m| crate::route::string_match(&m.pattern, m.ignore_case)).collect(),
+    })
 }
 
 /// `ExtAuthzPerRoute` as the wire sees it, with the context entries in order (prost's map

@@ -646,7 +646,7 @@ fn host_header(m: &ir::HeaderModifier) -> Option<&String> {
     m.set.iter().chain(&m.add).filter(|(k, _)| is_host(k)).map(|(_, v)| v).next_back()
 }
 
-fn string_match(m: &StringMatch, ignore_case: bool) -> StringMatcher {
+pub(crate) fn string_match(m: &StringMatch, ignore_case: bool) -> StringMatcher {
     use string_matcher::MatchPattern;
     let pattern = match m {
         StringMatch::Exact(v) => MatchPattern::Exact(v.clone()),

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use api::httpproxy::{AuthorizationPolicy, VirtualHost};
-use ir::{Authorization, AuthorizationBody, Origin, RouteAuthorization};
+use ir::{
+    Authorization, AuthorizationBody, HeaderNameMatch, HttpAuthorization, Origin, RouteAuthorization, StringMatch,
+};
 use objects::{Kind, ObjectKey};
 
 use super::Translator;
@@ -38,7 +40,65 @@ pub fn global_authorization(server: &api::httpproxy::AuthorizationServer) -> Opt
         fail_open: server.fail_open == Some(true),
         response_timeout_ms,
         with_request_body: server.with_request_body.as_ref().map(body),
+        http: http_settings(server).ok()?,
     })
+}
+
+/// `serviceType` and `httpSettings`, checked: the HTTP protocol's settings for `http`, `None`
+/// for gRPC (the default). `Err` names the field at fault.
+pub fn http_settings(server: &api::httpproxy::AuthorizationServer) -> Result<Option<HttpAuthorization>, String> {
+    match server.service_type.as_deref() {
+        None | Some("") | Some("grpc") if server.http_settings.is_some() => {
+            Err("httpSettings can only be set when serviceType is 'http'".into())
+        }
+        None | Some("") | Some("grpc") => Ok(None),
+        Some("http") => {
+            let settings = server.http_settings.clone().unwrap_or_default();
+            let path_prefix = settings.path_prefix.unwrap_or_default();
+            if !path_prefix.is_empty()
+                && (!path_prefix.starts_with('/') || !path_prefix.chars().all(|c| c.is_ascii_graphic()))
+            {
+                return Err(format!("httpSettings.pathPrefix {path_prefix:?} must be a path starting with /"));
+            }
+            Ok(Some(HttpAuthorization {
+                path_prefix,
+                allowed_headers: header_names(settings.allowed_authorization_headers, "allowedAuthorizationHeaders")?,
+                allowed_upstream_headers: header_names(settings.allowed_upstream_headers, "allowedUpstreamHeaders")?,
+            }))
+        }
+        Some(other) => Err(format!("serviceType {other:?} is not one of grpc or http")),
+    }
+}
+
+/// How a header name condition is built from its value.
+type Pattern = fn(String) -> StringMatch;
+
+/// A list of header name conditions, each with exactly one non-empty pattern.
+fn header_names(
+    list: Option<Vec<api::httpproxy::HTTPAuthorizationServerAllowedHeaders>>,
+    field: &str,
+) -> Result<Vec<HeaderNameMatch>, String> {
+    let mut out = Vec::new();
+    for (i, h) in list.unwrap_or_default().into_iter().enumerate() {
+        let patterns: [(Pattern, Option<String>); 4] = [
+            (StringMatch::Exact, h.exact),
+            (StringMatch::Prefix, h.prefix),
+            (StringMatch::Suffix, h.suffix),
+            (StringMatch::Contains, h.contains),
+        ];
+        let mut set = patterns.into_iter().filter_map(|(make, v)| v.map(|v| (make, v)));
+        let (Some((make, value)), None) = (set.next(), set.next()) else {
+            return Err(format!(
+                "httpSettings.{field}[{i}]: exactly one of exact, prefix, suffix and contains must be set"
+            ));
+        };
+        if value.is_empty() || !value.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(format!("httpSettings.{field}[{i}]: {value:?} is not part of a header name"));
+        }
+        let pattern = make(value);
+        out.push(HeaderNameMatch { pattern, ignore_case: h.ignore_case == Some(true) });
+    }
+    Ok(out)
 }
 
 /// What the routes of a root with an authorization server inherit: whether checks are off by
@@ -114,14 +174,13 @@ fn server(
     let field = "spec.virtualhost.authorization";
     let reference = auth.extension_ref.clone().unwrap_or_default();
     let Some(name) = reference.name.filter(|n| !n.is_empty()) else { return Ok(None) };
-    if auth.service_type.as_deref().is_some_and(|s| s != "grpc") {
-        let message = format!(
-            "{field}.serviceType {:?} is not supported by this controller yet; the virtual host is not served",
-            auth.service_type.as_deref().unwrap_or_default()
-        );
-        t.error(origin, "AuthError", field, "NotSupported", message);
-        return Err(());
-    }
+    let http = match http_settings(auth) {
+        Ok(http) => http,
+        Err(e) => {
+            t.error(origin, "AuthError", field, "AuthHTTPSettingsInvalid", format!("{field}.{e}"));
+            return Err(());
+        }
+    };
     let version = reference.api_version.filter(|v| !v.is_empty()).unwrap_or_else(|| EXTENSION_API_VERSION.into());
     if version != EXTENSION_API_VERSION {
         let message = format!(
@@ -163,6 +222,7 @@ fn server(
         fail_open: auth.fail_open == Some(true),
         response_timeout_ms,
         with_request_body,
+        http,
     };
     let policy = auth.auth_policy.as_ref();
     let inherited = Inherited {

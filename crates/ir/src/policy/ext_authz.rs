@@ -1,5 +1,6 @@
 //! External authorization (HTTPProxy's `authorization` and `authPolicy`): Envoy asks an
-//! ExtensionService over gRPC whether each request may pass.
+//! ExtensionService whether each request may pass, over gRPC or (`serviceType: http`) by
+//! forwarding the request to it.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,30 @@ pub struct Authorization {
     pub response_timeout_ms: Option<u64>,
     /// Send the request body along, buffered up to a limit.
     pub with_request_body: Option<AuthorizationBody>,
+    /// An HTTP server (`serviceType: http`) instead of the gRPC API.
+    pub http: Option<HttpAuthorization>,
+}
+
+/// How Envoy asks an HTTP authorization server: the client's request, its path under a prefix,
+/// with the headers allowed; a 2xx answer lets the request through with the server's headers
+/// that are allowed upstream, any other answer goes back to the client.
+#[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq, Hash)]
+pub struct HttpAuthorization {
+    /// Put before the request's path (`httpSettings.pathPrefix`).
+    pub path_prefix: String,
+    /// Client headers sent along besides Envoy's own set (`allowedAuthorizationHeaders`).
+    pub allowed_headers: Vec<HeaderNameMatch>,
+    /// The server's headers added to the request sent upstream (`allowedUpstreamHeaders`).
+    pub allowed_upstream_headers: Vec<HeaderNameMatch>,
+}
+
+/// A header name condition.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
+pub struct HeaderNameMatch {
+    /// Exact, prefix, suffix or contains.
+    pub pattern: crate::StringMatch,
+    /// Compare without case.
+    pub ignore_case: bool,
 }
 
 /// How much of the request body a check carries.

@@ -147,6 +147,13 @@ fn invalid_policies_get_upstreams_conditions() {
     assert!(t.ir.fleets.is_empty(), "no virtual host with a bad policy is served unprotected");
 }
 
+/// The route of a TLS virtual host.
+fn secure_route<'a>(fleet: &'a ir::Fleet, host: &str) -> &'a ir::HttpRoute {
+    let name = format!("ingress_https/{host}");
+    let listener = fleet.listeners.iter().find(|l| l.name == name).expect("TLS listener");
+    &listener.http_routes[0]
+}
+
 /// An ExtensionService `apps/<name>` with this spec (flow YAML).
 fn extension(name: &str, spec: &str) -> String {
     format!(
@@ -178,6 +185,9 @@ fn authorization_needs_tls_and_a_valid_extension_service() {
         root("invalid", "{extensionRef: {name: broken}}"),
         root("version", "{extensionRef: {name: authz, apiVersion: projectcontour.io/v2}}"),
         root("timeout", "{extensionRef: {name: authz}, responseTimeout: soon}"),
+        root("http", "{extensionRef: {name: authz}, serviceType: http, httpSettings: {pathPrefix: /verify, allowedAuthorizationHeaders: [{exact: x-team}], allowedUpstreamHeaders: [{prefix: auth-, ignoreCase: true}]}}"),
+        root("http-bad", "{extensionRef: {name: authz}, serviceType: http, httpSettings: {pathPrefix: verify}}"),
+        root("grpc-settings", "{extensionRef: {name: authz}, httpSettings: {pathPrefix: /verify}}"),
     ]
     .concat();
     let (t, statuses) = run(&yaml);
@@ -186,6 +196,11 @@ fn authorization_needs_tls_and_a_valid_extension_service() {
         render(&statuses),
         [
             "apps/good valid: Valid HTTPProxy".to_string(),
+            format!("apps/grpc-settings {invalid}"),
+            "  AuthError/AuthHTTPSettingsInvalid: spec.virtualhost.authorization.httpSettings can only be set when serviceType is 'http'".into(),
+            "apps/http valid: Valid HTTPProxy".into(),
+            format!("apps/http-bad {invalid}"),
+            "  AuthError/AuthHTTPSettingsInvalid: spec.virtualhost.authorization.httpSettings.pathPrefix \"verify\" must be a path starting with /".into(),
             format!("apps/invalid {invalid}"),
             "  AuthError/ExtensionServiceNotFound: Spec.Virtualhost.Authorization.ServiceRef extension service \"apps/broken\" not found".into(),
             format!("apps/missing {invalid}"),
@@ -197,8 +212,7 @@ fn authorization_needs_tls_and_a_valid_extension_service() {
         ]
     );
     let fleet = &t.ir.fleets[0];
-    let secure = fleet.listeners.iter().find(|l| l.name == "ingress_https/good.example.com").expect("TLS listener");
-    let route = &secure.http_routes[0];
+    let route = secure_route(fleet, "good.example.com");
     let auth = route.vhost.as_ref().and_then(|p| p.authorization.as_ref()).expect("authorization");
     assert_eq!((auth.cluster.as_str(), auth.authority.as_str()), ("extension/apps/authz", "extension.apps.authz"));
     assert_eq!((auth.fail_open, auth.response_timeout_ms), (true, Some(3000)), "the extension's timeout");
@@ -208,6 +222,13 @@ fn authorization_needs_tls_and_a_valid_extension_service() {
     let context = &by_prefix("\"/\"").policy.authorization.as_ref().unwrap().context;
     assert_eq!(context.get("a").map(String::as_str), Some("host"));
     assert_eq!(context.get("b").map(String::as_str), Some("route"), "the route's entry wins");
+    let http_route = secure_route(fleet, "http.example.com");
+    let http = http_route.vhost.as_ref().and_then(|p| p.authorization.as_ref()).and_then(|a| a.http.as_ref());
+    let http = http.expect("the HTTP protocol");
+    assert_eq!(http.path_prefix, "/verify");
+    assert_eq!(http.allowed_headers[0].pattern, ir::StringMatch::Exact("x-team".into()));
+    assert!(http.allowed_upstream_headers[0].ignore_case);
+    assert!(auth.http.is_none(), "gRPC by default");
     // Plain HTTP has no authorization server: it only redirects.
     let http = fleet.listeners.iter().find(|l| l.name == HTTP_LISTENER).unwrap();
     assert!(http.http_routes.iter().all(|r| r.vhost.as_ref().is_none_or(|p| p.authorization.is_none())));
