@@ -640,6 +640,42 @@ async fn global_rate_limits_are_counted_by_the_rate_limit_service() -> anyhow::R
     Ok(())
 }
 
+/// The count is the rate-limit service's, not one Envoy's: what one Envoy of the fleet let
+/// through counts for the next one. (The first Envoy is gone before the second starts, so which
+/// Envoy answers is certain; the limit is per hour so no window ends mid-test.)
+#[tokio::test]
+async fn global_rate_limits_are_shared_by_the_envoys_of_a_fleet() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let config = "domain: contour\ndescriptors:\n- key: generic_key\n  value: vhost\n  rate_limit: {unit: hour, requests_per_unit: 2}\n";
+    let limiter = testkit::RateLimitService::start(config).await?;
+    let objects = [
+        service("web", &[web.addr]),
+        service("ratelimit", &[limiter.grpc]),
+        extension_service("ratelimit", "ratelimit"),
+        "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: web, namespace: default}\nspec:\n  virtualhost: {fqdn: www.example.com, rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {value: vhost}}]}]}}}\n  routes: [{services: [{name: web, port: 80}]}]\n".into(),
+    ]
+    .concat();
+    let contour = "rateLimitService: {extensionService: default/ratelimit, domain: contour, failOpen: false}\n";
+    let serve = Serve::start(&objects, Some(contour), &[])?;
+    let first = serve.envoy().await?;
+    let r = routed(&serve, "www.example.com").await?;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(get(&serve, &Request::get("www.example.com", "/")).await?.status, 200);
+    drop(first);
+    let _second = serve.envoy().await?;
+    let statuses = std::sync::Mutex::new(Vec::new());
+    let limited = testkit::eventually(Duration::from_secs(20), || async {
+        let r = get(&serve, &Request::get("www.example.com", "/")).await.ok()?;
+        statuses.lock().expect("not poisoned").push(r.status);
+        (r.status == 429).then_some(r)
+    })
+    .await;
+    let statuses = statuses.into_inner().expect("not poisoned");
+    assert!(limited.is_some(), "the second Envoy never answered 429: {statuses:?}; log:\n{}", serve.log());
+    assert!(!statuses.contains(&200), "the second Envoy let a request through: {statuses:?}");
+    Ok(())
+}
+
 /// `rateLimitService.failOpen`: with the service unreachable, requests go through when it is
 /// true and get 500 when it is false.
 #[tokio::test]
