@@ -538,3 +538,84 @@ async fn external_authorization_over_http_forwards_requests_under_the_prefix() -
     assert_eq!(auth.calls.load(std::sync::atomic::Ordering::Relaxed), calls, "a disabled route is not checked");
     h.assert_no_nacks().await
 }
+
+#[tokio::test]
+async fn geo_rules_allow_and_deny_by_the_client_location() -> anyhow::Result<()> {
+    use std::net::Ipv4Addr;
+    use testkit::mmdb;
+    let dir = std::env::temp_dir().join(format!("contour-geo-{}-{}", std::process::id(), testkit::free_port()));
+    std::fs::create_dir_all(&dir)?;
+    let city = dir.join("city.mmdb");
+    let anon = dir.join("anon.mmdb");
+    std::fs::write(
+        &city,
+        mmdb::database(
+            "GeoLite2-City",
+            &[
+                ((Ipv4Addr::new(81, 2, 69, 0), 24), mmdb::city("GB", "ENG", "London")),
+                ((Ipv4Addr::new(81, 2, 70, 0), 24), mmdb::city("GB", "ENG", "London")),
+                ((Ipv4Addr::new(175, 16, 199, 0), 24), mmdb::city("CN", "22", "Changchun")),
+            ],
+        ),
+    )?;
+    let anonymous = [
+        ((Ipv4Addr::new(81, 2, 69, 0), 24), mmdb::anonymous(false, false, false, false)),
+        ((Ipv4Addr::new(81, 2, 70, 0), 24), mmdb::anonymous(true, false, false, false)),
+    ];
+    std::fs::write(&anon, mmdb::database("GeoIP2-Anonymous-IP", &anonymous))?;
+    let databases = ir::GeoDatabases {
+        city: Some(city.display().to_string()),
+        anon: Some(anon.display().to_string()),
+        ..Default::default()
+    };
+    let ca = Ca::new()?;
+    let web = Backend::start("web").await?;
+    let yaml = [
+        ready(&web),
+        tls_secret("cert", &ca.issue(&["geo.test"])?),
+        proxy(
+            "geo",
+            "  virtualhost:
+    fqdn: geo.test
+    tls: {secretName: cert}
+    geoAllowPolicy: [{dimension: country, value: GB}]
+  routes:
+  - conditions: [{prefix: /private}]
+    geoDenyPolicy: [{dimension: anonVpn, value: 'true'}]
+    services: [{name: web, port: 80}]
+  - services: [{name: web, port: 80}]",
+        ),
+    ]
+    .concat();
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let mut options = default_fleet_options(http, https);
+    options.compile.listener.xff_num_trusted_hops = 1;
+    options.compile.geoip = Some(databases.clone());
+    options.httpproxy.geoip = Some(databases);
+    let h = Harness::start_with(&yaml, ir::DEFAULT_FLEET, options).await?;
+    h.until(http, &Request::get("ready.test", "/"), |r| r.status == 200).await?;
+    let pem = ca.pem();
+    let from = |client: &str, path: &str| Request::get("geo.test", path).header("x-forwarded-for", client);
+    h.until_tls(https, "geo.test", &pem, None, &from("81.2.69.142", "/")).await?;
+    let get = |req: Request| {
+        let pem = &pem;
+        async move { testkit::request_tls(([127, 0, 0, 1], https).into(), "geo.test", pem, &req).await }
+    };
+    let r = get(from("81.2.69.142", "/")).await?;
+    assert_eq!(r.status, 200, "a client in GB: {r:?}");
+    let seen = &r.echo()["headers"];
+    assert_eq!(
+        (seen["x-contour-geo-country"].as_str(), seen["x-contour-geo-city"].as_str()),
+        (Some("GB"), Some("London")),
+        "the backend sees the location: {seen}"
+    );
+    assert_eq!(get(from("175.16.199.7", "/")).await?.status, 403, "a client in CN");
+    let spoofed = from("1.1.1.1", "/").header("x-contour-geo-country", "GB");
+    assert_eq!(get(spoofed).await?.status, 403, "a client cannot claim a location");
+    // The route's deny list replaces the host's allow list.
+    assert_eq!(get(from("81.2.70.9", "/private")).await?.status, 403, "a VPN");
+    assert_eq!(get(from("81.2.69.142", "/private")).await?.status, 200);
+    assert_eq!(get(from("175.16.199.7", "/private")).await?.status, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+    h.assert_no_nacks().await
+}

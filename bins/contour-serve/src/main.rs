@@ -216,6 +216,9 @@ struct Args {
     /// default global rate limit policy of virtual hosts.
     #[arg(skip)]
     rate_limit_service: Option<(xds::RateLimitService, Option<api::httpproxy::GlobalRateLimitPolicy>)>,
+    /// The GeoIP databases (contour.yaml `geoIP`, `spec.geoIP`).
+    #[arg(skip)]
+    geoip: Option<ir::GeoDatabases>,
     /// The global header policy (contour.yaml `policy`).
     #[arg(skip)]
     default_headers: Option<std::sync::Arc<frontends::DefaultHeaders>>,
@@ -307,6 +310,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             enable_external_name_service: args.enable_external_name_service,
             global_authorization: args.global_ext_auth.clone(),
             default_global_rate_limit: args.rate_limit_service.as_ref().and_then(|(_, d)| d.clone()),
+            geoip: args.geoip.clone(),
         },
         ingress: frontends::ingress::Options {
             class_names: args.ingress_class_name.clone(),
@@ -325,6 +329,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             cluster: args.cluster.clone(),
             global_authorization: args.global_ext_auth.as_ref().and_then(frontends::httpproxy::global_authorization),
             rate_limit_service: args.rate_limit_service.as_ref().map(|(s, _)| s.clone()),
+            geoip: args.geoip.clone(),
         },
         dag: dag::Options {
             external_names: args.enable_external_name_service,

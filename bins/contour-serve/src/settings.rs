@@ -118,6 +118,11 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     if let Some(g) = &file.global_ext_auth {
         args.global_ext_auth = global_ext_auth_of_file(g).with_context(|| path.display().to_string())?;
     }
+    if let Some(m) = file.geo_ip.as_ref().and_then(|g| g.provider.as_ref()).and_then(|p| p.max_mind.as_ref()) {
+        let paths = [&m.city_db_path, &m.country_db_path, &m.asn_db_path, &m.isp_db_path, &m.anon_db_path];
+        args.geoip = geo_databases(paths.map(Clone::clone), "geoIP.provider.maxMind")
+            .with_context(|| path.display().to_string())?;
+    }
     if let Some(c) = file.tls.as_ref().and_then(|t| t.envoy_client_certificate.clone()) {
         args.envoy_client_certificate = Some(secret_ref("tls.envoy-client-certificate", &c.namespace, &c.name)?);
     }
@@ -260,6 +265,10 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
     }
     if let Some(r) = spec.rate_limit_service.as_ref().filter(|r| !r.extension_service.name.is_empty()) {
         args.rate_limit_service = Some(rate_limit_service(r));
+    }
+    if let Some(m) = spec.geo_ip.as_ref().and_then(|g| g.provider.as_ref()).and_then(|p| p.max_mind.as_ref()) {
+        let paths = [&m.city_db_path, &m.country_db_path, &m.asn_db_path, &m.isp_db_path, &m.anon_db_path];
+        args.geoip = geo_databases(paths.map(Clone::clone), "spec.geoIP.provider.maxMind")?;
     }
     if let Some(i) = &spec.ingress {
         if let Some(classes) = i.class_names.clone().filter(|_| !explicit.contains("ingress_class_name")) {
@@ -439,6 +448,25 @@ fn global_ext_auth_of_file(g: &config::GlobalExtAuth) -> anyhow::Result<Option<a
     global_ext_auth(server, "globalExtAuth")
 }
 
+/// The MaxMind database paths (city, country, ASN, ISP, anonymous IP), checked to be absolute
+/// paths Envoy can be given; `None` when none is set.
+fn geo_databases(paths: [Option<String>; 5], key: &str) -> anyhow::Result<Option<ir::GeoDatabases>> {
+    let names = ["cityDbPath", "countryDbPath", "asnDbPath", "ispDbPath", "anonDbPath"];
+    let mut set = paths.map(|p| p.filter(|p| !p.is_empty()));
+    for (path, name) in set.iter().zip(names) {
+        if let Some(p) = path
+            && (!p.starts_with('/') || p.chars().any(char::is_control))
+        {
+            bail!("{key}.{name}: {p:?} is not an absolute path");
+        }
+    }
+    if set.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let [city, country, asn, isp, anon] = std::mem::take(&mut set);
+    Ok(Some(ir::GeoDatabases { city, country, asn, isp, anon }))
+}
+
 /// Upstream's `rateLimitService` as the filter's settings and the default policy.
 fn rate_limit_service(
     r: &api::contourconfig::RateLimitServiceConfig,
@@ -490,6 +518,22 @@ mod tests {
         let applied = apply_file(&mut args, &Explicit::new());
         let _ = std::fs::remove_dir_all(&dir);
         applied.map(|()| args)
+    }
+
+    #[test]
+    fn geoip_databases_come_from_contour_yaml_as_absolute_paths() -> anyhow::Result<()> {
+        let args =
+            from_file("geoIP:\n  provider:\n    maxMind: {cityDbPath: /geo/city.mmdb, anonDbPath: /geo/anon.mmdb}\n")?;
+        let databases = args.geoip.expect("set");
+        assert_eq!(
+            (databases.city.as_deref(), databases.anon.as_deref()),
+            (Some("/geo/city.mmdb"), Some("/geo/anon.mmdb"))
+        );
+        assert_eq!(databases.asn, None);
+        assert!(from_file("geoIP: {provider: {maxMind: {}}}\n")?.geoip.is_none(), "no database: off");
+        let e = from_file("geoIP: {provider: {maxMind: {asnDbPath: asn.mmdb}}}\n").expect_err("relative");
+        assert!(format!("{e:#}").contains("geoIP.provider.maxMind.asnDbPath"), "{e:#}");
+        Ok(())
     }
 
     #[test]

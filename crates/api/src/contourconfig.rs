@@ -56,6 +56,9 @@ pub struct ContourConfigurationSpec {
     /// The global rate limit service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_service: Option<RateLimitServiceConfig>,
+    /// The GeoIP databases of HTTPProxy's location rules (upstream's main branch).
+    #[serde(default, rename = "geoIP", skip_serializing_if = "Option::is_none")]
+    pub geo_ip: Option<GeoIPConfig>,
     /// Headers on every route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyConfig>,
@@ -485,6 +488,45 @@ pub struct RateLimitServiceConfig {
     /// A policy for virtual hosts that have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_global_rate_limit_policy: Option<GlobalRateLimitPolicy>,
+}
+
+/// The GeoIP lookup of HTTPProxy's `geoAllowPolicy` and `geoDenyPolicy`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GeoIPConfig {
+    /// Where the data comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<GeoIPProvider>,
+}
+
+/// A GeoIP data provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GeoIPProvider {
+    /// MaxMind `.mmdb` databases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_mind: Option<MaxMindConfig>,
+}
+
+/// Paths of MaxMind databases on Envoy's file system (mounted into the Envoy pod separately).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MaxMindConfig {
+    /// A City database: country, region, city.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub city_db_path: Option<String>,
+    /// A Country database: country.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country_db_path: Option<String>,
+    /// An ASN database: the autonomous system number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asn_db_path: Option<String>,
+    /// An ISP database: the ISP and the autonomous system number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isp_db_path: Option<String>,
+    /// An Anonymous IP database: the anonymity flags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anon_db_path: Option<String>,
 }
 
 /// Tracing.

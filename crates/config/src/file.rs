@@ -90,6 +90,9 @@ pub struct ContourConfig {
     /// The global rate limit service.
     #[serde(default, rename = "rateLimitService")]
     pub rate_limit_service: Option<RateLimitService>,
+    /// The GeoIP databases of HTTPProxy's location rules (as ContourConfiguration `geoIP`).
+    #[serde(default, rename = "geoIP")]
+    pub geo_ip: Option<GeoIp>,
     /// Global external authorization.
     #[serde(default, rename = "globalExtAuth")]
     pub global_ext_auth: Option<GlobalExtAuth>,
@@ -544,6 +547,38 @@ pub struct GlobalExtAuth {
     pub fail_open: Option<bool>,
     /// Send the request body along.
     pub with_request_body: Option<GlobalAuthBody>,
+}
+
+/// `geoIP`: where GeoIP data comes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeoIp {
+    /// The provider.
+    pub provider: Option<GeoIpProvider>,
+}
+
+/// `geoIP.provider`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GeoIpProvider {
+    /// MaxMind databases.
+    pub max_mind: Option<MaxMind>,
+}
+
+/// `geoIP.provider.maxMind`: database paths on Envoy's file system.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MaxMind {
+    /// City database.
+    pub city_db_path: Option<String>,
+    /// Country database.
+    pub country_db_path: Option<String>,
+    /// ASN database.
+    pub asn_db_path: Option<String>,
+    /// ISP database.
+    pub isp_db_path: Option<String>,
+    /// Anonymous IP database.
+    pub anon_db_path: Option<String>,
 }
 
 /// `globalExtAuth.httpSettings`.

@@ -61,6 +61,8 @@ pub struct Options {
     /// The global rate limit of every virtual host without one that does not opt out
     /// (`rateLimitService.defaultGlobalRateLimitPolicy`).
     pub default_global_rate_limit: Option<api::httpproxy::GlobalRateLimitPolicy>,
+    /// The GeoIP databases location rules are looked up in (ContourConfiguration `geoIP`).
+    pub geoip: Option<ir::GeoDatabases>,
 }
 
 impl Default for Options {
@@ -76,6 +78,7 @@ impl Default for Options {
             enable_external_name_service: false,
             global_authorization: None,
             default_global_rate_limit: None,
+            geoip: None,
         }
     }
 }
@@ -260,6 +263,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
                     reads: std::cell::RefCell::new(reads),
                     auth: None,
                     jwt: None,
+                    tls: false,
                 };
                 t.root(key, proxies[key], fqdn);
                 let entry = CachedRoot { reads: t.reads.into_inner(), output: Arc::new(t.out), used: generation };
@@ -335,9 +339,16 @@ struct Translator<'a> {
     auth: Option<auth::Inherited>,
     /// The root's JWT providers, when it terminates TLS.
     jwt: Option<jwt::Inherited>,
+    /// The root terminates TLS.
+    tls: bool,
 }
 
 impl<'a> Translator<'a> {
+    /// What location rules of the current root depend on.
+    fn geo(&self) -> filters::GeoContext<'a> {
+        filters::GeoContext { tls: self.tls, databases: self.options.geoip.as_ref() }
+    }
+
     /// Another proxy by key, remembering the read for the cache.
     fn lookup(&mut self, key: &ObjectKey) -> Option<&'a Arc<HTTPProxy>> {
         self.reads.get_mut().record(self.snapshot, Kind::HttpProxy, key);
@@ -425,18 +436,16 @@ impl<'a> Translator<'a> {
             let message = "HTTPProxy.Spec must have at least one Route, Include, or a TCPProxy".into();
             return self.error(&origin, "SpecError", "spec", "NothingDefined", message);
         }
-        if !self.unsupported_vhost_policies(&origin, vhost) {
-            return;
-        }
         let Ok(()) = auth::require_tls(self, &origin, vhost) else { return };
         let Ok(()) = jwt::require_tls(self, &origin, vhost) else { return };
         let Ok(tls) = tls::virtual_host(self, &origin, vhost) else { return };
+        let terminates = tls.as_ref().is_some_and(|t| t.mode == TlsMode::Terminate);
+        self.tls = terminates;
         let Ok(vhost_policy) = self.vhost_policy(&origin, vhost, fqdn) else { return };
         let Ok(authorization) = auth::virtual_host(self, &origin, vhost) else { return };
         let Ok(global) = auth::global(self, &origin, vhost, authorization.is_some()) else { return };
         self.auth = authorization.as_ref().map(|(_, inherited)| inherited.clone()).or(global);
         let Ok((jwt_providers, jwt)) = jwt::providers(self, &origin, vhost) else { return };
-        let terminates = tls.as_ref().is_some_and(|t| t.mode == TlsMode::Terminate);
         self.jwt = terminates.then_some(jwt);
         // Only the TLS side checks requests, as upstream: its connection manager has the filters.
         let secure_policy = if authorization.is_none() && jwt_providers.is_empty() {
@@ -520,24 +529,6 @@ impl<'a> Translator<'a> {
 }
 
 impl Translator<'_> {
-    /// Policies this controller does not implement yet (they have their own issue). Access
-    /// controls fail closed: the virtual host is not served rather than served unprotected.
-    /// The others are served without the policy, with a warning. `false` stops the root.
-    fn unsupported_vhost_policies(&mut self, origin: &Origin, vhost: &api::httpproxy::VirtualHost) -> bool {
-        let f = &vhost.filters;
-        let closed = [
-            ("IPFilterError", "spec.virtualhost.geoAllowPolicy", f.geo_allow_policy.is_some()),
-            ("IPFilterError", "spec.virtualhost.geoDenyPolicy", f.geo_deny_policy.is_some()),
-        ];
-        let mut serve = true;
-        for (condition, field, _) in closed.into_iter().filter(|c| c.2) {
-            let message = format!("{field} is not supported by this controller yet; the virtual host is not served");
-            self.error(origin, condition, field, "NotSupported", message);
-            serve = false;
-        }
-        serve
-    }
-
     /// The virtual host's CORS, IP filter and local rate limit, checked in upstream's order;
     /// `Err` after recording why the virtual host cannot be served.
     fn vhost_policy(
@@ -598,13 +589,15 @@ impl Translator<'_> {
                 return Err(());
             }
         };
-        let ip_filter = match filters::ip_filter(f.ip_allow_policy.as_deref(), f.ip_deny_policy.as_deref()) {
+        let ip_filter = match filters::ip_filter(f, self.geo()) {
             Ok(i) => i,
             Err(e) => {
-                let message = format!(
-                    "Spec.VirtualHost.IPAllowFilterPolicy or Spec.VirtualHost.IPDenyFilterPolicy is invalid: {}",
-                    e.message
-                );
+                let policies = if e.geo {
+                    "Spec.VirtualHost.GeoAllowPolicy or Spec.VirtualHost.GeoDenyPolicy"
+                } else {
+                    "Spec.VirtualHost.IPAllowFilterPolicy or Spec.VirtualHost.IPDenyFilterPolicy"
+                };
+                let message = format!("{policies} is invalid: {}", e.message);
                 self.error(origin, "IPFilterError", "spec.virtualhost", e.reason, message);
                 return Err(());
             }

@@ -15,10 +15,10 @@ pub use http::{
 };
 pub use policy::{
     Authorization, AuthorizationBody, BackendOptions, ClusterPolicy, CookieRewrite, Cors, CrossScheme, DescriptorEntry,
-    ExtensionService, GlobalRateLimit, HashPolicy, HeaderNameMatch, HealthCheck, HttpAuthorization, InternalRedirect,
-    IpFilter, IpRule, Jwks, JwtProvider, LoadBalancer, LocalRateLimit, OriginMatch, RemoteJwks, RetryPolicy,
-    RouteAuthorization, RoutePolicy, SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation,
-    VirtualHostPolicy, extension_cluster_name, merge_cookie_rewrites,
+    ExtensionService, GeoDatabases, GeoDimension, GeoRule, GlobalRateLimit, HashPolicy, HeaderNameMatch, HealthCheck,
+    HttpAuthorization, InternalRedirect, IpFilter, IpRule, Jwks, JwtProvider, LoadBalancer, LocalRateLimit,
+    OriginMatch, RemoteJwks, RetryPolicy, RouteAuthorization, RoutePolicy, SharedBackendOptions, SlowStart,
+    UpstreamProtocol, UpstreamValidation, VirtualHostPolicy, extension_cluster_name, merge_cookie_rewrites,
 };
 
 use std::net::IpAddr;

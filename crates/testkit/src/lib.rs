@@ -8,6 +8,7 @@ mod certs;
 mod client;
 mod envoy;
 mod jwt;
+pub mod mmdb;
 mod netns;
 mod process;
 mod ratelimit;

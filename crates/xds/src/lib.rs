@@ -9,6 +9,7 @@ mod cluster;
 mod compression;
 mod cors;
 mod ext_authz;
+mod geoip;
 mod jwt;
 mod listener;
 mod lua;
@@ -243,6 +244,8 @@ pub struct CompileOptions {
     pub global_authorization: Option<ir::Authorization>,
     /// The rate-limit service the default fleet asks about global limits (`rateLimitService`).
     pub rate_limit_service: Option<RateLimitService>,
+    /// The GeoIP databases of location rules (ContourConfiguration `geoIP`).
+    pub geoip: Option<ir::GeoDatabases>,
 }
 
 /// Upstream's `rateLimitService`: where Envoy asks, in which domain, and what happens when it
@@ -276,6 +279,7 @@ impl Default for CompileOptions {
             cluster: ClusterOptions::default(),
             global_authorization: None,
             rate_limit_service: None,
+            geoip: None,
         }
     }
 }

@@ -87,7 +87,12 @@ pub(crate) fn listener<'a>(
                     stat_prefix,
                     &table.name,
                     Default::default(),
-                    Checks { authorization: global.as_ref(), jwt_providers: &[], rate_limit },
+                    Checks {
+                        authorization: global.as_ref(),
+                        jwt_providers: &[],
+                        rate_limit,
+                        geoip: options.geoip.as_ref().filter(|_| uses_geo(table)),
+                    },
                     options,
                     &shared,
                 )],
@@ -131,7 +136,12 @@ pub(crate) fn listener<'a>(
                                 stat_prefix,
                                 &routes.name,
                                 forward,
-                                Checks { authorization, jwt_providers, rate_limit },
+                                Checks {
+                                    authorization,
+                                    jwt_providers,
+                                    rate_limit,
+                                    geoip: options.geoip.as_ref().filter(|_| uses_geo(routes)),
+                                },
                                 options,
                                 &shared,
                             )],
@@ -267,18 +277,23 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
     out
 }
 
-/// The request checks of one connection manager: an authorization server, JWT providers.
+/// The request checks of one connection manager: an authorization server, JWT providers, the
+/// global rate limit, the location lookup.
 struct Checks<'a> {
     authorization: Option<&'a ir::Authorization>,
     jwt_providers: &'a [ir::JwtProvider],
     rate_limit: Option<&'a crate::RateLimitService>,
+    /// The GeoIP databases, when a route of the connection manager has location rules.
+    geoip: Option<&'a ir::GeoDatabases>,
 }
 
 impl Checks<'_> {
-    /// The listener's filters with the checks just before the router: JWT, authorization, the
-    /// global rate limit (upstream's order).
+    /// The listener's filters with the location lookup first (RBAC reads its headers) and the
+    /// checks just before the router: JWT, authorization, the global rate limit (upstream's
+    /// order).
     fn filters(&self, shared: &[HttpFilter]) -> Vec<HttpFilter> {
-        let mut filters = shared.to_vec();
+        let mut filters: Vec<HttpFilter> = self.geoip.map(crate::geoip::filters).into_iter().flatten().collect();
+        filters.extend_from_slice(shared);
         let router = filters.pop();
         if !self.jwt_providers.is_empty() {
             filters.push(crate::jwt::filter(self.jwt_providers));
@@ -292,6 +307,15 @@ impl Checks<'_> {
         filters.extend(router);
         filters
     }
+}
+
+/// Whether a virtual host or route of a route table has location rules.
+fn uses_geo(table: &RouteTable) -> bool {
+    let geo = |f: Option<&ir::IpFilter>| f.is_some_and(|f| !f.geo.is_empty());
+    table.virtual_hosts.iter().any(|vh| {
+        geo(vh.policy.as_ref().and_then(|p| p.ip_filter.as_ref()))
+            || vh.routes.iter().any(|r| geo(r.policy.ip_filter.as_ref()))
+    })
 }
 
 /// What every connection manager and TCP proxy of one listener has in common.

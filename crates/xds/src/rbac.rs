@@ -1,11 +1,13 @@
-//! IP allow and deny lists through RBAC (`envoy.filters.http.rbac`): installed on every HTTP
+//! IP and location allow and deny lists through RBAC (`envoy.filters.http.rbac`): installed on every HTTP
 //! listener with no rules (everything allowed); virtual hosts and routes carry their lists as
 //! per-filter configuration. A refused request gets 403.
 
 use envoy_types::pb::envoy::config::core::v3::CidrRange;
 use envoy_types::pb::envoy::config::rbac::v3::{Permission, Policy, Principal, Rbac, permission, principal, rbac};
+use envoy_types::pb::envoy::config::route::v3::{HeaderMatcher, header_matcher};
 use envoy_types::pb::envoy::extensions::filters::http::rbac::v3::{Rbac as RbacFilter, RbacPerRoute};
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpFilter;
+use envoy_types::pb::envoy::r#type::matcher::v3::{StringMatcher, string_matcher};
 use envoy_types::pb::google::protobuf::{Any, UInt32Value};
 use envoy_types::util::pack_any;
 
@@ -18,8 +20,19 @@ pub(crate) fn filter() -> HttpFilter {
 }
 
 /// A virtual host's or route's list. `Remote` compares the client address Envoy derives from
-/// `X-Forwarded-For` (with the trusted hops) and the PROXY protocol; `Peer` the connection's.
+/// `X-Forwarded-For` (with the trusted hops) and the PROXY protocol; `Peer` the connection's;
+/// location rules compare the headers the GeoIP lookup filled.
 pub(crate) fn per_route(filter: &ir::IpFilter) -> Any {
+    let locations = filter.geo.iter().map(|rule| Principal {
+        identifier: Some(principal::Identifier::Header(HeaderMatcher {
+            name: rule.dimension.header().into(),
+            header_match_specifier: Some(header_matcher::HeaderMatchSpecifier::StringMatch(StringMatcher {
+                match_pattern: Some(string_matcher::MatchPattern::Exact(rule.value.clone())),
+                ..Default::default()
+            })),
+            ..Default::default()
+        })),
+    });
     let principals = filter
         .rules
         .iter()
@@ -35,6 +48,7 @@ pub(crate) fn per_route(filter: &ir::IpFilter) -> Any {
             };
             Principal { identifier: Some(identifier) }
         })
+        .chain(locations)
         .collect();
     let policy = Policy {
         permissions: vec![Permission { rule: Some(permission::Rule::Any(true)) }],

@@ -1,13 +1,17 @@
-//! HTTPProxy's traffic and access policies with upstream's checks and messages: CORS, IP allow
-//! and deny lists, local rate limits, cookie rewriting. Each returns the IR policy, or the
+//! HTTPProxy's traffic and access policies with upstream's checks and messages: CORS, IP and
+//! location allow and deny lists, local rate limits, cookie rewriting. Each returns the IR policy, or the
 //! message of the error upstream reports.
 
 use std::net::IpAddr;
 
 use api::httpproxy::{
-    CORSPolicy, CookieRewritePolicy, GlobalRateLimitPolicy, HeadersPolicy, IPFilterPolicy, LocalRateLimitPolicy,
+    CORSPolicy, CookieRewritePolicy, FilterPolicies, GeoFilterPolicy, GlobalRateLimitPolicy, HeadersPolicy,
+    IPFilterPolicy, LocalRateLimitPolicy,
 };
-use ir::{CookieRewrite, Cors, DescriptorEntry, GlobalRateLimit, IpFilter, IpRule, LocalRateLimit, OriginMatch};
+use ir::{
+    CookieRewrite, Cors, DescriptorEntry, GeoDimension, GeoRule, GlobalRateLimit, IpFilter, IpRule, LocalRateLimit,
+    OriginMatch,
+};
 
 use super::policy::{self, Variables};
 
@@ -76,23 +80,56 @@ fn valid_token(value: &str) -> bool {
     !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-/// Why an IP filter cannot be used: upstream's reason and message.
+/// Why an IP or location filter cannot be used: upstream's reason and message.
 pub(super) struct IpFilterError {
     pub reason: &'static str,
     pub message: String,
+    /// A location rule is at fault (not an address rule).
+    pub geo: bool,
 }
 
-/// `ipAllowPolicy` / `ipDenyPolicy` of a virtual host or route: `None` when neither is set.
-/// Bare addresses are single-address ranges.
-pub(super) fn ip_filter(
+/// What location rules depend on: whether the virtual host terminates TLS (their filter is in
+/// its connection manager), and the GeoIP databases configured.
+#[derive(Clone, Copy)]
+pub(super) struct GeoContext<'a> {
+    pub tls: bool,
+    pub databases: Option<&'a ir::GeoDatabases>,
+}
+
+/// The address and location lists of a virtual host or route: `None` when none is set. Bare
+/// addresses are single-address ranges. Address and location rules of one scope are all allow
+/// or all deny, and a request matches when it matches any of them.
+pub(super) fn ip_filter(f: &FilterPolicies, geo: GeoContext<'_>) -> Result<Option<IpFilter>, IpFilterError> {
+    let ip = ip_rules(f.ip_allow_policy.as_deref(), f.ip_deny_policy.as_deref())?;
+    let locations = geo_rules(f.geo_allow_policy.as_deref(), f.geo_deny_policy.as_deref(), geo)?;
+    match (ip, locations) {
+        (None, None) => Ok(None),
+        (Some((allow, rules)), None) => Ok(Some(IpFilter { allow, rules, geo: Vec::new() })),
+        (None, Some((allow, geo))) => Ok(Some(IpFilter { allow, rules: Vec::new(), geo })),
+        (Some((allow, rules)), Some((geo_allow, geo))) if allow == geo_allow => {
+            Ok(Some(IpFilter { allow, rules, geo }))
+        }
+        (Some(_), Some(_)) => Err(IpFilterError {
+            reason: "IncompatibleIPAndGeoFilters",
+            message: "IP and geo rules of one scope must both be allow or both be deny".into(),
+            geo: true,
+        }),
+    }
+}
+
+/// `ipAllowPolicy` / `ipDenyPolicy`: whether it allows, and the ranges.
+fn ip_rules(
     allow: Option<&[IPFilterPolicy]>,
     deny: Option<&[IPFilterPolicy]>,
-) -> Result<Option<IpFilter>, IpFilterError> {
+) -> Result<Option<(bool, Vec<IpRule>)>, IpFilterError> {
+    let fail = |reason, message| Err(IpFilterError { reason, message, geo: false });
     let (allow, deny) = (allow.unwrap_or_default(), deny.unwrap_or_default());
     let (is_allow, policies) = match (allow.is_empty(), deny.is_empty()) {
         (false, false) => {
-            let message = "cannot specify both `ipAllowPolicy` and `ipDenyPolicy`".into();
-            return Err(IpFilterError { reason: "IncompatibleIPAddressFilters", message });
+            return fail(
+                "IncompatibleIPAddressFilters",
+                "cannot specify both `ipAllowPolicy` and `ipDenyPolicy`".into(),
+            );
         }
         (false, true) => (true, allow),
         (true, false) => (false, deny),
@@ -104,17 +141,64 @@ pub(super) fn ip_filter(
             "Remote" => true,
             "Peer" => false,
             other => {
-                let message = format!("{:?} is not a valid source: must be Peer or Remote", other);
-                return Err(IpFilterError { reason: "IPFilterPolicyNotValid", message });
+                return fail(
+                    "IPFilterPolicyNotValid",
+                    format!("{:?} is not a valid source: must be Peer or Remote", other),
+                );
             }
         };
-        let (address, prefix_len) = cidr(&p.cidr).map_err(|e| IpFilterError {
-            reason: "InvalidCIDR",
-            message: format!("{} failed to parse: {e}", p.cidr),
-        })?;
+        let (address, prefix_len) = match cidr(&p.cidr) {
+            Ok(range) => range,
+            Err(e) => return fail("InvalidCIDR", format!("{} failed to parse: {e}", p.cidr)),
+        };
         rules.push(IpRule { remote, address, prefix_len });
     }
-    Ok(Some(IpFilter { allow: is_allow, rules }))
+    Ok(Some((is_allow, rules)))
+}
+
+/// `geoAllowPolicy` / `geoDenyPolicy`: whether it allows, and the locations. They need a TLS
+/// virtual host and a database that fills each dimension (a rule nothing fills would never
+/// match, leaving a deny list open).
+fn geo_rules(
+    allow: Option<&[GeoFilterPolicy]>,
+    deny: Option<&[GeoFilterPolicy]>,
+    context: GeoContext<'_>,
+) -> Result<Option<(bool, Vec<GeoRule>)>, IpFilterError> {
+    let fail = |reason, message| Err(IpFilterError { reason, message, geo: true });
+    let (allow, deny) = (allow.unwrap_or_default(), deny.unwrap_or_default());
+    let (is_allow, policies) = match (allow.is_empty(), deny.is_empty()) {
+        (false, false) => {
+            return fail("IncompatibleGeoFilters", "cannot specify both `geoAllowPolicy` and `geoDenyPolicy`".into());
+        }
+        (false, true) => (true, allow),
+        (true, false) => (false, deny),
+        (true, true) => return Ok(None),
+    };
+    if !context.tls {
+        return fail(
+            "GeoFilterNotPermitted",
+            "geo rules can only be defined for virtual hosts that terminate TLS".into(),
+        );
+    }
+    let Some(databases) = context.databases else {
+        let message = "geo rules need the GeoIP databases of ContourConfiguration spec.geoIP, which are not configured";
+        return fail("GeoIPNotConfigured", message.into());
+    };
+    let mut rules = Vec::with_capacity(policies.len());
+    for p in policies {
+        let Some(dimension) = GeoDimension::ALL.into_iter().find(|d| d.name() == p.dimension) else {
+            return fail("GeoFilterPolicyNotValid", format!("{:?} is not a valid dimension", p.dimension));
+        };
+        if p.value.is_empty() || p.value.chars().any(char::is_control) {
+            return fail("GeoFilterPolicyNotValid", format!("{:?} is not a valid {} value", p.value, p.dimension));
+        }
+        if !databases.fills(dimension) {
+            let message = format!("no configured GeoIP database provides the {} dimension", p.dimension);
+            return fail("GeoIPNotConfigured", message);
+        }
+        rules.push(GeoRule { dimension, value: p.value.clone() });
+    }
+    Ok(Some((is_allow, rules)))
 }
 
 /// An address range `a.b.c.d/n` or `x::y/n`, or one address; the host bits are cleared.

@@ -150,16 +150,6 @@ fn route(
             "must set exactly one of route.services or route.requestRedirectPolicy or route.directResponsePolicy";
         return fail(t, "RouteError", "RouteActionCountNotValid", message.into());
     }
-    // Access controls this controller does not implement yet fail closed: the route is not
-    // served (with upstream's rule that one route error drops the proxy's routes).
-    let closed = [
-        ("IPFilterError", "geoAllowPolicy", r.filters.geo_allow_policy.is_some()),
-        ("IPFilterError", "geoDenyPolicy", r.filters.geo_deny_policy.is_some()),
-    ];
-    if let Some((condition, name, _)) = closed.into_iter().find(|c| c.2) {
-        let message = format!("{field}.{name} is not supported by this controller yet; the route is not served");
-        return fail(t, condition, "NotSupported", message);
-    }
     let own = r.conditions.as_deref().unwrap_or_default();
     if let Err(e) = check_paths(own) {
         return fail(t, "RouteError", "PathMatchConditionsNotValid", format!("route: {e}"));
@@ -199,8 +189,7 @@ fn route(
             return fail(t, "RouteError", "RateLimitPolicyNotValid", format!("route.rateLimitPolicy is invalid: {e}"));
         }
     };
-    let ip_filter = match filters::ip_filter(r.filters.ip_allow_policy.as_deref(), r.filters.ip_deny_policy.as_deref())
-    {
+    let ip_filter = match filters::ip_filter(&r.filters, t.geo()) {
         Ok(i) => i,
         Err(e) => return fail(t, "IPFilterError", e.reason, e.message),
     };

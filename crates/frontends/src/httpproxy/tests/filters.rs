@@ -404,3 +404,85 @@ fn global_rate_limits_become_descriptors_and_the_default_applies_unless_opted_ou
     );
     assert!(vhost_policy(&t, "optout.example.com").is_none_or(|p| p.global_rate_limit.is_none()), "opted out");
 }
+
+#[test]
+fn geo_rules_need_tls_and_a_database_for_their_dimension() {
+    let root = |name: &str, tls: bool, filters: &str, route: &str| {
+        let tls = if tls { "tls: {secretName: cert}, " } else { "" };
+        proxy(
+            name,
+            &format!(
+                "  virtualhost: {{fqdn: {name}.example.com, {tls}{filters}}}\n  routes: [{{{route}services: [{{name: web, port: 80}}]}}]"
+            ),
+        )
+    };
+    let country = "geoAllowPolicy: [{dimension: country, value: GB}]";
+    let yaml = [
+        root("good", true, &format!("{country}, ipAllowPolicy: [{{source: Remote, cidr: 10.0.0.0/8}}]"), ""),
+        root("route", true, "", "geoDenyPolicy: [{dimension: anonVpn, value: 'true'}], "),
+        root("plain", false, country, ""),
+        root(
+            "both",
+            true,
+            "geoAllowPolicy: [{dimension: country, value: GB}], geoDenyPolicy: [{dimension: city, value: X}]",
+            "",
+        ),
+        root("mixed", true, &format!("{country}, ipDenyPolicy: [{{source: Peer, cidr: 10.0.0.0/8}}]"), ""),
+        root("asn", true, "geoDenyPolicy: [{dimension: asn, value: '64500'}]", ""),
+        root("dimension", true, "geoDenyPolicy: [{dimension: planet, value: mars}]", ""),
+    ]
+    .concat();
+    let databases = ir::GeoDatabases {
+        city: Some("/geo/city.mmdb".into()),
+        anon: Some("/geo/anon.mmdb".into()),
+        ..Default::default()
+    };
+    let options = Options { geoip: Some(databases), ..Options::default() };
+    let (t, statuses) = run_with(&yaml, &options);
+    let invalid = "invalid: At least one error present, see Errors for details";
+    let geo = "Spec.VirtualHost.GeoAllowPolicy or Spec.VirtualHost.GeoDenyPolicy is invalid";
+    assert_eq!(
+        render(&statuses),
+        [
+            format!("apps/asn {invalid}"),
+            format!(
+                "  IPFilterError/GeoIPNotConfigured: {geo}: no configured GeoIP database provides the asn dimension"
+            ),
+            format!("apps/both {invalid}"),
+            format!(
+                "  IPFilterError/IncompatibleGeoFilters: {geo}: cannot specify both `geoAllowPolicy` and `geoDenyPolicy`"
+            ),
+            format!("apps/dimension {invalid}"),
+            format!("  IPFilterError/GeoFilterPolicyNotValid: {geo}: \"planet\" is not a valid dimension"),
+            "apps/good valid: Valid HTTPProxy".into(),
+            format!("apps/mixed {invalid}"),
+            format!(
+                "  IPFilterError/IncompatibleIPAndGeoFilters: {geo}: IP and geo rules of one scope must both be allow or both be deny"
+            ),
+            format!("apps/plain {invalid}"),
+            format!(
+                "  IPFilterError/GeoFilterNotPermitted: {geo}: geo rules can only be defined for virtual hosts that terminate TLS"
+            ),
+            "apps/route valid: Valid HTTPProxy".into(),
+        ]
+    );
+    let fleet = &t.ir.fleets[0];
+    let good = secure_route(fleet, "good.example.com");
+    let filter = good.vhost.as_ref().and_then(|p| p.ip_filter.as_ref()).expect("a filter");
+    assert!(filter.allow);
+    assert_eq!(
+        (filter.rules.len(), filter.geo[0].dimension, filter.geo[0].value.as_str()),
+        (1, ir::GeoDimension::Country, "GB")
+    );
+    let route = secure_route(fleet, "route.example.com");
+    let filter = route.rules[0].policy.ip_filter.as_ref().expect("the route's filter");
+    assert_eq!((filter.allow, filter.geo[0].dimension), (false, ir::GeoDimension::AnonVpn));
+    // Without databases, no geo rule is served.
+    let (_, statuses) = run(&root("none", true, country, ""));
+    assert_eq!(
+        render(&statuses)[1],
+        format!(
+            "  IPFilterError/GeoIPNotConfigured: {geo}: geo rules need the GeoIP databases of ContourConfiguration spec.geoIP, which are not configured"
+        )
+    );
+}
