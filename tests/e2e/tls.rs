@@ -1,4 +1,5 @@
-//! TLS through Envoy: HTTPS termination with SNI-chosen certificates, and TLS passthrough.
+//! TLS through Envoy: HTTPS termination with SNI-chosen certificates (421 for another Host), and
+//! TLS passthrough.
 
 use testkit::{Backend, Ca, Issued, Request};
 
@@ -35,6 +36,10 @@ async fn https_termination_picks_the_certificate_by_sni() -> anyhow::Result<()> 
         let r = h.until_tls(port, host, &ca.pem(), None, &Request::get(host, "/")).await?;
         assert_eq!((r.status, r.echo()["host"].as_str()), (200, Some(host)));
     }
+    // A Host other than the connection's SNI is misdirected: 421, not the other listener's routes.
+    let addr = ([127, 0, 0, 1], port).into();
+    let r = testkit::request_tls(addr, "a.secure.test", &ca.pem(), &Request::get("b.secure.test", "/")).await?;
+    assert_eq!(r.status, 421, "{r:?}");
     h.assert_no_nacks().await
 }
 

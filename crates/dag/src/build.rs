@@ -246,7 +246,8 @@ impl Builder<'_> {
                     } else {
                         self.listener = (port, "https");
                         let name = format!("https-{port}-{}", listener.name);
-                        let routes = self.route_table(name, &[(index, listener)], out);
+                        let mut routes = self.route_table(name, &[(index, listener)], out);
+                        misdirected(&mut routes, fleet.origin.as_ref(), listener, listeners);
                         TlsAction::Terminate { secrets, settings, routes }
                     };
                     chains.push(TlsChain { server_names, action });
@@ -648,4 +649,52 @@ fn merge(into: &mut HeaderModifier, from: &HeaderModifier) {
     into.set.extend(from.set.iter().cloned());
     into.add.extend(from.add.iter().cloned());
     into.remove.extend(from.remove.iter().cloned());
+}
+
+/// Answers 421 Misdirected Request, on the connections of a terminating listener, to requests
+/// for hosts that are not its own (a client reusing a connection for another host, or a Host
+/// that differs from the SNI): any host outside its hostname, and hosts of more specific
+/// listeners of the same port. A listener without a hostname only refuses the other listeners'
+/// hosts. A host the table already routes is left as it is.
+pub(crate) fn misdirected(
+    table: &mut RouteTable,
+    origin: Option<&Origin>,
+    own: &ir::Listener,
+    listeners: &[(usize, &ir::Listener)],
+) {
+    let mine = own.hostname.as_deref();
+    let others = listeners
+        .iter()
+        .map(|(_, l)| l)
+        .filter(|l| l.name != own.name && l.tls.as_ref().is_some_and(|t| t.mode == TlsMode::Terminate))
+        .filter_map(|l| l.hostname.as_deref())
+        .filter(|h| Some(*h) != mine && ir::hostname::covers(mine, h))
+        .filter(|h| ir::hostname::specificity(Some(h)) > ir::hostname::specificity(mine));
+    let mut hosts: Vec<&str> = mine.map(|_| "*").into_iter().chain(others).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    hosts.retain(|h| table.virtual_hosts.iter().all(|vh| vh.hostname != *h));
+    if hosts.is_empty() {
+        return;
+    }
+    let origin = Arc::new(origin.cloned().unwrap_or(Origin {
+        kind: "Listener",
+        namespace: String::new(),
+        name: own.name.clone(),
+        generation: 0,
+    }));
+    let route = Arc::new(Route {
+        matcher: ir::HttpMatch::default(),
+        action: RouteAction::Direct { status: 421, body: None },
+        request_headers: Default::default(),
+        response_headers: Default::default(),
+        timeout_ms: None,
+        policy: Default::default(),
+        origin,
+    });
+    for host in hosts {
+        let vh = VirtualHost { hostname: host.to_string(), routes: vec![Arc::clone(&route)], policy: None };
+        table.virtual_hosts.push(Arc::new(vh));
+    }
+    table.virtual_hosts.sort_by(|a, b| a.hostname.cmp(&b.hostname));
 }

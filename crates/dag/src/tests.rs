@@ -120,7 +120,10 @@ fn https_chains_only_for_listeners_with_usable_certificates() {
     assert_eq!(chains[0].server_names, ["secure.example.com"]);
     let TlsAction::Terminate { secrets, routes, .. } = &chains[0].action else { panic!() };
     assert_eq!(secrets, &["default/cert"]);
-    assert_eq!(routes.virtual_hosts[0].hostname, "secure.example.com");
+    let hosts: Vec<&str> = routes.virtual_hosts.iter().map(|v| v.hostname.as_str()).collect();
+    assert_eq!(hosts, ["*", "secure.example.com"]);
+    // Any other host on this listener's connections is misdirected.
+    assert_eq!(routes.virtual_hosts[0].routes[0].action, RouteAction::Direct { status: 421, body: None });
     assert!(fleet.secrets.contains_key("default/cert"));
     assert!(
         dag.diagnostics
@@ -444,4 +447,35 @@ fn what_route_clusters_use_reaches_the_fleet_from_the_cache_too() {
         assert_eq!(cluster.client_certificate.as_deref(), Some("infra/envoy-client"), "{build}");
         assert!(fleet.secrets.contains_key("infra/envoy-client"), "{build}: the client certificate is the fleet's");
     }
+}
+
+#[test]
+fn misdirected_requests_get_421_on_listeners_of_one_port() {
+    let mut table = RouteTable { name: "t".into(), virtual_hosts: Vec::new() };
+    let tls = Some(ir::ListenerTls::new(ir::TlsMode::Terminate, Vec::new()));
+    let listener = |name: &str, hostname: Option<&str>| ir::Listener {
+        name: name.into(),
+        port: 443,
+        protocol: ir::Protocol::Https,
+        hostname: hostname.map(str::to_string),
+        tls: tls.clone(),
+        http_routes: Vec::new(),
+        tls_routes: Vec::new(),
+    };
+    let all = [
+        listener("any", None),
+        listener("second", Some("second.example.org")),
+        listener("wildcard", Some("*.wildcard.org")),
+        listener("fourth", Some("fourth.wildcard.org")),
+    ];
+    let listeners: Vec<(usize, &ir::Listener)> = all.iter().enumerate().collect();
+    let hosts = |own: usize, table: &mut RouteTable| {
+        table.virtual_hosts.clear();
+        crate::build::misdirected(table, None, &all[own], &listeners);
+        table.virtual_hosts.iter().map(|v| v.hostname.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(hosts(0, &mut table), ["*.wildcard.org", "fourth.wildcard.org", "second.example.org"]);
+    assert_eq!(hosts(1, &mut table), ["*"]);
+    assert_eq!(hosts(2, &mut table), ["*", "fourth.wildcard.org"]);
+    assert_eq!(hosts(3, &mut table), ["*"]);
 }
