@@ -119,9 +119,14 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
         args.global_ext_auth = global_ext_auth_of_file(g).with_context(|| path.display().to_string())?;
     }
     if let Some(m) = file.geo_ip.as_ref().and_then(|g| g.provider.as_ref()).and_then(|p| p.max_mind.as_ref()) {
-        let paths = [&m.city_db_path, &m.country_db_path, &m.asn_db_path, &m.isp_db_path, &m.anon_db_path];
-        args.geoip = geo_databases(paths.map(Clone::clone), "geoIP.provider.maxMind")
-            .with_context(|| path.display().to_string())?;
+        let max_mind = api::contourconfig::MaxMindConfig {
+            city_db_path: m.city_db_path.clone(),
+            country_db_path: m.country_db_path.clone(),
+            asn_db_path: m.asn_db_path.clone(),
+            isp_db_path: m.isp_db_path.clone(),
+            anon_db_path: m.anon_db_path.clone(),
+        };
+        args.geoip = geo_databases(&max_mind, "geoIP.provider.maxMind").with_context(|| path.display().to_string())?;
     }
     if let Some(c) = file.tls.as_ref().and_then(|t| t.envoy_client_certificate.clone()) {
         args.envoy_client_certificate = Some(secret_ref("tls.envoy-client-certificate", &c.namespace, &c.name)?);
@@ -267,8 +272,7 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
         args.rate_limit_service = Some(rate_limit_service(r));
     }
     if let Some(m) = spec.geo_ip.as_ref().and_then(|g| g.provider.as_ref()).and_then(|p| p.max_mind.as_ref()) {
-        let paths = [&m.city_db_path, &m.country_db_path, &m.asn_db_path, &m.isp_db_path, &m.anon_db_path];
-        args.geoip = geo_databases(paths.map(Clone::clone), "spec.geoIP.provider.maxMind")?;
+        args.geoip = geo_databases(m, "spec.geoIP.provider.maxMind")?;
     }
     if let Some(i) = &spec.ingress {
         if let Some(classes) = i.class_names.clone().filter(|_| !explicit.contains("ingress_class_name")) {
@@ -448,11 +452,12 @@ fn global_ext_auth_of_file(g: &config::GlobalExtAuth) -> anyhow::Result<Option<a
     global_ext_auth(server, "globalExtAuth")
 }
 
-/// The MaxMind database paths (city, country, ASN, ISP, anonymous IP), checked to be absolute
-/// paths Envoy can be given; `None` when none is set.
-fn geo_databases(paths: [Option<String>; 5], key: &str) -> anyhow::Result<Option<ir::GeoDatabases>> {
+/// The MaxMind database paths (contour.yaml's mapped into the ContourConfiguration's shape, as
+/// the other keys are), checked to be absolute paths Envoy can be given; `None` when none is set.
+fn geo_databases(m: &api::contourconfig::MaxMindConfig, key: &str) -> anyhow::Result<Option<ir::GeoDatabases>> {
     let names = ["cityDbPath", "countryDbPath", "asnDbPath", "ispDbPath", "anonDbPath"];
-    let mut set = paths.map(|p| p.filter(|p| !p.is_empty()));
+    let paths = [&m.city_db_path, &m.country_db_path, &m.asn_db_path, &m.isp_db_path, &m.anon_db_path];
+    let mut set = paths.map(|p| p.clone().filter(|p| !p.is_empty()));
     for (path, name) in set.iter().zip(names) {
         if let Some(p) = path
             && (!p.starts_with('/') || p.chars().any(char::is_control))

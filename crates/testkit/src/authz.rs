@@ -58,38 +58,29 @@ impl AuthServer {
         use hyper::{Response, StatusCode};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let calls = Arc::new(AtomicU64::new(0));
         let users = Arc::new(user_map(users));
         let counter = Arc::clone(&calls);
+        let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            counter.fetch_add(1, Ordering::Relaxed);
+            let authorization = req.headers().get("authorization").and_then(|v| v.to_str().ok());
+            let response = match basic_user(&users, authorization) {
+                Some(user) => Response::builder()
+                    .header("auth-username", user)
+                    .header("auth-path", req.uri().path())
+                    .body(String::new()),
+                None => Response::builder()
+                    .status(StatusCode::UNAUTHORIZED)
+                    .header("www-authenticate", BASIC_CHALLENGE)
+                    .body("credentials needed\n".to_string()),
+            };
+            async move { response }
+        });
         tokio::spawn(async move {
-            loop {
-                let stream = tokio::select! {
-                    accepted = listener.accept() => match accepted { Ok((s, _)) => s, Err(_) => continue },
-                    _ = &mut stopped => return,
-                };
-                let (users, calls) = (Arc::clone(&users), Arc::clone(&counter));
-                let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    calls.fetch_add(1, Ordering::Relaxed);
-                    let authorization = req.headers().get("authorization").and_then(|v| v.to_str().ok());
-                    let user = basic_user(&users, authorization.map(str::to_string).as_ref());
-                    let response = match user {
-                        Some(user) => Response::builder()
-                            .header("auth-username", user)
-                            .header("auth-path", req.uri().path())
-                            .body(String::new()),
-                        None => Response::builder()
-                            .status(StatusCode::UNAUTHORIZED)
-                            .header("www-authenticate", BASIC_CHALLENGE)
-                            .body("credentials needed\n".to_string()),
-                    };
-                    async move { response }
-                });
-                tokio::spawn(async move {
-                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
-                    let io = hyper_util::rt::TokioIo::new(stream);
-                    let _ = builder.serve_connection(io, service).await;
-                });
+            tokio::select! {
+                _ = crate::serve::connections(listener, None, service) => {}
+                _ = stopped => {}
             }
         });
         Ok(Self { addr, calls, stop: Some(stop) })
@@ -147,7 +138,7 @@ pub async fn serve_test_mode(
 }
 
 /// The user whose credentials the `Authorization` header carries, if they are right.
-fn basic_user(users: &BTreeMap<String, String>, header: Option<&String>) -> Option<String> {
+fn basic_user(users: &BTreeMap<String, String>, header: Option<&str>) -> Option<String> {
     let encoded = header?.strip_prefix("Basic ")?;
     let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
     let (user, password) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
@@ -171,7 +162,7 @@ impl Authorization for Service {
         let http = attributes.request.and_then(|r| r.http).unwrap_or_default();
         self.calls.fetch_add(1, Ordering::Relaxed);
         let passed = match &self.checker {
-            Checker::Basic(users) => basic_user(users, http.headers.get("authorization")).map(Some),
+            Checker::Basic(users) => basic_user(users, http.headers.get("authorization").map(String::as_str)).map(Some),
             Checker::Test => http.path.contains("allow").then_some(None),
         };
         let response = match passed {

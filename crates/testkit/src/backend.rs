@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -114,28 +113,8 @@ struct Counters {
 
 async fn serve(listener: TcpListener, name: String, tls: Option<tokio_rustls::TlsAcceptor>, counters: Counters) {
     let name: Arc<str> = name.into();
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let name = Arc::clone(&name);
-        let tls = tls.clone();
-        let counters = counters.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| echo(Arc::clone(&name), counters.clone(), req));
-            let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
-            match tls {
-                Some(acceptor) => {
-                    if let Ok(stream) = acceptor.accept(stream).await {
-                        let _ = builder.serve_connection(TokioIo::new(stream), service).await;
-                    }
-                }
-                None => {
-                    let _ = builder.serve_connection(TokioIo::new(stream), service).await;
-                }
-            }
-        });
-    }
+    let service = service_fn(move |req| echo(Arc::clone(&name), counters.clone(), req));
+    crate::serve::connections(listener, tls, service).await
 }
 
 async fn echo(

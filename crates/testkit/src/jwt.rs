@@ -8,7 +8,6 @@ use base64::Engine;
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
 use rustls::pki_types::pem::PemObject;
@@ -118,22 +117,11 @@ impl JwksServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let body: Bytes = serde_json::json!({ "keys": keys }).to_string().into();
-        let task = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let (acceptor, body) = (acceptor.clone(), body.clone());
-                tokio::spawn(async move {
-                    let Ok(stream) = acceptor.accept(stream).await else { return };
-                    let service = service_fn(move |_req| {
-                        let body = body.clone();
-                        async move {
-                            hyper::Response::builder().header("content-type", "application/json").body(Full::new(body))
-                        }
-                    });
-                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
-                    let _ = builder.serve_connection(TokioIo::new(stream), service).await;
-                });
-            }
+        let service = service_fn(move |_req| {
+            let body = body.clone();
+            async move { hyper::Response::builder().header("content-type", "application/json").body(Full::new(body)) }
         });
+        let task = tokio::spawn(crate::serve::connections(listener, Some(acceptor), service));
         Ok(Self { addr, task })
     }
 }

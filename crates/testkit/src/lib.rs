@@ -13,6 +13,7 @@ mod netns;
 mod process;
 mod ratelimit;
 mod relay;
+mod serve;
 
 pub use apiserver::{ApiServer, apply_yaml, delete_yaml, dry_run_yaml, set_status, status_of};
 pub use authz::{AuthServer, serve_test_mode};

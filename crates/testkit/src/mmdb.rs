@@ -65,10 +65,11 @@ pub fn database(database_type: &str, networks: &[((Ipv4Addr, u8), Value)]) -> Ve
         let offset = data.len();
         encode(value, &mut data);
         let bits = u32::from(*address);
+        let depth = u32::from((*prefix_len).clamp(1, 32));
         let mut node = 0;
-        for i in 0..u32::from((*prefix_len).clamp(1, 32)) {
+        for i in 0..depth {
             let bit = ((bits >> (31 - i)) & 1) as usize;
-            if i + 1 == u32::from((*prefix_len).clamp(1, 32)) {
+            if i + 1 == depth {
                 nodes[node][bit] = Record::Data(offset);
             } else {
                 node = match nodes[node][bit] {

@@ -117,23 +117,35 @@ pub(super) fn ip_filter(f: &FilterPolicies, geo: GeoContext<'_>) -> Result<Optio
     }
 }
 
+/// The one list of a scope's `<kind>AllowPolicy` and `<kind>DenyPolicy`, with whether it allows;
+/// `None` when neither is set, an error when both are.
+fn allow_or_deny<'p, T>(
+    allow: Option<&'p [T]>,
+    deny: Option<&'p [T]>,
+    reason: &'static str,
+    kind: &str,
+    geo: bool,
+) -> Result<Option<(bool, &'p [T])>, IpFilterError> {
+    let (allow, deny) = (allow.unwrap_or_default(), deny.unwrap_or_default());
+    match (allow.is_empty(), deny.is_empty()) {
+        (false, false) => {
+            let message = format!("cannot specify both `{kind}AllowPolicy` and `{kind}DenyPolicy`");
+            Err(IpFilterError { reason, message, geo })
+        }
+        (false, true) => Ok(Some((true, allow))),
+        (true, false) => Ok(Some((false, deny))),
+        (true, true) => Ok(None),
+    }
+}
+
 /// `ipAllowPolicy` / `ipDenyPolicy`: whether it allows, and the ranges.
 fn ip_rules(
     allow: Option<&[IPFilterPolicy]>,
     deny: Option<&[IPFilterPolicy]>,
 ) -> Result<Option<(bool, Vec<IpRule>)>, IpFilterError> {
     let fail = |reason, message| Err(IpFilterError { reason, message, geo: false });
-    let (allow, deny) = (allow.unwrap_or_default(), deny.unwrap_or_default());
-    let (is_allow, policies) = match (allow.is_empty(), deny.is_empty()) {
-        (false, false) => {
-            return fail(
-                "IncompatibleIPAddressFilters",
-                "cannot specify both `ipAllowPolicy` and `ipDenyPolicy`".into(),
-            );
-        }
-        (false, true) => (true, allow),
-        (true, false) => (false, deny),
-        (true, true) => return Ok(None),
+    let Some((is_allow, policies)) = allow_or_deny(allow, deny, "IncompatibleIPAddressFilters", "ip", false)? else {
+        return Ok(None);
     };
     let mut rules = Vec::with_capacity(policies.len());
     for p in policies {
@@ -165,14 +177,8 @@ fn geo_rules(
     context: GeoContext<'_>,
 ) -> Result<Option<(bool, Vec<GeoRule>)>, IpFilterError> {
     let fail = |reason, message| Err(IpFilterError { reason, message, geo: true });
-    let (allow, deny) = (allow.unwrap_or_default(), deny.unwrap_or_default());
-    let (is_allow, policies) = match (allow.is_empty(), deny.is_empty()) {
-        (false, false) => {
-            return fail("IncompatibleGeoFilters", "cannot specify both `geoAllowPolicy` and `geoDenyPolicy`".into());
-        }
-        (false, true) => (true, allow),
-        (true, false) => (false, deny),
-        (true, true) => return Ok(None),
+    let Some((is_allow, policies)) = allow_or_deny(allow, deny, "IncompatibleGeoFilters", "geo", true)? else {
+        return Ok(None);
     };
     if !context.tls {
         return fail(
