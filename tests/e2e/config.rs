@@ -701,3 +701,53 @@ async fn global_rate_limits_fail_open_when_asked() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `tracing`: Envoy traces every request to the OpenTelemetry collector the ExtensionService
+/// names, under the configured service name, with upstream's pod tags, the custom tags and the
+/// path cut to `maxPathTagLength`; the backend gets the trace context. A virtual host's requests
+/// are traced whichever front end made it.
+#[tokio::test]
+async fn tracing_sends_spans_to_the_opentelemetry_collector() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let collector = testkit::OtlpCollector::start().await?;
+    let objects = [objects(web.addr), service("otel", &[collector.addr]), extension_service("otel", "otel")].concat();
+    let config = "tracing:
+  extensionService: default/otel
+  serviceName: shop
+  maxPathTagLength: 12
+  customTags:
+  - {tagName: team, literal: web}
+  - {tagName: agent, requestHeaderName: X-Agent}
+";
+    let serve = Serve::start(&objects, Some(config), &[])?;
+    let _envoy = serve.envoy().await?;
+    assert_eq!(routed(&serve, "www.example.com").await?.status, 200);
+    let r = get(&serve, &Request::get("www.example.com", "/a/long/path/to/trace").header("x-agent", "probe")).await?;
+    assert_eq!(r.status, 200, "{r:?}");
+    let traceparent = r.echo()["headers"]["traceparent"].as_str().map(str::to_string);
+    let trace_id = traceparent.as_deref().and_then(|t| t.split('-').nth(1)).map(str::to_string);
+    assert!(trace_id.is_some(), "the backend got no trace context: {r:?}");
+    // Envoy sends its spans in batches, every 5 s.
+    let spans = testkit::eventually(Duration::from_secs(20), || async {
+        let spans: Vec<testkit::Span> =
+            collector.spans().into_iter().filter(|s| Some(&s.trace_id) == trace_id.as_ref()).collect();
+        (spans.len() >= 2).then_some(spans)
+    })
+    .await;
+    let Some(spans) = spans else {
+        anyhow::bail!("no spans of trace {trace_id:?}; received: {:?}; log:\n{}", collector.spans(), serve.log());
+    };
+    // The request's own span (server) and the one towards the backend (client).
+    let kinds: std::collections::BTreeSet<i32> = spans.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, [2, 3].into(), "{spans:#?}");
+    let server = spans.iter().find(|s| s.kind == 2).expect("a server span");
+    assert_eq!(server.service, "shop");
+    let tag = |name: &str| server.attributes.get(name).map(String::as_str);
+    assert_eq!((tag("team"), tag("agent")), (Some("web"), Some("probe")), "{server:#?}");
+    assert_eq!(tag("podNamespace"), Some("projectcontour"), "{server:#?}");
+    assert!(tag("podName").is_some_and(|n| n.starts_with("contour-envoy-")), "{server:#?}");
+    let url = tag("http.url").unwrap_or_default();
+    assert!(url.ends_with("/a/long/path"), "the path is cut to 12 bytes: {url}");
+    assert_eq!(tag("http.status_code"), Some("200"), "{server:#?}");
+    Ok(())
+}

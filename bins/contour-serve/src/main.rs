@@ -219,6 +219,9 @@ struct Args {
     /// The GeoIP databases (contour.yaml `geoIP`, `spec.geoIP`).
     #[arg(skip)]
     geoip: Option<ir::GeoDatabases>,
+    /// Spans to an OpenTelemetry collector (contour.yaml `tracing`, `spec.tracing`).
+    #[arg(skip)]
+    tracing: Option<xds::Tracing>,
     /// The global header policy (contour.yaml `policy`).
     #[arg(skip)]
     default_headers: Option<std::sync::Arc<frontends::DefaultHeaders>>,
@@ -330,6 +333,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             global_authorization: args.global_ext_auth.as_ref().and_then(frontends::httpproxy::global_authorization),
             rate_limit_service: args.rate_limit_service.as_ref().map(|(s, _)| s.clone()),
             geoip: args.geoip.clone(),
+            tracing: args.tracing.clone(),
         },
         dag: dag::Options {
             external_names: args.enable_external_name_service,

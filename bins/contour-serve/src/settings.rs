@@ -118,6 +118,27 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     if let Some(g) = &file.global_ext_auth {
         args.global_ext_auth = global_ext_auth_of_file(g).with_context(|| path.display().to_string())?;
     }
+    if let Some(t) = &file.tracing {
+        let service = t.extension_service.as_deref().unwrap_or_default();
+        let (namespace, name) = service.split_once('/').unwrap_or(("", service));
+        let config = api::contourconfig::TracingConfig {
+            include_pod_detail: t.include_pod_detail,
+            service_name: t.service_name.clone(),
+            overall_sampling: t.overall_sampling.clone(),
+            max_path_tag_length: t.max_path_tag_length,
+            custom_tags: t.custom_tags.as_ref().map(|tags| {
+                tags.iter()
+                    .map(|c| api::contourconfig::CustomTag {
+                        tag_name: c.tag_name.clone(),
+                        literal: c.literal.clone(),
+                        request_header_name: c.request_header_name.clone(),
+                    })
+                    .collect()
+            }),
+            extension_service: api::contourconfig::NamespacedName { name: name.into(), namespace: namespace.into() },
+        };
+        args.tracing = Some(tracing(&config, "tracing").with_context(|| path.display().to_string())?);
+    }
     if let Some(m) = file.geo_ip.as_ref().and_then(|g| g.provider.as_ref()).and_then(|p| p.max_mind.as_ref()) {
         let max_mind = api::contourconfig::MaxMindConfig {
             city_db_path: m.city_db_path.clone(),
@@ -273,6 +294,9 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
     }
     if let Some(m) = spec.geo_ip.as_ref().and_then(|g| g.provider.as_ref()).and_then(|p| p.max_mind.as_ref()) {
         args.geoip = geo_databases(m, "spec.geoIP.provider.maxMind")?;
+    }
+    if let Some(t) = &spec.tracing {
+        args.tracing = Some(tracing(t, "spec.tracing")?);
     }
     if let Some(i) = &spec.ingress {
         if let Some(classes) = i.class_names.clone().filter(|_| !explicit.contains("ingress_class_name")) {
@@ -472,6 +496,57 @@ fn geo_databases(m: &api::contourconfig::MaxMindConfig, key: &str) -> anyhow::Re
     Ok(Some(ir::GeoDatabases { city, country, asn, isp, anon }))
 }
 
+/// Upstream's `tracing`, checked (its rules, and a sampling rate Envoy accepts) and with its
+/// defaults: service name `contour`, every request sampled (upstream reads an unparsable or zero
+/// rate as 100; an unparsable one is refused here), paths tagged up to 256 bytes, and the Envoy
+/// pod's name and namespace as tags unless `includePodDetail` is false.
+fn tracing(t: &api::contourconfig::TracingConfig, key: &str) -> anyhow::Result<xds::Tracing> {
+    let service = &t.extension_service;
+    if service.name.is_empty() || service.namespace.is_empty() {
+        bail!("{key}.extensionService must name an ExtensionService as namespace/name");
+    }
+    let sampling = t.overall_sampling.as_deref().unwrap_or("100");
+    let overall_sampling = match sampling.trim().parse::<f64>() {
+        Ok(0.0) => 100.0,
+        Ok(rate) if (0.0..=100.0).contains(&rate) => rate,
+        _ => bail!("{key}.overallSampling: {sampling:?} is not a percentage from 0 to 100"),
+    };
+    let mut custom_tags = Vec::new();
+    if t.include_pod_detail != Some(false) {
+        for (name, variable) in [("podName", "HOSTNAME"), ("podNamespace", "CONTOUR_NAMESPACE")] {
+            custom_tags.push(xds::CustomTag { name: name.into(), value: xds::TagValue::Environment(variable.into()) });
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for (i, tag) in t.custom_tags.iter().flatten().enumerate() {
+        let field = format!("{key}.customTags[{i}]");
+        if tag.tag_name.is_empty() {
+            bail!("{field}.tagName must be defined");
+        }
+        if !names.insert(tag.tag_name.as_str()) {
+            bail!("{field}.tagName {:?} is duplicate", tag.tag_name);
+        }
+        let value = match (tag.literal.as_deref().filter(|v| !v.is_empty()), tag.request_header_name.as_deref()) {
+            (Some(literal), None | Some("")) => xds::TagValue::Literal(literal.into()),
+            (None, Some(header)) if !header.is_empty() => {
+                if header.bytes().any(|b| !b.is_ascii_graphic() || b == b':') {
+                    bail!("{field}.requestHeaderName {header:?} is not a header name");
+                }
+                xds::TagValue::RequestHeader(header.to_ascii_lowercase())
+            }
+            _ => bail!("{field}: must set exactly one of literal or requestHeaderName"),
+        };
+        custom_tags.push(xds::CustomTag { name: tag.tag_name.clone(), value });
+    }
+    Ok(xds::Tracing {
+        cluster: ir::extension_cluster_name(&service.namespace, &service.name),
+        service_name: t.service_name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "contour".into()),
+        overall_sampling,
+        max_path_tag_length: t.max_path_tag_length.unwrap_or(256),
+        custom_tags,
+    })
+}
+
 /// Upstream's `rateLimitService` as the filter's settings and the default policy.
 fn rate_limit_service(
     r: &api::contourconfig::RateLimitServiceConfig,
@@ -572,6 +647,74 @@ mod tests {
             let e = from_file(bad).expect_err(bad);
             assert!(format!("{e:#}").contains("globalExtAuth"), "{e:#}");
         }
+        Ok(())
+    }
+
+    #[test]
+    fn tracing_takes_upstream_defaults_and_refuses_what_upstream_refuses() -> anyhow::Result<()> {
+        let t = from_file("tracing: {extensionService: obs/otel}\n")?.tracing.expect("set");
+        assert_eq!(
+            (t.cluster.as_str(), t.service_name.as_str(), t.overall_sampling, t.max_path_tag_length),
+            ("extension/obs/otel", "contour", 100.0, 256)
+        );
+        let env = |name: &str, variable: &str| xds::CustomTag {
+            name: name.into(),
+            value: xds::TagValue::Environment(variable.into()),
+        };
+        assert_eq!(t.custom_tags, [env("podName", "HOSTNAME"), env("podNamespace", "CONTOUR_NAMESPACE")]);
+        let t = from_file(
+            "tracing:\n  extensionService: obs/otel\n  includePodDetail: false\n  serviceName: shop\n  overallSampling: '12.5'\n  maxPathTagLength: 40\n  customTags: [{tagName: a, literal: x}, {tagName: b, requestHeaderName: X-Team}]\n",
+        )?
+        .tracing
+        .expect("set");
+        assert_eq!((t.service_name.as_str(), t.overall_sampling, t.max_path_tag_length), ("shop", 12.5, 40));
+        let tags: Vec<_> = t.custom_tags.iter().map(|c| (c.name.as_str(), c.value.clone())).collect();
+        assert_eq!(
+            tags,
+            [("a", xds::TagValue::Literal("x".into())), ("b", xds::TagValue::RequestHeader("x-team".into()))]
+        );
+        // Upstream reads a zero rate as 100.
+        let t = from_file("tracing: {extensionService: obs/otel, overallSampling: '0'}\n")?.tracing.expect("set");
+        assert_eq!(t.overall_sampling, 100.0);
+        for (bad, key) in [
+            ("tracing: {serviceName: shop}\n", "tracing.extensionService"),
+            ("tracing: {extensionService: otel}\n", "tracing.extensionService"),
+            ("tracing: {extensionService: a/b, overallSampling: lots}\n", "tracing.overallSampling"),
+            ("tracing: {extensionService: a/b, overallSampling: '101'}\n", "tracing.overallSampling"),
+            ("tracing: {extensionService: a/b, customTags: [{tagName: ''}]}\n", "tracing.customTags[0].tagName"),
+            ("tracing: {extensionService: a/b, customTags: [{tagName: a}]}\n", "tracing.customTags[0]"),
+            (
+                "tracing: {extensionService: a/b, customTags: [{tagName: a, literal: x, requestHeaderName: y}]}\n",
+                "tracing.customTags[0]",
+            ),
+            (
+                "tracing: {extensionService: a/b, customTags: [{tagName: a, literal: x}, {tagName: a, literal: y}]}\n",
+                "tracing.customTags[1].tagName",
+            ),
+            (
+                "tracing: {extensionService: a/b, customTags: [{tagName: a, requestHeaderName: 'x y'}]}\n",
+                "requestHeaderName",
+            ),
+            ("tracing: {extensionService: a/b, sampling: 5}\n", "sampling"),
+        ] {
+            let e = from_file(bad).expect_err(bad);
+            assert!(format!("{e:#}").contains(key), "{bad}: {e:#}");
+        }
+        // The ContourConfiguration's, with the same rules.
+        let mut args = Args::parse_from(["contour-serve"]);
+        let spec: ContourConfigurationSpec = serde_json::from_value(serde_json::json!({
+            "tracing": {"extensionService": {"namespace": "obs", "name": "otel"}, "overallSampling": "50"},
+        }))?;
+        apply_spec(&mut args, &Explicit::new(), &spec)?;
+        assert_eq!(
+            args.tracing.take().map(|t| (t.cluster, t.overall_sampling)),
+            Some(("extension/obs/otel".into(), 50.0))
+        );
+        let spec: ContourConfigurationSpec = serde_json::from_value(serde_json::json!({
+            "tracing": {"extensionService": {"namespace": "obs", "name": "otel"}, "overallSampling": "-1"},
+        }))?;
+        let e = apply_spec(&mut args, &Explicit::new(), &spec).expect_err("negative");
+        assert!(format!("{e:#}").contains("spec.tracing.overallSampling"), "{e:#}");
         Ok(())
     }
 

@@ -99,9 +99,9 @@ pub struct ContourConfig {
     /// Metrics servers.
     #[serde(default)]
     pub metrics: Option<Metrics>,
-    /// Tracing.
+    /// Tracing to an OpenTelemetry collector.
     #[serde(default)]
-    pub tracing: Option<serde_yaml::Mapping>,
+    pub tracing: Option<Tracing>,
     /// Feature flags (none are defined, as upstream).
     #[serde(default, rename = "featureFlags")]
     pub feature_flags: Option<Vec<String>>,
@@ -629,6 +629,36 @@ pub struct GlobalAuthBody {
     pub allow_partial_message: Option<bool>,
     /// Send the body as bytes.
     pub pack_as_bytes: Option<bool>,
+}
+
+/// `tracing`: spans of every request sent to an OpenTelemetry collector.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Tracing {
+    /// Tag spans with the Envoy pod's name and namespace (true).
+    pub include_pod_detail: Option<bool>,
+    /// The service name of the spans (contour).
+    pub service_name: Option<String>,
+    /// The percentage of requests traced ("100").
+    pub overall_sampling: Option<String>,
+    /// The longest request path kept in the URL tag (256).
+    pub max_path_tag_length: Option<u32>,
+    /// Extra tags.
+    pub custom_tags: Option<Vec<TracingCustomTag>>,
+    /// The collector's ExtensionService, `namespace/name`.
+    pub extension_service: Option<String>,
+}
+
+/// A tag of every span: a literal or a request header's value.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TracingCustomTag {
+    /// The tag.
+    pub tag_name: String,
+    /// A literal value.
+    pub literal: Option<String>,
+    /// The request header whose value it takes.
+    pub request_header_name: Option<String>,
 }
 
 /// `rateLimitService`: the service Envoy asks about global rate limits.

@@ -178,7 +178,9 @@ impl Builder<'_> {
             self.check_routes(l);
         }
         for ext in &fleet.extensions {
-            self.extension_cluster(ext, &mut out);
+            if self.extension_cluster(ext, &mut out) {
+                out.extensions.insert(ext.cluster_name(), std::sync::Arc::clone(ext));
+            }
         }
         out
     }

@@ -53,6 +53,10 @@ pub struct FleetDag {
     pub secrets: BTreeMap<String, TlsSecret>,
     /// CA bundles for verifying peers' certificates, by name (`namespace/name`).
     pub validation: BTreeMap<String, CaBundle>,
+    /// The ExtensionServices whose cluster was built, by cluster name: what the global filters
+    /// that name one by configuration (tracing) call.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extensions: BTreeMap<String, std::sync::Arc<ir::ExtensionService>>,
 }
 
 /// PEM CA certificates (and optionally revoked ones) used to verify a peer.

@@ -91,6 +91,9 @@ impl Envoy {
             .arg("--log-path")
             .arg(dir.join("envoy.log"))
             .stdin(std::process::Stdio::null())
+            // What an Envoy pod's environment has (upstream's tracing tags read them).
+            .env("HOSTNAME", dir.file_name().unwrap_or_default())
+            .env("CONTOUR_NAMESPACE", "projectcontour")
             // Access logs (upstream's configuration writes them to stdout) stay out of the output.
             .stdout(std::fs::File::create(dir.join("stdout.log"))?)
             .kill_on_drop(true);

@@ -10,6 +10,7 @@ mod envoy;
 mod jwt;
 pub mod mmdb;
 mod netns;
+mod otlp;
 mod process;
 mod ratelimit;
 mod relay;
@@ -23,6 +24,7 @@ pub use client::{Request, Response, h2_preface_mtls, h2_preface_tls, request, re
 pub use envoy::Envoy;
 pub use jwt::{JwksServer, Signer, now_s};
 pub use netns::NetnsBackend;
+pub use otlp::{OtlpCollector, Span};
 pub use process::{signal, workspace_binary};
 pub use ratelimit::RateLimitService;
 pub use relay::Relay;

@@ -20,6 +20,7 @@ mod route;
 mod runtime;
 mod secret;
 pub mod settings;
+mod tracer;
 
 #[cfg(test)]
 mod tests;
@@ -37,6 +38,7 @@ pub use cluster::{LoadAssignmentCache, load_assignments_cached, update_load_assi
 pub use route::VHDS_ROUTE_CONFIGURATION_HEADER;
 pub use runtime::RUNTIME_LAYER;
 pub use settings::{ClusterOptions, ListenerOptions};
+pub use tracer::{CustomTag, TagValue, Tracing};
 
 /// The resource types the controller serves, in make-before-break order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -246,6 +248,9 @@ pub struct CompileOptions {
     pub rate_limit_service: Option<RateLimitService>,
     /// The GeoIP databases of location rules (ContourConfiguration `geoIP`).
     pub geoip: Option<ir::GeoDatabases>,
+    /// Spans of the default fleet's requests to an OpenTelemetry collector (`tracing`), once its
+    /// ExtensionService is valid.
+    pub tracing: Option<Tracing>,
 }
 
 /// Upstream's `rateLimitService`: where Envoy asks, in which domain, and what happens when it
@@ -280,6 +285,7 @@ impl Default for CompileOptions {
             global_authorization: None,
             rate_limit_service: None,
             geoip: None,
+            tracing: None,
         }
     }
 }
@@ -355,7 +361,7 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
         out.insert(ResourceType::Listener, listener);
     }
     for l in &fleet.listeners {
-        let (listener, tables) = listener::listener(l, options, fleet.id == ir::DEFAULT_FLEET);
+        let (listener, tables) = listener::listener(l, options, fleet);
         out.insert(ResourceType::Listener, listener);
         for (table, vhds) in tables {
             out.insert_forms(route::route_configuration(table, vhds, &mut cache.routes));

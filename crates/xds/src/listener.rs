@@ -39,8 +39,9 @@ const ADMIN_CLUSTER: &str = "envoy-admin";
 pub(crate) fn listener<'a>(
     l: &'a DagListener,
     options: &CompileOptions,
-    default_fleet: bool,
+    fleet: &dag::FleetDag,
 ) -> (Resource, Vec<(&'a RouteTable, bool)>) {
+    let default_fleet = fleet.id == ir::DEFAULT_FLEET;
     let stat_prefix = match (&l.kind, default_fleet) {
         (ListenerKind::Http(_), true) => "ingress_http",
         (ListenerKind::Tls(_), true) => "ingress_https",
@@ -57,6 +58,13 @@ pub(crate) fn listener<'a>(
     let shared = Shared {
         filters: http_filters(settings),
         access_log: settings.access_log.loggers(matches!(l.kind, ListenerKind::Tls(_))),
+        // Spans go to the collector once its ExtensionService is valid (upstream refuses to
+        // start without it; here traffic is served untraced until it is).
+        tracing: options
+            .tracing
+            .as_ref()
+            .filter(|_| default_fleet)
+            .and_then(|t| Some(crate::tracer::config(t, fleet.extensions.get(&t.cluster)?))),
     };
     let mut message = Listener {
         name: l.name.clone(),
@@ -324,6 +332,8 @@ struct Shared {
     filters: Vec<HttpFilter>,
     /// The access loggers (the HTTP or the HTTPS file, by the listener).
     access_log: Vec<envoy_types::pb::envoy::config::accesslog::v3::AccessLog>,
+    /// Where spans go, if anywhere.
+    tracing: Option<http_connection_manager::Tracing>,
 }
 
 fn http_connection_manager(
@@ -367,6 +377,7 @@ fn http_connection_manager(
         })),
         http_filters: checks.filters(&shared.filters),
         access_log: shared.access_log.clone(),
+        tracing: shared.tracing.clone(),
         common_http_protocol_options: Some(HttpProtocolOptions {
             idle_timeout: timeouts.connection_idle.proto(),
             max_connection_duration,

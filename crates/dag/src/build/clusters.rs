@@ -121,8 +121,9 @@ impl Builder<'_> {
     }
 
     /// An ExtensionService's cluster, `extension/<namespace>/<name>`: HTTP/2 (over TLS unless
-    /// `h2c`) to its Service port, with its own load balancing, timeouts and limits.
-    pub(super) fn extension_cluster(&mut self, ext: &ir::ExtensionService, out: &mut FleetDag) {
+    /// `h2c`) to its Service port, with its own load balancing, timeouts and limits. False when
+    /// a Service of it cannot be resolved (no cluster then).
+    pub(super) fn extension_cluster(&mut self, ext: &ir::ExtensionService, out: &mut FleetDag) -> bool {
         let origin = Origin {
             kind: "ExtensionService",
             namespace: ext.origin.namespace.clone(),
@@ -145,11 +146,11 @@ impl Builder<'_> {
         for (i, service) in ext.services.iter().enumerate() {
             let field = format!("spec.services[{i}]");
             let Some(name) = self.cluster(&origin, service, Some(&options), &policy, field, &mut scratch) else {
-                return;
+                return false;
             };
             built.push(name);
         }
-        let Some((first, rest)) = built.split_first() else { return };
+        let Some((first, rest)) = built.split_first() else { return false };
         let mut cluster = scratch.clusters.get(first).cloned().expect("just built");
         cluster.more_services = rest
             .iter()
@@ -171,6 +172,7 @@ impl Builder<'_> {
         out.validation.append(&mut scratch.validation);
         out.secrets.append(&mut scratch.secrets);
         out.clusters.insert(cluster.name.clone(), cluster);
+        true
     }
 
     /// The DNS cluster of a remote JWKS server (HTTP/1.1, over TLS for `https`, verified when
