@@ -513,3 +513,43 @@ fn health_checked_pool(slices: &[(&str, u16, u16)]) -> String {
     ));
     yaml
 }
+
+/// ContourConfiguration `envoy.enableStatPrefix`: each HTTPProxy route gets Envoy statistics of
+/// its own, named as upstream names them, and a missing include's 502 counts under its parent.
+#[tokio::test]
+async fn routes_get_statistics_of_their_own_with_enable_stat_prefix() -> anyhow::Result<()> {
+    let (web, blog) = (Backend::start("web").await?, Backend::start("blog").await?);
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        service("web", &[web.addr]),
+        service("blog", &[blog.addr]),
+        proxy(
+            "root",
+            "  virtualhost: {fqdn: www.example.com}\n  includes:\n  - {name: blog, conditions: [{prefix: /blog}]}\n  - {name: missing, conditions: [{prefix: /missing}]}\n  routes:\n  - services: [{name: web, port: 80}]",
+        ),
+        proxy("blog", "  routes:\n  - conditions: [{prefix: /posts}]\n    services: [{name: blog, port: 80}]"),
+    ]
+    .concat();
+    let mut options = crate::harness::default_fleet_options(http, https);
+    options.httpproxy.enable_stat_prefix = true;
+    let h = Harness::start_with(&yaml, ir::DEFAULT_FLEET, options).await?;
+    h.until(http, &Request::get("www.example.com", "/"), |r| r.status == 200).await?;
+    for _ in 0..2 {
+        assert_eq!(h.get(http, &Request::get("www.example.com", "/blog/posts/1")).await?.status, 200);
+    }
+    assert_eq!(h.get(http, &Request::get("www.example.com", "/missing/x")).await?.status, 502);
+    let count = |name: &'static str| {
+        let envoy = &h.envoy;
+        async move { envoy.counter_sum(&format!(".route.{name}.upstream_rq_total")).await }
+    };
+    // Envoy counts a request once it has finished.
+    let counted = testkit::eventually(Duration::from_secs(10), || async {
+        (count("default_httpproxy_blog_path_posts").await.ok()? == 2).then_some(())
+    })
+    .await;
+    let stats = h.envoy.admin_get("/stats?filter=route").await.unwrap_or_default();
+    assert!(counted.is_some(), "no statistics for the blog route:\n{stats}");
+    assert_eq!(count("default_httpproxy_root_path__").await?, 1, "the root's route without a prefix:\n{stats}");
+    assert!(stats.contains(".route.default_root."), "the missing include's 502 route:\n{stats}");
+    h.assert_no_nacks().await
+}

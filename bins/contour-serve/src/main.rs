@@ -170,11 +170,12 @@ struct Args {
     /// Log the Kubernetes client's requests: 0 off, 1-5 debug, 6 and more trace.
     #[arg(long, default_value_t = 0)]
     kubernetes_debug: u32,
-    /// Upstream's client-side request rate limit. Accepted for compatibility; this client is not
-    /// throttled on its side (the API server's priority and fairness still applies).
+    /// Requests a second this client sends the API server, on average (unset: not throttled;
+    /// set with no burst: a burst of 10, client-go's).
     #[arg(long, value_name = "QPS")]
     kubernetes_client_qps: Option<f32>,
-    /// Upstream's client-side burst. Accepted for compatibility, like --kubernetes-client-qps.
+    /// Requests the client may send at once above --kubernetes-client-qps (unset: not throttled;
+    /// set with no QPS: 5 a second, client-go's).
     #[arg(long, value_name = "N")]
     kubernetes_client_burst: Option<u32>,
     /// Where Envoy writes the access log of plain-HTTP listeners (default /dev/stdout).
@@ -222,6 +223,9 @@ struct Args {
     /// Spans to an OpenTelemetry collector (contour.yaml `tracing`, `spec.tracing`).
     #[arg(skip)]
     tracing: Option<xds::Tracing>,
+    /// HTTPProxy routes get statistics of their own (`spec.envoy.enableStatPrefix`).
+    #[arg(skip)]
+    enable_stat_prefix: bool,
     /// The global header policy (contour.yaml `policy`).
     #[arg(skip)]
     default_headers: Option<std::sync::Arc<frontends::DefaultHeaders>>,
@@ -285,7 +289,13 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             anyhow::ensure!(dir.is_dir(), "--from-dir {}: no such directory", dir.display());
             None
         }
-        None => match kubeclient::connect(args.kubeconfig.as_deref(), args.incluster).await {
+        None => match kubeclient::connect_limited(
+            args.kubeconfig.as_deref(),
+            args.incluster,
+            kubeclient::Limits::from_settings(args.kubernetes_client_qps.map(f64::from), args.kubernetes_client_burst),
+        )
+        .await
+        {
             Ok(client) => Some(client),
             Err(e @ kubeclient::Error::Infer(_)) => anyhow::bail!("{e}, or --from-dir DIR for standalone mode"),
             Err(e) => return Err(e.into()),
@@ -313,6 +323,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             enable_external_name_service: args.enable_external_name_service,
             global_authorization: args.global_ext_auth.clone(),
             default_global_rate_limit: args.rate_limit_service.as_ref().and_then(|(_, d)| d.clone()),
+            enable_stat_prefix: args.enable_stat_prefix,
             geoip: args.geoip.clone(),
         },
         ingress: frontends::ingress::Options {

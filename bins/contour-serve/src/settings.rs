@@ -26,6 +26,12 @@ pub fn apply_file(args: &mut Args, explicit: &Explicit) -> anyhow::Result<()> {
     if !explicit.contains("kubeconfig") {
         args.kubeconfig = file.kubeconfig.map(Into::into).or(args.kubeconfig.take());
     }
+    if !explicit.contains("kubernetes_client_qps") {
+        args.kubernetes_client_qps = file.kubernetes_client_qps.map(|q| q as f32).or(args.kubernetes_client_qps);
+    }
+    if !explicit.contains("kubernetes_client_burst") {
+        args.kubernetes_client_burst = file.kubernetes_client_burst.or(args.kubernetes_client_burst);
+    }
     // As upstream, the file's `debug: true` turns debug logging on and the flag cannot turn it off.
     args.debug |= file.debug.unwrap_or(false);
     args.disable_permit_insecure = file.disable_permit_insecure.unwrap_or(false);
@@ -276,6 +282,9 @@ fn apply_spec(args: &mut Args, explicit: &Explicit, spec: &ContourConfigurationS
     }
     if let Some(h) = spec.envoy.as_ref().and_then(|e| e.om_enforced_health.as_ref()) {
         args.om_enforced_health = Some(listen_address("spec.envoy.omEnforcedHealth", h.address.as_deref(), h.port)?);
+    }
+    if let Some(v) = spec.envoy.as_ref().and_then(|e| e.enable_stat_prefix) {
+        args.enable_stat_prefix = v;
     }
     if let Some(c) = spec.envoy.as_ref().and_then(|e| e.client_certificate.as_ref()) {
         args.envoy_client_certificate = Some(secret_ref("spec.envoy.clientCertificate", &c.namespace, &c.name)?);
@@ -715,6 +724,37 @@ mod tests {
         }))?;
         let e = apply_spec(&mut args, &Explicit::new(), &spec).expect_err("negative");
         assert!(format!("{e:#}").contains("spec.tracing.overallSampling"), "{e:#}");
+        Ok(())
+    }
+
+    #[test]
+    fn client_throttling_comes_from_the_file_unless_a_flag_says_otherwise() -> anyhow::Result<()> {
+        let args = from_file("kubernetesClientQPS: 50\nkubernetesClientBurst: 100\n")?;
+        let limits =
+            kubeclient::Limits::from_settings(args.kubernetes_client_qps.map(f64::from), args.kubernetes_client_burst);
+        assert_eq!(limits, Some(kubeclient::Limits { qps: 50.0, burst: 100 }));
+        assert_eq!(from_file("{}\n")?.kubernetes_client_qps, None, "not throttled unless asked");
+        let mut args = Args::parse_from(["contour-serve", "--kubernetes-client-qps", "7"]);
+        let explicit: Explicit = ["kubernetes_client_qps".to_string()].into();
+        let dir = std::env::temp_dir().join(format!("contour-serve-qps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("contour.yaml"), "kubernetesClientQPS: 50\n")?;
+        args.config_path = Some(dir.join("contour.yaml"));
+        let applied = apply_file(&mut args, &explicit);
+        let _ = std::fs::remove_dir_all(&dir);
+        applied?;
+        assert_eq!(args.kubernetes_client_qps, Some(7.0), "the flag wins");
+        Ok(())
+    }
+
+    #[test]
+    fn route_statistics_follow_the_resource() -> anyhow::Result<()> {
+        let mut args = Args::parse_from(["contour-serve"]);
+        assert!(!args.enable_stat_prefix, "off by default, as upstream");
+        let spec: ContourConfigurationSpec =
+            serde_json::from_value(serde_json::json!({"envoy": {"enableStatPrefix": true}}))?;
+        apply_spec(&mut args, &Explicit::new(), &spec)?;
+        assert!(args.enable_stat_prefix);
         Ok(())
     }
 

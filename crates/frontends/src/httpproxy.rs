@@ -63,6 +63,9 @@ pub struct Options {
     pub default_global_rate_limit: Option<api::httpproxy::GlobalRateLimitPolicy>,
     /// The GeoIP databases location rules are looked up in (ContourConfiguration `geoIP`).
     pub geoip: Option<ir::GeoDatabases>,
+    /// Every route gets statistics of its own, named after its object and first prefix
+    /// (ContourConfiguration `envoy.enableStatPrefix`).
+    pub enable_stat_prefix: bool,
 }
 
 impl Default for Options {
@@ -79,6 +82,7 @@ impl Default for Options {
             global_authorization: None,
             default_global_rate_limit: None,
             geoip: None,
+            enable_stat_prefix: false,
         }
     }
 }

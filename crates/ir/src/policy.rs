@@ -73,6 +73,10 @@ pub struct RoutePolicy {
     pub global_rate_limit: Option<GlobalRateLimit>,
     /// The virtual host's descriptors are not sent for this route (`global.disabled`).
     pub ignore_host_rate_limits: bool,
+    /// The name of the route's own statistics (`vhost.<host>.route.<prefix>.*`), ContourConfiguration
+    /// `envoy.enableStatPrefix`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stat_prefix: Option<String>,
 }
 
 /// Settings that belong to an upstream cluster; backends with different settings get distinct

@@ -10,7 +10,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+mod throttle;
 mod v1_identity;
+
+pub use throttle::{Limits, ThrottleLayer};
 
 /// Why no client could be made.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +46,15 @@ pub enum Error {
 
 /// A client for the cluster: in-cluster when `incluster`, else from `kubeconfig`, else inferred.
 pub async fn connect(kubeconfig: Option<&Path>, incluster: bool) -> Result<kube::Client, Error> {
+    connect_limited(kubeconfig, incluster, None).await
+}
+
+/// [`connect`], throttled to `limits` when given.
+pub async fn connect_limited(
+    kubeconfig: Option<&Path>,
+    incluster: bool,
+    limits: Option<Limits>,
+) -> Result<kube::Client, Error> {
     let config = match (kubeconfig, incluster) {
         (_, true) => kube::Config::incluster().map_err(Error::InCluster)?,
         (Some(path), false) => {
@@ -52,14 +64,20 @@ pub async fn connect(kubeconfig: Option<&Path>, incluster: bool) -> Result<kube:
         }
         (None, false) => kube::Config::infer().await.map_err(Error::Infer)?,
     };
-    client_for(config)
+    client_limited(config, limits)
 }
 
 /// A client for a configuration, accepting X.509 v1 client certificates.
 pub fn client_for(config: kube::Config) -> Result<kube::Client, Error> {
-    match kube::Client::try_from(config.clone()) {
-        Ok(client) => Ok(client),
-        Err(e) if is_unsupported_cert_version(&e) => v1_identity::client(config).map(Arc::unwrap_or_clone),
+    client_limited(config, None)
+}
+
+/// [`client_for`], throttled to `limits` when given.
+pub fn client_limited(config: kube::Config, limits: Option<Limits>) -> Result<kube::Client, Error> {
+    let throttle = ThrottleLayer::new(limits);
+    match kube::client::ClientBuilder::try_from(config.clone()) {
+        Ok(builder) => Ok(builder.with_layer(&throttle).build()),
+        Err(e) if is_unsupported_cert_version(&e) => v1_identity::client(config, &throttle).map(Arc::unwrap_or_clone),
         Err(e) => Err(Error::Client(e)),
     }
 }

@@ -17,7 +17,7 @@ use tower::ServiceBuilder;
 use crate::Error;
 
 /// The client, with the configuration's server trust and its client certificate as given.
-pub(crate) fn client(config: kube::Config) -> Result<Arc<kube::Client>, Error> {
+pub(crate) fn client(config: kube::Config, throttle: &crate::ThrottleLayer) -> Result<Arc<kube::Client>, Error> {
     let identity = |m: String| Error::Identity(m);
     let auth = &config.auth_info;
     let cert_pem = load(auth.client_certificate_data.as_deref(), auth.client_certificate.as_deref())
@@ -55,6 +55,7 @@ pub(crate) fn client(config: kube::Config) -> Result<Arc<kube::Client>, Error> {
         .wrap_connector(http);
     let hyper = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build(https);
     let service = ServiceBuilder::new()
+        .layer(throttle.clone())
         .layer(config.base_uri_layer())
         .option_layer(config.auth_layer().map_err(Error::Client)?)
         .layer(config.extra_headers_layer().map_err(Error::Client)?)

@@ -346,6 +346,7 @@ fn route(route: &Route) -> r::Route {
         request_headers_to_remove: route.request_headers.remove.clone(),
         response_headers_to_add: header_options(&route.response_headers),
         response_headers_to_remove: route.response_headers.remove.clone(),
+        stat_prefix: route.policy.stat_prefix.clone().unwrap_or_default(),
         ..Default::default()
     }
 }

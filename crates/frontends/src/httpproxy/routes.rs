@@ -78,7 +78,10 @@ pub(super) fn walk(
             // Requests for the include's conditions get a 502 rather than another route's answer.
             if !own.is_empty() {
                 let refs: Vec<&MatchCondition> = own.iter().collect();
-                let rule = direct(conditions::merged_match(&refs), 502);
+                let mut rule = direct(conditions::merged_match(&refs), 502);
+                if t.options.enable_stat_prefix {
+                    rule.policy.stat_prefix = Some(format!("{}_{}", origin.namespace, origin.name));
+                }
                 placeholders.push((rule, false));
             }
             continue;
@@ -301,6 +304,12 @@ fn route(
         ip_filter,
         local_rate_limit,
         cookie_rewrites,
+        // Upstream's name: the object and the route's own first condition's prefix.
+        stat_prefix: t.options.enable_stat_prefix.then(|| {
+            let prefix = own.first().and_then(|c| c.prefix.as_deref()).filter(|p| !p.is_empty());
+            let path = prefix.map_or("_", |p| p.strip_prefix('/').unwrap_or(p));
+            format!("{}_httpproxy_{}_path_{path}", origin.namespace, origin.name)
+        }),
     };
     let rule = HttpRule {
         matches: vec![matcher],
