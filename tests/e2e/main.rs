@@ -12,6 +12,7 @@ mod leader;
 mod lifecycle;
 mod overload;
 mod policies;
+mod provisioner;
 mod rbac;
 mod routing;
 mod shutdown;

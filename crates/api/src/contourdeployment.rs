@@ -153,6 +153,9 @@ pub struct EnvoySettings {
     /// Heap size that turns the overload manager on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overload_max_heap_size: Option<u64>,
+    /// The most downstream connections Envoy keeps open at once (overload manager).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overload_max_downstream_connections: Option<u64>,
 }
 
 /// How the Envoy fleet is exposed.

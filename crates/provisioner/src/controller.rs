@@ -4,18 +4,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use api::contourdeployment::{ContourDeployment, ContourDeploymentSpec};
 use futures::{FutureExt as _, StreamExt as _};
 use gateway_api::gatewayclasses::GatewayClass;
 use gateway_api::gateways::Gateway;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher;
 use serde_json::Value;
 
 use crate::class::{self, Parameters};
+use crate::cluster;
 use crate::features::Features;
 use crate::gateway::{self, AddressPool};
 use crate::host::{Envoy, EnvoySettings};
@@ -28,12 +32,69 @@ pub const FIELD_MANAGER: &str = "contour-provisioner";
 pub struct Settings {
     /// GatewayClasses with this `spec.controllerName` are ours.
     pub controller_name: String,
-    /// Addresses for Gateways that ask for none (IPv4 CIDR).
+    /// Host mode: addresses for Gateways that ask for none (IPv4 CIDR).
     pub address_pool: String,
-    /// How Envoys are started.
-    pub envoy: EnvoySettings,
-    /// How often everything is reconciled even without events (crashed Envoys, deleted Services).
+    /// Where fleets run.
+    pub mode: Mode,
+    /// How often everything is reconciled even without events (crashed Envoys, deleted Services,
+    /// edited objects).
     pub resync: Duration,
+}
+
+/// Where fleets run.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// One Envoy process per Gateway on this machine.
+    Host(EnvoySettings),
+    /// Envoy pods in the Gateway's namespace ([`cluster`]).
+    Cluster(ClusterSettings),
+}
+
+/// Cluster mode's settings.
+#[derive(Debug, Clone)]
+pub struct ClusterSettings {
+    /// Images and the controller's address.
+    pub fleet: cluster::Settings,
+    /// The installation's xDS client certificate Secret (`namespace`, `name`), which each fleet
+    /// gets a copy of.
+    pub certificate: (String, String),
+}
+
+/// What the provisioner has done, for its `/metrics`.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Reconciliations run.
+    pub reconciles: AtomicU64,
+    /// Gateways whose provisioning failed, summed over reconciliations.
+    pub errors: AtomicU64,
+    /// Gateways provisioned now.
+    pub gateways: AtomicU64,
+    /// 1 while this replica leads (or runs without an election).
+    pub leader: AtomicU64,
+}
+
+impl Counters {
+    /// Prometheus text.
+    pub fn render(&self) -> String {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        format!(
+            "# HELP contour_provisioner_reconciles_total Reconciliations run.\n# TYPE contour_provisioner_reconciles_total counter\ncontour_provisioner_reconciles_total {}\n\
+             # HELP contour_provisioner_errors_total Gateways whose provisioning failed, per reconciliation.\n# TYPE contour_provisioner_errors_total counter\ncontour_provisioner_errors_total {}\n\
+             # HELP contour_provisioner_gateways Gateways provisioned.\n# TYPE contour_provisioner_gateways gauge\ncontour_provisioner_gateways {}\n\
+             # HELP contour_provisioner_is_leader Whether this replica provisions.\n# TYPE contour_provisioner_is_leader gauge\ncontour_provisioner_is_leader {}\n",
+            get(&self.reconciles),
+            get(&self.errors),
+            get(&self.gateways),
+            get(&self.leader),
+        )
+    }
+}
+
+/// What cluster mode last applied for a Gateway.
+#[derive(Default)]
+struct Clustered {
+    uid: String,
+    applied: Vec<Value>,
 }
 
 struct Provisioned {
@@ -54,7 +115,11 @@ struct State {
     features: Vec<String>,
     pool: AddressPool,
     gateways: BTreeMap<String, Provisioned>,
+    clustered: BTreeMap<String, Clustered>,
     next_slot: u64,
+    counters: Arc<Counters>,
+    /// Cluster mode has looked for fleets made before it started.
+    swept: bool,
 }
 
 fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> crate::Error {
@@ -69,22 +134,40 @@ fn key_of(meta: &kube::api::ObjectMeta) -> String {
 enum Event {
     Class(Box<Result<watcher::Event<GatewayClass>, watcher::Error>>),
     Gateway(Box<Result<watcher::Event<Gateway>, watcher::Error>>),
+    /// A ContourDeployment changed: the classes naming it are looked at again.
+    Parameters,
 }
 
-/// Runs until `stop` resolves; then stops every Envoy it started.
+/// Runs until `stop` resolves, acting only while `leadership` holds; then stops every Envoy it
+/// started (host mode; cluster mode's pods stay).
 pub async fn run(
     client: kube::Client,
     settings: Settings,
+    mut leadership: election::Leadership,
+    counters: Arc<Counters>,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), crate::Error> {
     let features = Features::committed()?.supported_sorted();
     let pool = AddressPool::new(&settings.address_pool)?;
-    let mut state = State { client: client.clone(), settings, features, pool, gateways: BTreeMap::new(), next_slot: 0 };
+    let mut state = State {
+        client: client.clone(),
+        settings,
+        features,
+        pool,
+        gateways: BTreeMap::new(),
+        clustered: BTreeMap::new(),
+        next_slot: 0,
+        counters,
+        swept: false,
+    };
     let classes = watcher::watcher(kube::Api::<GatewayClass>::all(client.clone()), watcher::Config::default())
         .map(|e| Event::Class(Box::new(e)));
-    let gateways = watcher::watcher(kube::Api::<Gateway>::all(client), watcher::Config::default())
+    let gateways = watcher::watcher(kube::Api::<Gateway>::all(client.clone()), watcher::Config::default())
         .map(|e| Event::Gateway(Box::new(e)));
-    let mut events = futures::stream::select(classes.boxed(), gateways.boxed());
+    // Without the ContourDeployment CRD this watch only retries; classes then name none.
+    let parameters = watcher::watcher(kube::Api::<ContourDeployment>::all(client), watcher::Config::default())
+        .filter_map(|e| async move { e.ok().map(|_| Event::Parameters) });
+    let mut events = futures::stream::select_all([classes.boxed(), gateways.boxed(), parameters.boxed()]);
     let mut class_objects: BTreeMap<String, GatewayClass> = BTreeMap::new();
     let mut gateway_objects: BTreeMap<String, Gateway> = BTreeMap::new();
     let (mut class_init, mut gateway_init) =
@@ -99,25 +182,35 @@ pub async fn run(
                 for p in state.gateways.values_mut() {
                     p.applied = None;
                 }
+                for c in state.clustered.values_mut() {
+                    c.applied.clear();
+                }
             }
+            _ = leadership.changed() => {}
             event = events.next() => {
                 let Some(event) = event else { break };
                 match event {
                     Event::Class(e) => apply_event(*e, &mut class_objects, &mut class_init, &mut synced.0),
                     Event::Gateway(e) => apply_event(*e, &mut gateway_objects, &mut gateway_init, &mut synced.1),
+                    Event::Parameters => {}
                 }
             }
         }
-        if synced.0 && synced.1 {
+        state.counters.leader.store(u64::from(leadership.is_leader()), Ordering::Relaxed);
+        if synced.0 && synced.1 && leadership.is_leader() {
             // Let a burst of events settle before acting on it.
             tokio::time::sleep(Duration::from_millis(20)).await;
             while let Some(Some(event)) = events.next().now_or_never() {
                 match event {
                     Event::Class(e) => apply_event(*e, &mut class_objects, &mut class_init, &mut synced.0),
                     Event::Gateway(e) => apply_event(*e, &mut gateway_objects, &mut gateway_init, &mut synced.1),
+                    Event::Parameters => {}
                 }
             }
             state.reconcile(&class_objects, &gateway_objects).await;
+            state.counters.reconciles.fetch_add(1, Ordering::Relaxed);
+            let provisioned = state.gateways.len() + state.clustered.len();
+            state.counters.gateways.store(provisioned as u64, Ordering::Relaxed);
         }
     }
     for (_, p) in std::mem::take(&mut state.gateways) {
@@ -155,44 +248,155 @@ fn apply_event<K: kube::Resource + Clone>(
 
 impl State {
     async fn reconcile(&mut self, classes: &BTreeMap<String, GatewayClass>, gateways: &BTreeMap<String, Gateway>) {
-        let mut accepted = BTreeSet::new();
+        // The accepted classes, each with its ContourDeployment's spec if it names one.
+        let mut accepted: BTreeMap<String, Option<ContourDeploymentSpec>> = BTreeMap::new();
+        let mut mine = BTreeSet::new();
         for class in classes.values().filter(|c| c.spec.controller_name == self.settings.controller_name) {
             let name = class.metadata.name.clone().unwrap_or_default();
+            mine.insert(name.clone());
             match self.class_status(class).await {
-                Ok(true) => {
-                    accepted.insert(name);
+                Ok(Some(spec)) => {
+                    accepted.insert(name, spec);
                 }
-                Ok(false) => {}
+                Ok(None) => {}
                 Err(e) => tracing::warn!(class = %name, error = %e, "GatewayClass status"),
             }
         }
-        let ours: BTreeMap<&String, &Gateway> = gateways
+        let live = |g: &&Gateway| g.metadata.deletion_timestamp.is_none();
+        // A fleet goes with its Gateway, or when the Gateway's class is no longer ours; while
+        // the class is refused (a bad ContourDeployment), the fleet keeps serving as it was.
+        let kept: BTreeSet<&String> = gateways
             .iter()
-            .filter(|(_, g)| accepted.contains(&g.spec.gateway_class_name) && g.metadata.deletion_timestamp.is_none())
+            .filter(|(_, g)| live(g) && mine.contains(&g.spec.gateway_class_name))
+            .map(|(k, _)| k)
             .collect();
-        let gone: Vec<String> = self.gateways.keys().filter(|k| !ours.contains_key(k)).cloned().collect();
+        let ours: BTreeMap<&String, (&Gateway, Option<&ContourDeploymentSpec>)> = gateways
+            .iter()
+            .filter(|(_, g)| live(g))
+            .filter_map(|(k, g)| Some((k, (g, accepted.get(&g.spec.gateway_class_name)?.as_ref()))))
+            .collect();
+        let gone: Vec<String> = self.gateways.keys().filter(|k| !kept.contains(k)).cloned().collect();
         for key in gone {
             self.teardown(&key, true).await;
         }
-        for (key, gw) in ours {
+        if let Mode::Cluster(settings) = self.settings.mode.clone() {
+            if !self.swept {
+                // Fleets made before a restart: those whose Gateway went meanwhile go too.
+                match self.fleets_on_record().await {
+                    Ok(keys) => {
+                        for key in keys {
+                            self.clustered.entry(key).or_default();
+                        }
+                        self.swept = true;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "listing the fleets made before"),
+                }
+            }
+            let gone: Vec<String> = self.clustered.keys().filter(|k| !kept.contains(k)).cloned().collect();
+            for key in gone {
+                self.clustered.remove(&key);
+                cluster_teardown(&self.client, &key).await;
+            }
+            if ours.is_empty() {
+                return;
+            }
+            let certificate = match self.certificate(&settings).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "no xDS client certificate for the fleets yet");
+                    return;
+                }
+            };
+            for (key, (gw, spec)) in ours {
+                if let Err(e) = self.provision_cluster(key, gw, spec, &settings, &certificate).await {
+                    self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(gateway = %key, error = %e, "provisioning");
+                }
+            }
+            return;
+        }
+        for (key, (gw, _)) in ours {
             if let Err(e) = self.provision(key, gw).await {
+                self.counters.errors.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(gateway = %key, error = %e, "provisioning");
             }
         }
     }
 
-    /// Writes the class's status when it changed; says whether the class is accepted.
-    async fn class_status(&self, c: &GatewayClass) -> Result<bool, crate::Error> {
+    /// The Gateways (`namespace/name`) whose fleet Services this provisioner made in cluster mode.
+    async fn fleets_on_record(&self) -> Result<Vec<String>, crate::Error> {
+        let api: kube::Api<Service> = kube::Api::all(self.client.clone());
+        let selector =
+            format!("app.kubernetes.io/managed-by={},{}", cluster::MANAGED_BY_VALUE, cluster::OWNING_GATEWAY_LABEL);
+        let list = api
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await
+            .map_err(kube_err("listing fleet Services"))?;
+        Ok(list
+            .items
+            .iter()
+            .filter_map(|s| {
+                let gateway = s.metadata.labels.as_ref()?.get(cluster::OWNING_GATEWAY_LABEL)?;
+                Some(format!("{}/{gateway}", s.metadata.namespace.as_deref()?))
+            })
+            .collect())
+    }
+
+    /// The data of the installation's xDS client certificate Secret (base64 values).
+    async fn certificate(&self, settings: &ClusterSettings) -> Result<BTreeMap<String, String>, crate::Error> {
+        let (namespace, name) = &settings.certificate;
+        let api: kube::Api<Secret> = kube::Api::namespaced(self.client.clone(), namespace);
+        let secret = api.get(name).await.map_err(kube_err(format!("Secret {namespace}/{name}")))?;
+        let data = serde_json::to_value(secret.data.unwrap_or_default()).unwrap_or_default();
+        Ok(serde_json::from_value(data).unwrap_or_default())
+    }
+
+    /// Applies the Gateway's fleet objects when they differ from what was last applied, and
+    /// removes the workload of the other kind.
+    async fn provision_cluster(
+        &mut self,
+        key: &str,
+        gw: &Gateway,
+        spec: Option<&ContourDeploymentSpec>,
+        settings: &ClusterSettings,
+        certificate: &BTreeMap<String, String>,
+    ) -> Result<(), crate::Error> {
+        let uid = gw.metadata.uid.clone().unwrap_or_default();
+        let objects = cluster::objects(gw, spec, &settings.fleet, certificate);
+        let entry = self.clustered.entry(key.to_string()).or_default();
+        if entry.uid == uid && entry.applied == objects {
+            return Ok(());
+        }
+        let namespace = gw.metadata.namespace.clone().unwrap_or_default();
+        for body in &objects {
+            apply(&self.client, &namespace, body).await?;
+        }
+        let other = if cluster::workload_kind(spec) == "DaemonSet" { "Deployment" } else { "DaemonSet" };
+        let name = cluster::fleet_name(gw.metadata.name.as_deref().unwrap_or_default());
+        delete(&self.client, &namespace, "apps/v1", other, &name).await;
+        tracing::info!(gateway = %key, workload = cluster::workload_kind(spec), "fleet applied");
+        *entry = Clustered { uid, applied: objects };
+        Ok(())
+    }
+
+    /// Writes the class's status when it changed; `Some` (with the ContourDeployment's spec, if
+    /// it names one) when the class is accepted.
+    async fn class_status(&self, c: &GatewayClass) -> Result<Option<Option<ContourDeploymentSpec>>, crate::Error> {
         let name = c.metadata.name.clone().unwrap_or_default();
+        let mut spec = None;
         let parameters = match class::parameters_ref(c) {
             Ok(None) => Parameters::None,
             Err(p) => p,
             Ok(Some((namespace, pname))) => {
-                let gvk = GroupVersionKind::gvk(class::PARAMETERS_GROUP, "v1alpha1", class::PARAMETERS_KIND);
-                let api: kube::Api<DynamicObject> =
-                    kube::Api::namespaced_with(self.client.clone(), &namespace, &ApiResource::from_gvk(&gvk));
+                let api: kube::Api<ContourDeployment> = kube::Api::namespaced(self.client.clone(), &namespace);
                 match api.get_opt(&pname).await {
-                    Ok(Some(_)) => Parameters::Found,
+                    Ok(Some(found)) => match cluster::invalid_parameters(&found.spec) {
+                        Some(message) => Parameters::Invalid(message),
+                        None => {
+                            spec = Some(found.spec);
+                            Parameters::Found
+                        }
+                    },
                     _ => Parameters::Invalid(format!(
                         "spec.parametersRef: {}/{} {namespace}/{pname} not found",
                         class::PARAMETERS_GROUP,
@@ -204,8 +408,9 @@ impl State {
         let accepted = !matches!(parameters, Parameters::Invalid(_));
         let desired = class::desired(c.metadata.generation.unwrap_or_default(), &parameters, &self.features);
         let current = serde_json::to_value(&c.status).unwrap_or_default();
+        let verdict = accepted.then_some(spec);
         if class::up_to_date(&current, &desired) {
-            return Ok(accepted);
+            return Ok(verdict);
         }
         let now = k8s_openapi::jiff::Timestamp::now().round(k8s_openapi::jiff::Unit::Second).map(|t| t.to_string());
         let status = class::with_transition_times(&current, &desired, &now.unwrap_or_default());
@@ -214,10 +419,12 @@ impl State {
             .await
             .map_err(kube_err(format!("GatewayClass {name} status")))?;
         tracing::info!(class = %name, accepted, "GatewayClass status written");
-        Ok(accepted)
+        Ok(verdict)
     }
 
     async fn provision(&mut self, key: &str, gw: &Gateway) -> Result<(), crate::Error> {
+        let Mode::Host(envoy) = &self.settings.mode else { return Ok(()) };
+        let envoy = envoy.clone();
         let uid = gw.metadata.uid.clone().unwrap_or_default();
         // Host mode binds the address on this machine: only loopback addresses can be (the
         // Gateway's status says why another one is not used).
@@ -257,7 +464,7 @@ impl State {
             }
             if p.starts < MAX_STARTS {
                 p.starts += 1;
-                p.envoy = Some(Envoy::start(&self.settings.envoy, key, &p.slot)?);
+                p.envoy = Some(Envoy::start(&envoy, key, &p.slot)?);
                 tracing::info!(gateway = %key, address = %p.address, "Envoy started");
             }
         }
@@ -279,4 +486,44 @@ impl State {
         }
         tracing::info!(gateway = %key, "deprovisioned");
     }
+}
+
+/// Server-side applies one object.
+async fn apply(client: &kube::Client, namespace: &str, body: &Value) -> Result<(), crate::Error> {
+    let (kind, name) =
+        (body["kind"].as_str().unwrap_or_default(), body["metadata"]["name"].as_str().unwrap_or_default());
+    let api = dynamic(client, namespace, body["apiVersion"].as_str().unwrap_or_default(), kind);
+    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
+        .await
+        .map_err(kube_err(format!("{kind} {namespace}/{name}")))?;
+    Ok(())
+}
+
+/// Deletes one object if it exists.
+async fn delete(client: &kube::Client, namespace: &str, api_version: &str, kind: &str, name: &str) {
+    match dynamic(client, namespace, api_version, kind).delete(name, &DeleteParams::background()).await {
+        Ok(_) => tracing::info!(kind, namespace, name, "deleted"),
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => tracing::warn!(kind, namespace, name, error = %e, "deleting"),
+    }
+}
+
+fn dynamic(client: &kube::Client, namespace: &str, api_version: &str, kind: &str) -> kube::Api<DynamicObject> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    kube::Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk(&gvk))
+}
+
+/// Removes every object of a Gateway's fleet (`namespace/name`), for clusters whose garbage
+/// collector does not (the objects are owned by the Gateway too).
+async fn cluster_teardown(client: &kube::Client, key: &str) {
+    let (namespace, gateway) = key.split_once('/').unwrap_or_default();
+    let name = cluster::fleet_name(gateway);
+    for (api_version, kind) in
+        [("apps/v1", "DaemonSet"), ("apps/v1", "Deployment"), ("v1", "Service"), ("v1", "ServiceAccount")]
+    {
+        delete(client, namespace, api_version, kind, &name).await;
+    }
+    delete(client, namespace, "v1", "Secret", &cluster::certificate_name(gateway)).await;
+    tracing::info!(gateway = %key, "deprovisioned");
 }

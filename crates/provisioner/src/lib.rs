@@ -3,13 +3,16 @@
 //! with the Gateway's name whose load-balancer status carries the Gateway's address, which
 //! `contour-serve` copies into the Gateway's status.
 //!
-//! Host mode (the only mode so far) runs each fleet as one Envoy process on this machine, bound
-//! to an address of its own from a pool (or the one the Gateway asks for), and plays the
-//! load-balancer controller itself by writing that address into the Service's status.
+//! Host mode runs each fleet as one Envoy process on this machine, bound to an address of its
+//! own from a pool (or the one the Gateway asks for), and plays the load-balancer controller
+//! itself by writing that address into the Service's status. Cluster mode ([`cluster`]) runs
+//! each fleet as Envoy pods in the Gateway's namespace, behind a Service of the cluster's.
 //!
-//! [`class`], [`features`] and [`gateway`] are pure; [`host`] and [`controller`] do the I/O.
+//! [`class`], [`cluster`], [`features`] and [`gateway`] are pure; [`host`] and [`controller`] do
+//! the I/O.
 
 pub mod class;
+pub mod cluster;
 pub mod controller;
 pub mod features;
 pub mod gateway;

@@ -1,0 +1,693 @@
+//! Cluster mode: each Gateway's fleet runs as Envoy pods in the Gateway's namespace, fed by the
+//! one contour-serve of the installation (a fleet per Gateway, where upstream runs a controller
+//! per Gateway). Per Gateway, with upstream's names and labels: the ServiceAccount `envoy-<gw>`,
+//! the xDS client certificate `envoycert-<gw>` (a copy of the installation's `envoycert`), the
+//! DaemonSet or Deployment `envoy-<gw>` and the Service `envoy-<gw>`.
+//!
+//! Pure: a Gateway, its ContourDeployment and the settings in, server-side-apply bodies out.
+//!
+//! One difference from upstream's pods, on purpose: Envoy listens on the Gateway's listener
+//! ports themselves (the pod may bind ports below 1024 through the namespaced sysctl
+//! `net.ipv4.ip_unprivileged_port_start`, still as user 65534), so the Service's target ports,
+//! Envoy's statistics and the controller's listeners all say the port the Gateway says, where
+//! upstream moves each port up by 8000.
+
+use std::collections::BTreeMap;
+
+use api::contourdeployment::ContourDeploymentSpec;
+use gateway_api::gateways::Gateway;
+use serde_json::{Value, json};
+
+use crate::gateway::GATEWAY_NAME_LABEL;
+
+/// The label upstream's provisioner marks every object of a Gateway with.
+pub const OWNING_GATEWAY_LABEL: &str = "projectcontour.io/owning-gateway-name";
+/// Upstream's `app.kubernetes.io/managed-by` value for what its provisioner makes.
+pub const MANAGED_BY_VALUE: &str = "contour-gateway-provisioner";
+/// Where Envoy answers readiness (`/ready`) and serves statistics.
+pub const ENVOY_HEALTH_PORT: u16 = 8002;
+/// Where the shutdown manager answers Envoy's preStop hook.
+pub const SHUTDOWN_MANAGER_PORT: u16 = 8090;
+
+/// How fleets are built, from the provisioner's flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Our image (`contour` on its PATH): the bootstrap init container and the shutdown manager.
+    pub contour_image: String,
+    /// Envoy's image.
+    pub envoy_image: String,
+    /// The controller's xDS address as pods reach it (its Service's DNS name).
+    pub xds_address: String,
+    /// The controller's xDS port.
+    pub xds_port: u16,
+}
+
+/// Why a ContourDeployment cannot be used: upstream's messages, joined by `; `.
+pub fn invalid_parameters(spec: &ContourDeploymentSpec) -> Option<String> {
+    let mut problems = Vec::new();
+    let Some(envoy) = &spec.envoy else { return None };
+    if let Some(w) = envoy.workload_type.as_deref().filter(|w| !matches!(*w, "" | "DaemonSet" | "Deployment")) {
+        problems
+            .push(format!("invalid ContourDeployment spec.envoy.workloadType {w:?}, must be DaemonSet or Deployment"));
+    }
+    if let Some(p) = &envoy.network_publishing {
+        if let Some(t) = p
+            .type_
+            .as_deref()
+            .filter(|t| !matches!(*t, "" | "LoadBalancerService" | "NodePortService" | "ClusterIPService"))
+        {
+            problems.push(format!(
+                "invalid ContourDeployment spec.envoy.networkPublishing.type {t:?}, must be LoadBalancerService, NodePortService or ClusterIPService"
+            ));
+        }
+        if let Some(f) = p
+            .ip_family_policy
+            .as_deref()
+            .filter(|f| !matches!(*f, "" | "SingleStack" | "PreferDualStack" | "RequireDualStack"))
+        {
+            problems.push(format!(
+                "invalid ContourDeployment spec.envoy.networkPublishing.ipFamilyPolicy {f:?}, must be SingleStack, PreferDualStack or RequireDualStack"
+            ));
+        }
+        if let Some(e) = p.external_traffic_policy.as_deref().filter(|e| !matches!(*e, "" | "Local" | "Cluster")) {
+            problems.push(format!(
+                "invalid ContourDeployment spec.envoy.networkPublishing.externalTrafficPolicy {e:?}, must be Local or Cluster"
+            ));
+        }
+    }
+    let volumes: Vec<&str> = envoy.extra_volumes.iter().flatten().map(|v| v.name.as_str()).collect();
+    for m in envoy.extra_volume_mounts.iter().flatten() {
+        if !volumes.contains(&m.name.as_str()) {
+            problems.push(format!(
+                "invalid ContourDeployment spec.envoy.extraVolumeMounts, mount to unknown volume: {:?}",
+                m.name
+            ));
+        }
+    }
+    if let Some(l) = envoy
+        .log_level
+        .as_deref()
+        .filter(|l| !matches!(*l, "" | "trace" | "debug" | "info" | "warn" | "error" | "critical" | "off"))
+    {
+        problems.push(format!(
+            "invalid ContourDeployment spec.envoy.logLevel {l:?}, must be trace, debug, info, warn, error, critical or off"
+        ));
+    }
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// The name of every object of a Gateway's fleet: upstream's `envoy-<gateway>`.
+pub fn fleet_name(gateway: &str) -> String {
+    crate::gateway::service_name(gateway)
+}
+
+/// The xDS client certificate Secret of a Gateway's fleet: upstream's `envoycert-<gateway>`.
+pub fn certificate_name(gateway: &str) -> String {
+    let name = format!("envoycert-{gateway}");
+    if name.len() <= 253 { name } else { format!("envoycert-{}", fleet_name(gateway)) }
+}
+
+/// The kind of workload a ContourDeployment asks for.
+pub fn workload_kind(spec: Option<&ContourDeploymentSpec>) -> &'static str {
+    match spec.and_then(|s| s.envoy.as_ref()).and_then(|e| e.workload_type.as_deref()) {
+        Some("Deployment") => "Deployment",
+        _ => "DaemonSet",
+    }
+}
+
+/// Labels on every object of the fleet: the ContourDeployment's `resourceLabels`, then the
+/// Gateway's infrastructure labels, then the owner labels (upstream's order).
+fn common_labels(gateway: &Gateway, spec: Option<&ContourDeploymentSpec>) -> BTreeMap<String, String> {
+    let name = gateway.metadata.name.clone().unwrap_or_default();
+    let mut labels: BTreeMap<String, String> = spec.and_then(|s| s.resource_labels.clone()).unwrap_or_default();
+    labels.extend(gateway.spec.infrastructure.as_ref().and_then(|i| i.labels.clone()).unwrap_or_default());
+    labels.insert(OWNING_GATEWAY_LABEL.into(), name.clone());
+    labels.insert(GATEWAY_NAME_LABEL.into(), name);
+    labels.insert("app.kubernetes.io/managed-by".into(), MANAGED_BY_VALUE.into());
+    labels
+}
+
+fn common_annotations(gateway: &Gateway) -> BTreeMap<String, String> {
+    gateway.spec.infrastructure.as_ref().and_then(|i| i.annotations.clone()).unwrap_or_default()
+}
+
+/// Metadata of an object of the fleet, owned by the Gateway (so a cluster's garbage collector
+/// removes it with the Gateway; the provisioner deletes it too).
+fn metadata(gateway: &Gateway, name: &str, labels: &BTreeMap<String, String>) -> Value {
+    json!({
+        "name": name,
+        "namespace": gateway.metadata.namespace,
+        "labels": labels,
+        "annotations": common_annotations(gateway),
+        "ownerReferences": [{
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "name": gateway.metadata.name,
+            "uid": gateway.metadata.uid,
+            "controller": true,
+        }],
+    })
+}
+
+/// Every object of the Gateway's fleet, in the order they are applied: the ServiceAccount, the
+/// certificate Secret (with `certificate`'s data: `ca.crt`, `tls.crt`, `tls.key`, base64), the
+/// workload and the Service.
+pub fn objects(
+    gateway: &Gateway,
+    spec: Option<&ContourDeploymentSpec>,
+    settings: &Settings,
+    certificate: &BTreeMap<String, String>,
+) -> Vec<Value> {
+    let gw = gateway.metadata.name.clone().unwrap_or_default();
+    let name = fleet_name(&gw);
+    let labels = common_labels(gateway, spec);
+    let account = json!({
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": metadata(gateway, &name, &labels),
+    });
+    let mut secret_labels = labels.clone();
+    secret_labels.insert("app".into(), "contour".into());
+    let secret = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata(gateway, &certificate_name(&gw), &secret_labels),
+        "type": "kubernetes.io/tls",
+        "data": certificate,
+    });
+    vec![account, secret, workload(gateway, spec, settings, &labels), service(gateway, spec, &labels)]
+}
+
+/// The listener ports of the Gateway with their protocol, once each (ports out of range and
+/// duplicates dropped; UDP listeners get UDP ports).
+fn listener_ports(gateway: &Gateway) -> Vec<(i32, &'static str, &'static str)> {
+    let mut ports: BTreeMap<(i32, &'static str), &'static str> = BTreeMap::new();
+    for l in &gateway.spec.listeners {
+        let (protocol, name) = match l.protocol.as_str() {
+            "UDP" => ("UDP", "udp"),
+            "TCP" => ("TCP", "tcp"),
+            "HTTP" => ("TCP", "http"),
+            _ => ("TCP", "https"),
+        };
+        if (1..=65535).contains(&l.port) {
+            ports.entry((l.port, protocol)).or_insert(name);
+        }
+    }
+    ports.into_iter().map(|((port, protocol), name)| (port, protocol, name)).collect()
+}
+
+fn workload(
+    gateway: &Gateway,
+    spec: Option<&ContourDeploymentSpec>,
+    settings: &Settings,
+    labels: &BTreeMap<String, String>,
+) -> Value {
+    let gw = gateway.metadata.name.clone().unwrap_or_default();
+    let namespace = gateway.metadata.namespace.clone().unwrap_or_default();
+    let name = fleet_name(&gw);
+    let envoy = spec.and_then(|s| s.envoy.clone()).unwrap_or_default();
+    let kind = workload_kind(spec);
+    let mut workload_labels = labels.clone();
+    workload_labels.extend([
+        ("app.kubernetes.io/instance".to_string(), gw.clone()),
+        ("app.kubernetes.io/name".into(), "contour".into()),
+        ("app.kubernetes.io/component".into(), "ingress-controller".into()),
+    ]);
+    let selector = json!({"app": name});
+    let mut pod_labels = workload_labels.clone();
+    pod_labels.insert("app".into(), name.clone());
+    let mut pod_annotations = envoy.pod_annotations.clone().unwrap_or_default();
+    pod_annotations.extend(common_annotations(gateway));
+    let init_resources =
+        json!({"requests": {"cpu": "25m", "memory": "50Mi"}, "limits": {"cpu": "200m", "memory": "100Mi"}});
+    let mut bootstrap = vec![
+        "/config/envoy.json".to_string(),
+        format!("--xds-address={}", settings.xds_address),
+        format!("--xds-port={}", settings.xds_port),
+        "--xds-resource-version=v3".into(),
+        "--resources-dir=/config/resources".into(),
+        "--envoy-cafile=/certs/ca.crt".into(),
+        "--envoy-cert-file=/certs/tls.crt".into(),
+        "--envoy-key-file=/certs/tls.key".into(),
+        format!("--fleet={namespace}/{gw}"),
+    ];
+    if let Some(heap) = envoy.overload_max_heap_size.filter(|h| *h > 0) {
+        bootstrap.push(format!("--overload-max-heap={heap}"));
+    }
+    if let Some(max) = envoy.overload_max_downstream_connections.filter(|m| *m > 0) {
+        bootstrap.push(format!("--overload-downstream-max-conn={max}"));
+    }
+    let namespace_env = json!({"name": "CONTOUR_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}});
+    let extra_mounts: Vec<Value> =
+        envoy.extra_volume_mounts.iter().flatten().filter_map(|m| serde_json::to_value(m).ok()).collect();
+    let mut envoy_mounts = vec![
+        json!({"name": "envoycert", "mountPath": "/certs", "readOnly": true}),
+        json!({"name": "envoy-config", "mountPath": "/config", "readOnly": true}),
+        json!({"name": "envoy-admin", "mountPath": "/admin"}),
+    ];
+    envoy_mounts.extend(extra_mounts.iter().cloned());
+    let mut shutdown_mounts = vec![json!({"name": "envoy-admin", "mountPath": "/admin"})];
+    shutdown_mounts.extend(extra_mounts);
+    let mut ports = vec![json!({"name": "metrics", "containerPort": ENVOY_HEALTH_PORT, "protocol": "TCP"})];
+    ports.extend(listener_ports(gateway).into_iter().map(
+        |(port, protocol, kind)| json!({"name": format!("{kind}-{port}"), "containerPort": port, "protocol": protocol}),
+    ));
+    let mut args = vec![
+        "-c".to_string(),
+        "/config/envoy.json".into(),
+        "--service-cluster".into(),
+        format!("{namespace}/{gw}"),
+        "--service-node".into(),
+        "$(ENVOY_POD_NAME)".into(),
+        "--log-level".into(),
+        envoy.log_level.clone().filter(|l| !l.is_empty()).unwrap_or_else(|| "info".into()),
+    ];
+    if let Some(id) = envoy.base_id.filter(|id| *id > 0) {
+        args.extend(["--base-id".into(), id.to_string()]);
+    }
+    let mut volumes = vec![
+        json!({"name": "envoycert", "secret": {"secretName": certificate_name(&gw), "defaultMode": 420}}),
+        json!({"name": "envoy-config", "emptyDir": {}}),
+        json!({"name": "envoy-admin", "emptyDir": {}}),
+    ];
+    volumes.extend(envoy.extra_volumes.iter().flatten().filter_map(|v| serde_json::to_value(v).ok()));
+    let mut pod = json!({
+        "serviceAccountName": name,
+        "automountServiceAccountToken": false,
+        "terminationGracePeriodSeconds": 300,
+        "securityContext": {
+            "runAsUser": 65534,
+            "runAsGroup": 65534,
+            "runAsNonRoot": true,
+            "fsGroup": 65534,
+            "seccompProfile": {"type": "RuntimeDefault"},
+            // Envoy binds the Gateway's own ports, 80 and 443 too, without root.
+            "sysctls": [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}],
+        },
+        "initContainers": [{
+            "name": "envoy-initconfig",
+            "image": settings.contour_image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["contour-bootstrap"],
+            "args": bootstrap,
+            "env": [namespace_env.clone()],
+            "securityContext": hardened(true),
+            "volumeMounts": [
+                {"name": "envoycert", "mountPath": "/certs", "readOnly": true},
+                {"name": "envoy-config", "mountPath": "/config"},
+            ],
+            "resources": init_resources.clone(),
+        }],
+        "containers": [
+            {
+                "name": "shutdown-manager",
+                "image": settings.contour_image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["contour-shutdown-manager", "serve"],
+                "args": [format!("--serve-port={SHUTDOWN_MANAGER_PORT}"), "--ready-file=/admin/ok"],
+                "lifecycle": {"preStop": {"exec": {"command": [
+                    "contour-shutdown-manager", "shutdown", "--admin-address=/admin/admin.sock", "--ready-file=/admin/ok",
+                ]}}},
+                "livenessProbe": {"httpGet": {"path": "/healthz", "port": SHUTDOWN_MANAGER_PORT}},
+                "securityContext": hardened(true),
+                "volumeMounts": shutdown_mounts,
+                "resources": init_resources,
+            },
+            {
+                "name": "envoy",
+                "image": settings.envoy_image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["envoy"],
+                "args": args,
+                "env": [
+                    namespace_env,
+                    {"name": "ENVOY_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+                ],
+                "ports": ports,
+                "readinessProbe": {
+                    "httpGet": {"path": "/ready", "port": ENVOY_HEALTH_PORT},
+                    "initialDelaySeconds": 3,
+                    "periodSeconds": 4,
+                    "timeoutSeconds": 1,
+                    "successThreshold": 1,
+                    "failureThreshold": 3,
+                },
+                "lifecycle": {"preStop": {"httpGet": {"path": "/shutdown", "port": SHUTDOWN_MANAGER_PORT, "scheme": "HTTP"}}},
+                "securityContext": hardened(false),
+                "volumeMounts": envoy_mounts,
+                "resources": envoy.resources.as_ref().and_then(|r| serde_json::to_value(r).ok()).unwrap_or_else(|| json!({})),
+            },
+        ],
+        "volumes": volumes,
+    });
+    if let Some(p) = &envoy.node_placement {
+        if let Some(s) = &p.node_selector {
+            pod["nodeSelector"] = json!(s);
+        }
+        if let Some(t) = &p.tolerations {
+            pod["tolerations"] = serde_json::to_value(t).unwrap_or_default();
+        }
+    }
+    let template = json!({
+        "metadata": {"labels": pod_labels, "annotations": pod_annotations},
+        "spec": pod,
+    });
+    let mut body = json!({
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": metadata(gateway, &name, &workload_labels),
+        "spec": {
+            "revisionHistoryLimit": 10,
+            "selector": {"matchLabels": selector},
+            "template": template,
+        },
+    });
+    if kind == "Deployment" {
+        let deployment = envoy.deployment.clone().unwrap_or_default();
+        let replicas = deployment.replicas.or(envoy.replicas).filter(|r| *r > 0).unwrap_or(2);
+        let strategy = deployment
+            .strategy
+            .and_then(|s| serde_json::to_value(s).ok())
+            .unwrap_or_else(|| json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "10%"}}));
+        body["spec"]["replicas"] = json!(replicas);
+        body["spec"]["strategy"] = strategy;
+        // Spread over nodes where possible, as upstream.
+        body["spec"]["template"]["spec"]["affinity"] = json!({"podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100,
+                "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"},
+            }],
+        }});
+    } else {
+        let strategy = envoy
+            .daemon_set
+            .and_then(|d| d.update_strategy)
+            .and_then(|s| serde_json::to_value(s).ok())
+            .unwrap_or_else(|| json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}}));
+        body["spec"]["updateStrategy"] = strategy;
+    }
+    body
+}
+
+/// A container that cannot gain privileges and has no capabilities (as deploy/envoy's), with a
+/// read-only root file system where the program writes nowhere but its volumes.
+fn hardened(read_only_root: bool) -> Value {
+    let mut context = json!({"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}});
+    if read_only_root {
+        context["readOnlyRootFilesystem"] = json!(true);
+    }
+    context
+}
+
+fn service(gateway: &Gateway, spec: Option<&ContourDeploymentSpec>, labels: &BTreeMap<String, String>) -> Value {
+    let gw = gateway.metadata.name.clone().unwrap_or_default();
+    let name = fleet_name(&gw);
+    let publishing = spec.and_then(|s| s.envoy.as_ref()).and_then(|e| e.network_publishing.clone()).unwrap_or_default();
+    let type_ = match publishing.type_.as_deref() {
+        Some("NodePortService") => "NodePort",
+        Some("ClusterIPService") => "ClusterIP",
+        _ => "LoadBalancer",
+    };
+    let mut ports: Vec<Value> = listener_ports(gateway)
+        .into_iter()
+        .map(|(port, protocol, kind)| {
+            let mut p =
+                json!({"name": format!("{kind}-{port}"), "port": port, "protocol": protocol, "targetPort": port});
+            if type_ == "NodePort" {
+                // Upstream's: the node port is the listener port.
+                p["nodePort"] = json!(port);
+            }
+            p
+        })
+        .collect();
+    if ports.is_empty() {
+        // A Service needs a port; a Gateway without a usable listener still gets its Service.
+        ports.push(json!({"name": "none", "port": 1, "protocol": "TCP", "targetPort": 1}));
+    }
+    let mut annotations = common_annotations(gateway);
+    annotations.extend(publishing.service_annotations.clone().unwrap_or_default());
+    let mut meta = metadata(gateway, &name, labels);
+    meta["annotations"] = json!(annotations);
+    let mut body = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta,
+        "spec": {
+            "type": type_,
+            "selector": {"app": name},
+            "sessionAffinity": "None",
+            "ipFamilyPolicy": publishing.ip_family_policy.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "SingleStack".into()),
+            "ports": ports,
+        },
+    });
+    if type_ != "ClusterIP" {
+        body["spec"]["externalTrafficPolicy"] = json!(
+            publishing.external_traffic_policy.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "Local".into())
+        );
+    }
+    if let Some(address) = gateway
+        .spec
+        .addresses
+        .iter()
+        .flatten()
+        .next()
+        .filter(|a| a.r#type.as_deref().is_none_or(|t| t == "IPAddress" || t == "Hostname"))
+        .and_then(|a| a.value.clone())
+        .filter(|_| type_ == "LoadBalancer")
+    {
+        body["spec"]["loadBalancerIP"] = json!(address);
+    }
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gateway(yaml: &str) -> Gateway {
+        serde_yaml::from_str(yaml).expect("a Gateway")
+    }
+
+    const GATEWAY: &str = "
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: web, namespace: apps, uid: u-1}
+spec:
+  gatewayClassName: contour
+  infrastructure: {labels: {team: a}, annotations: {note: x}}
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+  - {name: https, port: 443, protocol: HTTPS}
+  - {name: tls, port: 443, protocol: TLS}
+  - {name: dns, port: 53, protocol: UDP}
+";
+
+    fn settings() -> Settings {
+        Settings {
+            contour_image: "contour-rs:1".into(),
+            envoy_image: "envoyproxy/envoy:v1.40.0".into(),
+            xds_address: "contour.projectcontour".into(),
+            xds_port: 8001,
+        }
+    }
+
+    fn deployment(yaml: &str) -> ContourDeploymentSpec {
+        serde_yaml::from_str(yaml).expect("a ContourDeploymentSpec")
+    }
+
+    fn render(spec: Option<&ContourDeploymentSpec>) -> Vec<Value> {
+        let certificate: BTreeMap<String, String> =
+            [("ca.crt", "Q0E="), ("tls.crt", "Q1JU"), ("tls.key", "S0VZ")].map(|(k, v)| (k.into(), v.into())).into();
+        objects(&gateway(GATEWAY), spec, &settings(), &certificate)
+    }
+
+    fn strings(v: &Value) -> Vec<&str> {
+        v.as_array().into_iter().flatten().filter_map(Value::as_str).collect()
+    }
+
+    #[test]
+    fn a_gateway_gets_upstreams_objects_owned_by_it() {
+        let objects = render(None);
+        let kinds: Vec<(&str, &str)> = objects
+            .iter()
+            .map(|o| (o["kind"].as_str().unwrap_or_default(), o["metadata"]["name"].as_str().unwrap_or_default()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("ServiceAccount", "envoy-web"),
+                ("Secret", "envoycert-web"),
+                ("DaemonSet", "envoy-web"),
+                ("Service", "envoy-web")
+            ]
+        );
+        for o in &objects {
+            let meta = &o["metadata"];
+            assert_eq!(meta["namespace"], "apps");
+            assert_eq!(meta["labels"]["projectcontour.io/owning-gateway-name"], "web");
+            assert_eq!(meta["labels"]["gateway.networking.k8s.io/gateway-name"], "web");
+            assert_eq!(meta["labels"]["team"], "a", "the Gateway's infrastructure labels");
+            assert_eq!(meta["annotations"]["note"], "x");
+            assert_eq!(meta["ownerReferences"][0]["uid"], "u-1");
+            assert_eq!(meta["ownerReferences"][0]["kind"], "Gateway");
+        }
+        assert_eq!(objects[1]["data"]["tls.key"], "S0VZ", "the installation's certificate, copied");
+        assert_eq!(objects[1]["type"], "kubernetes.io/tls");
+    }
+
+    #[test]
+    fn the_default_fleet_is_a_daemonset_bootstrapped_for_the_gateways_fleet() {
+        let objects = render(None);
+        let ds = &objects[2];
+        assert_eq!(ds["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"], "10%");
+        assert_eq!(ds["spec"]["selector"]["matchLabels"]["app"], "envoy-web");
+        let pod = &ds["spec"]["template"]["spec"];
+        assert_eq!(ds["spec"]["template"]["metadata"]["labels"]["app"], "envoy-web");
+        assert_eq!(pod["serviceAccountName"], "envoy-web");
+        assert_eq!(pod["automountServiceAccountToken"], false);
+        assert_eq!(pod["terminationGracePeriodSeconds"], 300);
+        assert_eq!(pod["securityContext"]["sysctls"][0]["name"], "net.ipv4.ip_unprivileged_port_start");
+        let init = &pod["initContainers"][0];
+        assert_eq!(init["image"], "contour-rs:1");
+        let args = strings(&init["args"]);
+        for want in [
+            "--xds-address=contour.projectcontour",
+            "--xds-port=8001",
+            "--fleet=apps/web",
+            "--envoy-cafile=/certs/ca.crt",
+        ] {
+            assert!(args.contains(&want), "{want} in {args:?}");
+        }
+        assert!(!args.iter().any(|a| a.starts_with("--overload")), "{args:?}");
+        let envoy = &pod["containers"][1];
+        assert_eq!(envoy["image"], "envoyproxy/envoy:v1.40.0");
+        assert_eq!(
+            strings(&envoy["args"]),
+            [
+                "-c",
+                "/config/envoy.json",
+                "--service-cluster",
+                "apps/web",
+                "--service-node",
+                "$(ENVOY_POD_NAME)",
+                "--log-level",
+                "info"
+            ]
+        );
+        let ports: Vec<(i64, &str)> = envoy["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| (p["containerPort"].as_i64().unwrap_or_default(), p["protocol"].as_str().unwrap_or_default()))
+            .collect();
+        assert_eq!(ports, [(8002, "TCP"), (53, "UDP"), (80, "TCP"), (443, "TCP")]);
+        assert_eq!(envoy["readinessProbe"]["httpGet"]["port"], 8002);
+        assert_eq!(envoy["lifecycle"]["preStop"]["httpGet"]["port"], 8090);
+        assert_eq!(pod["volumes"][0]["secret"]["secretName"], "envoycert-web");
+    }
+
+    #[test]
+    fn the_service_publishes_each_listener_port_once() {
+        let objects = render(None);
+        let svc = &objects[3];
+        assert_eq!(svc["spec"]["type"], "LoadBalancer");
+        assert_eq!(svc["spec"]["externalTrafficPolicy"], "Local");
+        assert_eq!(svc["spec"]["ipFamilyPolicy"], "SingleStack");
+        assert_eq!(svc["spec"]["selector"]["app"], "envoy-web");
+        let ports: Vec<(&str, i64, i64)> = svc["spec"]["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                let n = |k: &str| p[k].as_i64().unwrap_or_default();
+                (p["name"].as_str().unwrap_or_default(), n("port"), n("targetPort"))
+            })
+            .collect();
+        assert_eq!(ports, [("udp-53", 53, 53), ("http-80", 80, 80), ("https-443", 443, 443)]);
+        assert!(svc["spec"].get("loadBalancerIP").is_none());
+    }
+
+    #[test]
+    fn contour_deployment_fields_take_effect() {
+        let spec = deployment(
+            "
+resourceLabels: {cost: ops}
+envoy:
+  workloadType: Deployment
+  deployment: {replicas: 3, strategy: {type: Recreate}}
+  networkPublishing: {type: NodePortService, externalTrafficPolicy: Cluster, ipFamilyPolicy: PreferDualStack, serviceAnnotations: {lb: internal}}
+  nodePlacement: {nodeSelector: {pool: edge}, tolerations: [{key: edge, operator: Exists}]}
+  extraVolumes: [{name: geo, emptyDir: {}}]
+  extraVolumeMounts: [{name: geo, mountPath: /geo}]
+  podAnnotations: {scrape: 'true'}
+  resources: {requests: {cpu: 500m}}
+  logLevel: debug
+  baseID: 7
+  overloadMaxHeapSize: 1000000
+  overloadMaxDownstreamConnections: 500
+",
+        );
+        let objects = render(Some(&spec));
+        let workload = &objects[2];
+        assert_eq!(workload["kind"], "Deployment");
+        assert_eq!(workload["spec"]["replicas"], 3);
+        assert_eq!(workload["spec"]["strategy"]["type"], "Recreate");
+        assert_eq!(workload["metadata"]["labels"]["cost"], "ops");
+        let template = &workload["spec"]["template"];
+        assert_eq!(template["metadata"]["annotations"]["scrape"], "true");
+        assert_eq!(template["metadata"]["annotations"]["note"], "x");
+        let pod = &template["spec"];
+        assert_eq!(pod["nodeSelector"]["pool"], "edge");
+        assert_eq!(pod["tolerations"][0]["key"], "edge");
+        assert_eq!(
+            pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"],
+            100
+        );
+        assert!(pod["volumes"].as_array().is_some_and(|v| v.iter().any(|v| v["name"] == "geo")));
+        let envoy = &pod["containers"][1];
+        assert_eq!(envoy["resources"]["requests"]["cpu"], "500m");
+        assert!(envoy["volumeMounts"].as_array().is_some_and(|m| m.iter().any(|m| m["mountPath"] == "/geo")));
+        let args = strings(&envoy["args"]);
+        assert!(
+            args.windows(2).any(|w| w == ["--log-level", "debug"]) && args.windows(2).any(|w| w == ["--base-id", "7"])
+        );
+        let init = strings(&pod["initContainers"][0]["args"]);
+        assert!(init.contains(&"--overload-max-heap=1000000") && init.contains(&"--overload-downstream-max-conn=500"));
+        let svc = &objects[3];
+        assert_eq!(svc["spec"]["type"], "NodePort");
+        assert_eq!(svc["spec"]["ports"][1]["nodePort"], 80, "upstream's: the node port is the listener port");
+        assert_eq!(svc["spec"]["externalTrafficPolicy"], "Cluster");
+        assert_eq!(svc["spec"]["ipFamilyPolicy"], "PreferDualStack");
+        assert_eq!(svc["metadata"]["annotations"]["lb"], "internal");
+        let cluster_ip = render(Some(&deployment("envoy: {networkPublishing: {type: ClusterIPService}}")));
+        assert_eq!(cluster_ip[3]["spec"]["type"], "ClusterIP");
+        assert!(cluster_ip[3]["spec"].get("externalTrafficPolicy").is_none());
+    }
+
+    #[test]
+    fn a_requested_address_becomes_the_load_balancer_ip() {
+        let yaml = format!("{GATEWAY}  addresses: [{{value: 192.0.2.7}}]\n");
+        let objects = objects(&gateway(&yaml), None, &settings(), &BTreeMap::new());
+        assert_eq!(objects[3]["spec"]["loadBalancerIP"], "192.0.2.7");
+    }
+
+    #[test]
+    fn bad_parameters_get_upstreams_messages() {
+        assert_eq!(invalid_parameters(&deployment("envoy: {workloadType: Deployment, logLevel: warn}")), None);
+        let spec = deployment(
+            "envoy: {workloadType: Pod, logLevel: loud, networkPublishing: {type: Magic, ipFamilyPolicy: Dual, externalTrafficPolicy: Far}, extraVolumeMounts: [{name: nope, mountPath: /x}]}",
+        );
+        let message = invalid_parameters(&spec).expect("invalid");
+        for part in [
+            "spec.envoy.workloadType \"Pod\", must be DaemonSet or Deployment",
+            "spec.envoy.networkPublishing.type \"Magic\"",
+            "spec.envoy.networkPublishing.ipFamilyPolicy \"Dual\"",
+            "spec.envoy.networkPublishing.externalTrafficPolicy \"Far\", must be Local or Cluster",
+            "spec.envoy.extraVolumeMounts, mount to unknown volume: \"nope\"",
+            "spec.envoy.logLevel \"loud\"",
+        ] {
+            assert!(message.contains(part), "{part} in {message}");
+        }
+        assert_eq!(message.matches("; ").count(), 5);
+    }
+}

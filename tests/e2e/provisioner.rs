@@ -1,0 +1,177 @@
+//! contour-provisioner in cluster mode against a real API server: a Gateway of our class gets
+//! its fleet's objects (ServiceAccount, certificate Secret, workload, Service) as its
+//! ContourDeployment says; they follow the Gateway's listeners and the ContourDeployment, a bad
+//! ContourDeployment shows on the GatewayClass, and a deleted Gateway leaves nothing behind.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use testkit::{ApiServer, apply_yaml, delete_yaml};
+
+const CLASS: &str = "
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: contour}
+spec:
+  controllerName: projectcontour.io/gateway-controller
+  parametersRef: {group: projectcontour.io, kind: ContourDeployment, name: params, namespace: default}
+";
+
+fn parameters(envoy: &str) -> String {
+    format!(
+        "apiVersion: projectcontour.io/v1alpha1\nkind: ContourDeployment\nmetadata: {{name: params, namespace: default}}\nspec:\n  envoy: {envoy}\n"
+    )
+}
+
+fn gateway(listeners: &str) -> String {
+    named_gateway("edge", listeners)
+}
+
+fn named_gateway(name: &str, listeners: &str) -> String {
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  gatewayClassName: contour\n  listeners: {listeners}\n"
+    )
+}
+
+fn provisioner(api: &ApiServer) -> anyhow::Result<tokio::process::Child> {
+    Ok(tokio::process::Command::new(testkit::workspace_binary("contour-provisioner")?)
+        .arg("--kubeconfig")
+        .arg(&api.kubeconfig)
+        .args(["--mode", "cluster", "--envoy-certificate", "default/envoycert", "--resync-seconds", "1"])
+        .args(["--contour-image", "contour-rs:test", "--metrics-addr", "0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?)
+}
+
+/// An object of any kind as JSON, `None` when it does not exist.
+async fn object(client: &kube::Client, api_version: &str, kind: &str, name: &str) -> anyhow::Result<Option<Value>> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+    let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk).await?;
+    let api: kube::Api<kube::api::DynamicObject> = if capabilities.scope == kube::discovery::Scope::Namespaced {
+        kube::Api::namespaced_with(client.clone(), "default", &resource)
+    } else {
+        kube::Api::all_with(client.clone(), &resource)
+    };
+    Ok(api.get_opt(name).await?.map(|o| serde_json::to_value(o).unwrap_or_default()))
+}
+
+/// Waits up to 30 s for `check` to hold on the object (`None`: it does not exist).
+async fn until(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    what: &str,
+    check: impl Fn(Option<&Value>) -> bool,
+) -> anyhow::Result<Option<Value>> {
+    let mut last = None;
+    for _ in 0..150 {
+        last = object(client, api_version, kind, name).await?;
+        if check(last.as_ref()) {
+            return Ok(last);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    anyhow::bail!("{kind} {name}: never {what}; last: {last:#?}")
+}
+
+fn service_ports(svc: Option<&Value>) -> Vec<(String, i64, i64)> {
+    svc.and_then(|s| s["spec"]["ports"].as_array())
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let n = |k: &str| p[k].as_i64().unwrap_or_default();
+            (p["name"].as_str().unwrap_or_default().to_string(), n("port"), n("targetPort"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    let client = api.client().await?;
+    // What contour-certgen leaves for the installation's Envoys.
+    apply_yaml(&client, "apiVersion: v1\nkind: Secret\nmetadata: {name: envoycert, namespace: default}\ntype: kubernetes.io/tls\ndata: {ca.crt: Q0E=, tls.crt: Q1JU, tls.key: S0VZ}\n").await?;
+    apply_yaml(&client, &[CLASS, "---\n", &parameters("{workloadType: Deployment, deployment: {replicas: 3}, networkPublishing: {type: ClusterIPService}, logLevel: debug}")].concat()).await?;
+    apply_yaml(&client, &gateway("[{name: http, port: 80, protocol: HTTP}]")).await?;
+    let other = named_gateway("other", "[{name: http, port: 8080, protocol: HTTP}]");
+    apply_yaml(&client, &other).await?;
+    let mut running = provisioner(&api)?;
+
+    // The fleet, as the ContourDeployment says.
+    let deployment = until(&client, "apps/v1", "Deployment", "envoy-edge", "created", |d| d.is_some()).await?;
+    let deployment = deployment.unwrap_or_default();
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    let pod = &deployment["spec"]["template"]["spec"];
+    let init_args: Vec<&str> =
+        pod["initContainers"][0]["args"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    assert!(init_args.contains(&"--fleet=default/edge"), "{init_args:?}");
+    assert_eq!(pod["initContainers"][0]["image"], "contour-rs:test");
+    let envoy_args: Vec<&str> =
+        pod["containers"][1]["args"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    assert!(envoy_args.windows(2).any(|w| w == ["--log-level", "debug"]), "{envoy_args:?}");
+    assert_eq!(deployment["metadata"]["ownerReferences"][0]["name"], "edge");
+    let secret = object(&client, "v1", "Secret", "envoycert-edge").await?.unwrap_or_default();
+    assert_eq!(secret["data"]["tls.key"], "S0VZ", "the installation's certificate, copied");
+    assert!(object(&client, "v1", "ServiceAccount", "envoy-edge").await?.is_some());
+    let svc = until(&client, "v1", "Service", "envoy-edge", "created", |s| s.is_some()).await?;
+    assert_eq!(svc.as_ref().map(|s| s["spec"]["type"].clone()), Some("ClusterIP".into()));
+    assert_eq!(service_ports(svc.as_ref()), [("http-80".to_string(), 80, 80)]);
+
+    // A listener more: the Service follows.
+    apply_yaml(
+        &client,
+        &gateway(
+            "[{name: http, port: 80, protocol: HTTP}, {name: tls, port: 443, protocol: TLS, tls: {mode: Passthrough}}]",
+        ),
+    )
+    .await?;
+    until(&client, "v1", "Service", "envoy-edge", "given port 443", |s| service_ports(s).len() == 2).await?;
+
+    // The ContourDeployment asks for a DaemonSet: it replaces the Deployment.
+    apply_yaml(&client, &parameters("{workloadType: DaemonSet}")).await?;
+    until(&client, "apps/v1", "DaemonSet", "envoy-edge", "created", |d| d.is_some()).await?;
+    until(&client, "apps/v1", "Deployment", "envoy-edge", "deleted", |d| d.is_none()).await?;
+
+    // A bad ContourDeployment shows on the class, with upstream's reason.
+    apply_yaml(&client, &parameters("{logLevel: loud}")).await?;
+    let class = until(&client, "gateway.networking.k8s.io/v1", "GatewayClass", "contour", "refused", |c| {
+        c.and_then(|c| c["status"]["conditions"].as_array())
+            .is_some_and(|conds| conds.iter().any(|c| c["type"] == "Accepted" && c["status"] == "False"))
+    })
+    .await?
+    .unwrap_or_default();
+    let accepted =
+        class["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Accepted").cloned();
+    let accepted = accepted.unwrap_or_default();
+    assert_eq!(accepted["reason"], "InvalidParameters");
+    assert!(accepted["message"].as_str().is_some_and(|m| m.contains("spec.envoy.logLevel \"loud\"")), "{accepted}");
+    apply_yaml(&client, &parameters("{}")).await?;
+    until(&client, "apps/v1", "DaemonSet", "envoy-edge", "kept", |d| d.is_some()).await?;
+
+    // The Gateway goes, and its fleet with it.
+    delete_yaml(&client, &gateway("[]")).await?;
+    for (api_version, kind, name) in [
+        ("apps/v1", "DaemonSet", "envoy-edge"),
+        ("v1", "Service", "envoy-edge"),
+        ("v1", "ServiceAccount", "envoy-edge"),
+        ("v1", "Secret", "envoycert-edge"),
+    ] {
+        until(&client, api_version, kind, name, "deleted", |o| o.is_none()).await?;
+    }
+    assert!(object(&client, "v1", "Secret", "envoycert").await?.is_some(), "the installation's own Secret stays");
+
+    // A Gateway deleted while the provisioner is down loses its fleet when it is back.
+    until(&client, "v1", "Service", "envoy-other", "created", |s| s.is_some()).await?;
+    running.kill().await?;
+    delete_yaml(&client, &other).await?;
+    let _running = provisioner(&api)?;
+    until(&client, "v1", "Service", "envoy-other", "deleted", |s| s.is_none()).await?;
+    until(&client, "apps/v1", "DaemonSet", "envoy-other", "deleted", |d| d.is_none()).await?;
+    Ok(())
+}
