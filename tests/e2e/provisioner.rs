@@ -1,5 +1,6 @@
-//! contour-provisioner in cluster mode against a real API server: a Gateway of our class gets
-//! its fleet's objects (ServiceAccount, certificate Secret, workload, Service) as its
+//! contour-provisioner in cluster mode against a real API server, as the ServiceAccount of
+//! deploy/rbac/provisioner.yaml and holding its Lease: a Gateway of our class gets its fleet's
+//! objects (ServiceAccount, certificate Secret, workload, Service) as its
 //! ContourDeployment says; they follow the Gateway's listeners and the ContourDeployment, a bad
 //! ContourDeployment shows on the GatewayClass, and a deleted Gateway leaves nothing behind.
 
@@ -33,12 +34,15 @@ fn named_gateway(name: &str, listeners: &str) -> String {
     )
 }
 
-fn provisioner(api: &ApiServer) -> anyhow::Result<tokio::process::Child> {
+/// The provisioner as deploy/install/05-provisioner.yaml runs it, with its RBAC's ServiceAccount.
+async fn provisioner(api: &ApiServer, metrics: u16) -> anyhow::Result<tokio::process::Child> {
+    let kubeconfig = api.service_account_kubeconfig("projectcontour", "contour-gateway-provisioner").await?;
     Ok(tokio::process::Command::new(testkit::workspace_binary("contour-provisioner")?)
         .arg("--kubeconfig")
-        .arg(&api.kubeconfig)
-        .args(["--mode", "cluster", "--envoy-certificate", "default/envoycert", "--resync-seconds", "1"])
-        .args(["--contour-image", "contour-rs:test", "--metrics-addr", "0"])
+        .arg(kubeconfig)
+        .args(["--mode", "cluster", "--envoy-certificate", "projectcontour/envoycert", "--resync-seconds", "1"])
+        .args(["--enable-leader-election", "--leader-election-namespace", "projectcontour"])
+        .args(["--contour-image", "contour-rs:test", "--metrics-addr", &format!("127.0.0.1:{metrics}")])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
@@ -95,13 +99,16 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
     api.install_gateway_api().await?;
     api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
     let client = api.client().await?;
+    apply_yaml(&client, "apiVersion: v1\nkind: Namespace\nmetadata: {name: projectcontour}\n").await?;
+    apply_yaml(&client, include_str!("../../deploy/rbac/provisioner.yaml")).await?;
     // What contour-certgen leaves for the installation's Envoys.
-    apply_yaml(&client, "apiVersion: v1\nkind: Secret\nmetadata: {name: envoycert, namespace: default}\ntype: kubernetes.io/tls\ndata: {ca.crt: Q0E=, tls.crt: Q1JU, tls.key: S0VZ}\n").await?;
+    apply_yaml(&client, "apiVersion: v1\nkind: Secret\nmetadata: {name: envoycert, namespace: projectcontour}\ntype: kubernetes.io/tls\ndata: {ca.crt: Q0E=, tls.crt: Q1JU, tls.key: S0VZ}\n").await?;
     apply_yaml(&client, &[CLASS, "---\n", &parameters("{workloadType: Deployment, deployment: {replicas: 3}, networkPublishing: {type: ClusterIPService}, logLevel: debug}")].concat()).await?;
     apply_yaml(&client, &gateway("[{name: http, port: 80, protocol: HTTP}]")).await?;
     let other = named_gateway("other", "[{name: http, port: 8080, protocol: HTTP}]");
     apply_yaml(&client, &other).await?;
-    let mut running = provisioner(&api)?;
+    let metrics = testkit::free_port();
+    let mut running = provisioner(&api, metrics).await?;
 
     // The fleet, as the ContourDeployment says.
     let deployment = until(&client, "apps/v1", "Deployment", "envoy-edge", "created", |d| d.is_some()).await?;
@@ -122,6 +129,12 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
     let svc = until(&client, "v1", "Service", "envoy-edge", "created", |s| s.is_some()).await?;
     assert_eq!(svc.as_ref().map(|s| s["spec"]["type"].clone()), Some("ClusterIP".into()));
     assert_eq!(service_ports(svc.as_ref()), [("http-80".to_string(), 80, 80)]);
+    until(&client, "v1", "Service", "envoy-other", "created", |s| s.is_some()).await?;
+    let scraped = testkit::request(([127, 0, 0, 1], metrics).into(), &testkit::Request::get("x", "/metrics")).await?;
+    let text = scraped.body.clone();
+    for line in ["contour_provisioner_gateways 2", "contour_provisioner_is_leader 1", "contour_provisioner_errors_total 0"] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
 
     // A listener more: the Service follows.
     apply_yaml(
@@ -164,13 +177,14 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
     ] {
         until(&client, api_version, kind, name, "deleted", |o| o.is_none()).await?;
     }
-    assert!(object(&client, "v1", "Secret", "envoycert").await?.is_some(), "the installation's own Secret stays");
+    let installation = kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), "projectcontour");
+    assert!(installation.get_opt("envoycert").await?.is_some(), "the installation's own Secret stays");
 
-    // A Gateway deleted while the provisioner is down loses its fleet when it is back.
-    until(&client, "v1", "Service", "envoy-other", "created", |s| s.is_some()).await?;
+    // A Gateway deleted while the provisioner is down loses its fleet when it is back (once it
+    // holds the Lease again: the killed one never released it).
     running.kill().await?;
     delete_yaml(&client, &other).await?;
-    let _running = provisioner(&api)?;
+    let _running = provisioner(&api, testkit::free_port()).await?;
     until(&client, "v1", "Service", "envoy-other", "deleted", |s| s.is_none()).await?;
     until(&client, "apps/v1", "DaemonSet", "envoy-other", "deleted", |d| d.is_none()).await?;
     Ok(())
