@@ -143,7 +143,8 @@ pub(crate) fn command_lines(text: &str) -> Vec<Vec<String>> {
 
 #[tokio::test]
 async fn binaries_and_envoy_accept_what_the_manifests_tell_them() -> anyhow::Result<()> {
-    let ours = ["contour-serve", "contour-bootstrap", "contour-certgen", "contour-shutdown-manager"];
+    let ours =
+        ["contour-serve", "contour-bootstrap", "contour-certgen", "contour-shutdown-manager", "contour-provisioner"];
     let mut checked = Vec::new();
     for file in yaml_files(&deploy_dir().join("install")).into_iter().chain(yaml_files(&deploy_dir().join("envoy"))) {
         for line in command_lines(&read(&file)?) {

@@ -123,6 +123,16 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
         pod["containers"][1]["args"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     assert!(envoy_args.windows(2).any(|w| w == ["--log-level", "debug"]), "{envoy_args:?}");
     assert_eq!(deployment["metadata"]["ownerReferences"][0]["name"], "edge");
+    // Our binaries accept what the fleet's pods tell them (parsing only).
+    for line in crate::deploy::command_lines(&serde_json::to_string(&deployment)?) {
+        let Some(binary) = line.first().filter(|b| b.starts_with("contour-")) else { continue };
+        let out = tokio::process::Command::new(testkit::workspace_binary(binary)?)
+            .args(&line[1..])
+            .arg("--help")
+            .output()
+            .await?;
+        assert!(out.status.success(), "{line:?} refused: {}", String::from_utf8_lossy(&out.stderr));
+    }
     let secret = object(&client, "v1", "Secret", "envoycert-edge").await?.unwrap_or_default();
     assert_eq!(secret["data"]["tls.key"], "S0VZ", "the installation's certificate, copied");
     assert!(object(&client, "v1", "ServiceAccount", "envoy-edge").await?.is_some());
@@ -132,7 +142,9 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
     until(&client, "v1", "Service", "envoy-other", "created", |s| s.is_some()).await?;
     let scraped = testkit::request(([127, 0, 0, 1], metrics).into(), &testkit::Request::get("x", "/metrics")).await?;
     let text = scraped.body.clone();
-    for line in ["contour_provisioner_gateways 2", "contour_provisioner_is_leader 1", "contour_provisioner_errors_total 0"] {
+    for line in
+        ["contour_provisioner_gateways 2", "contour_provisioner_is_leader 1", "contour_provisioner_errors_total 0"]
+    {
         assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
     }
 
