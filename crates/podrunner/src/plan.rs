@@ -60,22 +60,57 @@ pub trait Lookup {
     fn config_map(&self, name: &str) -> Option<&ConfigMap>;
 }
 
-/// Which local binary runs which image, by repository (the image without registry host, tag
-/// or digest, e.g. `gateway-api/echo-basic`).
+/// What runs which image, by repository (the image without registry host, tag or digest, e.g.
+/// `gateway-api/echo-basic`): a local binary standing in for the image, or the image itself,
+/// unpacked (its root file system).
 #[derive(Debug, Clone, Default)]
 pub struct Images {
-    binaries: BTreeMap<String, PathBuf>,
+    sources: BTreeMap<String, ImageSource>,
 }
 
+#[derive(Debug, Clone)]
+enum ImageSource {
+    Binary(PathBuf),
+    Root(PathBuf),
+}
+
+/// Where an image's programs are looked up: our image's PATH, then the usual ones.
+const IMAGE_PATH: [&str; 3] = ["usr/local/bin", "usr/bin", "bin"];
+
 impl Images {
-    /// Runs images of `repository` with `binary`.
+    /// Runs images of `repository` with `binary` (whatever the container's command names).
     pub fn with(mut self, repository: &str, binary: impl Into<PathBuf>) -> Self {
-        self.binaries.insert(repository.to_string(), binary.into());
+        self.sources.insert(repository.to_string(), ImageSource::Binary(binary.into()));
         self
     }
 
-    fn binary(&self, image: &str) -> Option<&Path> {
-        self.binaries.get(image_repository(image)).map(PathBuf::as_path)
+    /// Runs images of `repository` from their unpacked root file system `root`: each container's
+    /// `command[0]` is the image's program of that name (an absolute path inside the image, or a
+    /// name looked up in `/usr/local/bin`, `/usr/bin` and `/bin` of the image).
+    pub fn with_root(mut self, repository: &str, root: impl Into<PathBuf>) -> Self {
+        self.sources.insert(repository.to_string(), ImageSource::Root(root.into()));
+        self
+    }
+
+    /// The program a container runs, or why there is none.
+    fn program(&self, container: &Container, field: &str) -> Result<PathBuf, PlanError> {
+        let image = container.image.clone().unwrap_or_default();
+        let unknown = || PlanError::UnknownImage { container: container.name.clone(), image: image.clone() };
+        match self.sources.get(image_repository(&image)).ok_or_else(unknown)? {
+            ImageSource::Binary(binary) => Ok(binary.clone()),
+            ImageSource::Root(root) => {
+                let Some(name) = container.command.iter().flatten().next() else {
+                    return Err(PlanError::Unsupported {
+                        field: format!("{field}.command (a container of an unpacked image needs one)"),
+                    });
+                };
+                if let Some(absolute) = name.strip_prefix('/') {
+                    return Ok(root.join(absolute));
+                }
+                let candidates = IMAGE_PATH.map(|dir| root.join(dir).join(name));
+                Ok(candidates.iter().find(|p| p.is_file()).unwrap_or(&candidates[0]).clone())
+            }
+        }
     }
 }
 
@@ -236,10 +271,7 @@ fn container_plan(
     pod_dir: &Path,
     field: &str,
 ) -> Result<ContainerPlan, PlanError> {
-    let image = container.image.clone().unwrap_or_default();
-    let program = images
-        .binary(&image)
-        .ok_or_else(|| PlanError::UnknownImage { container: container.name.clone(), image: image.clone() })?;
+    let program = images.program(container, field)?;
     let env = environment(pod, container, lookup, field)?;
     let expand = |s: &String| expand_vars(s, &env);
     let command = container.command.iter().flatten().skip(1);
@@ -247,7 +279,7 @@ fn container_plan(
     let readiness = readiness(container, container.readiness_probe.as_ref(), field)?;
     Ok(ContainerPlan {
         name: container.name.clone(),
-        program: program.to_path_buf(),
+        program,
         args,
         env,
         mounts: mounts(container, pod_dir, field)?,

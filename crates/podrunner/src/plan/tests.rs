@@ -223,3 +223,32 @@ spec:
 fn plan_of(yaml: &str, images: &Images) -> Result<PodPlan, PlanError> {
     plan(&pod(yaml), &objects(), images, Path::new("/p"))
 }
+
+#[test]
+fn an_unpacked_image_runs_the_program_its_command_names() {
+    let root = std::env::temp_dir().join(format!("podrunner-rootfs-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("usr/local/bin")).expect("rootfs");
+    std::fs::write(root.join("usr/local/bin/contour-bootstrap"), b"").expect("program");
+    let images = Images::default().with_root("contour-rs", &root);
+    let yaml = r#"
+metadata: {name: envoy-x, namespace: projectcontour}
+spec:
+  initContainers:
+  - {name: init, image: contour-rs:latest, command: [contour-bootstrap], args: [/config/envoy.json]}
+  containers:
+  - {name: absolute, image: registry.example.com/contour-rs:v1, command: [/bin/contour, serve]}
+  - {name: none, image: contour-rs:latest}
+"#;
+    let err = plan(&pod(yaml), &objects(), &images, Path::new("/state/pods/x")).expect_err("no command");
+    assert_eq!(
+        err,
+        PlanError::Unsupported { field: "containers[1].command (a container of an unpacked image needs one)".into() }
+    );
+    let yaml = yaml.replace("  - {name: none, image: contour-rs:latest}\n", "");
+    let p = plan(&pod(&yaml), &objects(), &images, Path::new("/state/pods/x")).expect("plan");
+    let _ = std::fs::remove_dir_all(&root);
+    assert_eq!(p.init_containers[0].program, root.join("usr/local/bin/contour-bootstrap"), "found on the image's PATH");
+    assert_eq!(p.init_containers[0].args, ["/config/envoy.json"]);
+    assert_eq!(p.containers[0].program, root.join("bin/contour"), "an absolute path inside the image");
+    assert_eq!(p.containers[0].args, ["serve"]);
+}

@@ -45,7 +45,9 @@ struct Args {
     /// The host's address on the bridge (the pods' default gateway) with the pod network's prefix.
     #[arg(long, default_value = "10.244.0.1/16")]
     bridge_address: String,
-    /// `REPOSITORY=BINARY`: run images of REPOSITORY (no registry host, no tag) with BINARY.
+    /// `REPOSITORY=BINARY`: run images of REPOSITORY (no registry host, no tag) with BINARY; or
+    /// `REPOSITORY=DIR` with an unpacked image's root file system (hack/image), whose programs
+    /// the containers' commands name.
     #[arg(long = "image", value_parser = parse_image)]
     images: Vec<(String, PathBuf)>,
     /// Keep a kwok PortForward per pod so `kubectl port-forward` works (upstream's e2e suites
@@ -89,8 +91,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&coredns);
     std::os::unix::fs::symlink(std::env::current_exe()?, &coredns)?;
     let mut images = podrunner::Images::default().with(COREDNS_REPOSITORY, &coredns);
-    for (repo, bin) in &args.images {
-        images = images.with(repo, bin);
+    for (repo, path) in &args.images {
+        images = if path.is_dir() { images.with_root(repo, path) } else { images.with(repo, path) };
     }
     net::remove_stale()?;
     pod::remove_created_mount_points(&args.state_dir);
