@@ -160,3 +160,30 @@ EOF
 }
 
 k() { "$KUBECTL" "$@"; }
+
+# certgen's Secrets in projectcontour, as its Job makes them (compact format), and the serving
+# certificate's files under $WORK/certs for a controller run on the host.
+certgen_secrets() {
+  "$BIN/contour-certgen" --kube --namespace=projectcontour --secrets-format=compact --kubeconfig "$KUBECONFIG" >/dev/null
+  mkdir -p "$WORK/certs"
+  local key
+  for key in ca.crt tls.crt tls.key; do
+    k -n projectcontour get secret contourcert -o "jsonpath={.data.${key//./\\.}}" | base64 -d >"$WORK/certs/$key"
+  done
+}
+
+# The Service projectcontour/contour leads to a controller on the host: an EndpointSlice with
+# the host's bridge address and the xDS port (the cluster DNS answers with it).
+contour_service_to_host() {
+  k apply -f - >/dev/null <<YAML
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: contour-host
+  namespace: projectcontour
+  labels: {kubernetes.io/service-name: contour, endpointslice.kubernetes.io/managed-by: contour-rs-tests}
+addressType: IPv4
+ports: [{name: xds, port: 8001, protocol: TCP}]
+endpoints: [{addresses: ["$BRIDGE_ADDRESS"], conditions: {ready: true}}]
+YAML
+}
