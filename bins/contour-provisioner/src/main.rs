@@ -74,9 +74,10 @@ struct Args {
     #[arg(long, default_value = "30")]
     resync_seconds: u64,
     /// Where `/metrics` and `/healthz` are served (`host:port`, `:port` for every address, `0`
-    /// for nowhere).
-    #[arg(long, default_value = ":8080")]
-    metrics_addr: String,
+    /// for nowhere). Default: `:8080` in cluster mode (upstream's); nowhere in host mode, whose
+    /// Gateways listen on this machine's ports themselves.
+    #[arg(long)]
+    metrics_addr: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -142,10 +143,14 @@ fn main() -> anyhow::Result<()> {
             (election::Leadership::always(), None)
         };
         let counters = std::sync::Arc::new(provisioner::controller::Counters::default());
-        if args.metrics_addr != "0" {
-            let addr = match args.metrics_addr.strip_prefix(':') {
+        let metrics_addr = args.metrics_addr.clone().unwrap_or_else(|| match settings.mode {
+            provisioner::controller::Mode::Cluster(_) => ":8080".into(),
+            provisioner::controller::Mode::Host(_) => "0".into(),
+        });
+        if metrics_addr != "0" {
+            let addr = match metrics_addr.strip_prefix(':') {
                 Some(port) => format!("0.0.0.0:{port}"),
-                None => args.metrics_addr.clone(),
+                None => metrics_addr.clone(),
             };
             let listener =
                 tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("--metrics-addr {addr}"))?;

@@ -205,6 +205,7 @@ fn annotations(ingress: &Ingress, origin: &Origin, diagnostics: &mut Vec<Diagnos
         count: num_retries.unwrap_or(1),
         per_try_timeout_ms: per_try,
         retriable_status_codes: Vec::new(),
+        backoff_ms: None,
     });
     let mut version = |key: &str| match get(key) {
         None => None,

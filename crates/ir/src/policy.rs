@@ -102,6 +102,9 @@ pub struct RetryPolicy {
     pub per_try_timeout_ms: Option<u64>,
     /// Status codes retried with `retriable-status-codes`.
     pub retriable_status_codes: Vec<u32>,
+    /// The least time between tries, in milliseconds; `None` is Envoy's (25 ms, growing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff_ms: Option<u64>,
 }
 
 /// How a cluster picks an endpoint.

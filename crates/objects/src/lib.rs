@@ -17,12 +17,12 @@ pub mod types {
     pub use api::httpproxy::HTTPProxy;
     pub use api::tlscertificatedelegation::TLSCertificateDelegation;
     pub use gateway_api::backendtlspolicies::BackendTlsPolicy as BackendTLSPolicy;
+    pub use gateway_api::experimental::httproutes::HttpRoute as HTTPRoute;
     pub use gateway_api::experimental::tcproutes::TcpRoute as TCPRoute;
     pub use gateway_api::experimental::udproutes::UdpRoute as UDPRoute;
     pub use gateway_api::gatewayclasses::GatewayClass;
     pub use gateway_api::gateways::Gateway;
     pub use gateway_api::grpcroutes::GrpcRoute as GRPCRoute;
-    pub use gateway_api::httproutes::HttpRoute as HTTPRoute;
     pub use gateway_api::referencegrants::ReferenceGrant;
     pub use gateway_api::tlsroutes::TlsRoute as TLSRoute;
     pub use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};

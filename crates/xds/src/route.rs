@@ -506,6 +506,9 @@ fn retry_policy(p: &ir::RetryPolicy) -> r::RetryPolicy {
         num_retries: Some(UInt32Value { value: p.count }),
         per_try_timeout: p.per_try_timeout_ms.map(duration_ms),
         retriable_status_codes: p.retriable_status_codes.clone(),
+        retry_back_off: p
+            .backoff_ms
+            .map(|ms| r::retry_policy::RetryBackOff { base_interval: Some(duration_ms(ms)), max_interval: None }),
         ..Default::default()
     }
 }

@@ -1,6 +1,6 @@
 //! HTTPRoute into an IR route: matches, filters, backends and timeouts.
 
-use gateway_api::httproutes::{
+use gateway_api::experimental::httproutes::{
     HttpRouteRulesBackendRefsFiltersType as BackendFilterType, HttpRouteRulesFilters,
     HttpRouteRulesFiltersRequestRedirectScheme as Scheme, HttpRouteRulesFiltersType as FilterType,
     HttpRouteRulesMatches, HttpRouteRulesMatchesHeadersType as HeaderType, HttpRouteRulesMatchesPathType as PathType,
@@ -97,19 +97,31 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
         let timeouts = rule.timeouts.as_ref();
         let request = timeout(timeouts.and_then(|t| t.request.as_deref()), "request");
         let backend = timeout(timeouts.and_then(|t| t.backend_request.as_deref()), "backendRequest");
-        // Without retries one backend request is the whole request: the tighter limit wins (0
-        // disables a limit).
-        let request_timeout_ms = match (request, backend) {
-            (r, None) => r,
-            (None, b) => b,
-            (Some(0), b) => b,
-            (r, Some(0)) => r,
-            (Some(r), Some(b)) => Some(r.min(b)),
+        let backoff = rule.retry.as_ref().and_then(|r| r.backoff.as_deref()).and_then(|d| {
+            let parsed = parse_duration_ms(d);
+            if parsed.is_none() {
+                let message = format!("{d:?} is not a duration");
+                diagnostics.push(error(&origin, format!("{field}.retry.backoff"), "UnsupportedValue", message));
+            }
+            parsed
+        });
+        let retry = rule.retry.as_ref().map(|r| retry_policy(r, backend, backoff));
+        let request_timeout_ms = match (&retry, request, backend) {
+            // With retries each backend request has its own limit, and the request's covers
+            // them all.
+            (Some(_), r, _) => r,
+            // Without, one backend request is the whole request: the tighter limit wins (0
+            // disables a limit).
+            (None, r, None) => r,
+            (None, None, b) => b,
+            (None, Some(0), b) => b,
+            (None, r, Some(0)) => r,
+            (None, Some(r), Some(b)) => Some(r.min(b)),
         };
         let Some((matches, filters)) = broken_answers_500(matches, filters, broken) else { continue };
         // The Gateway API has no websocket switch: upgrades are allowed, as clients and backends
         // (appProtocol kubernetes.io/ws) expect.
-        let policy = ir::RoutePolicy { websockets: true, ..Default::default() };
+        let policy = ir::RoutePolicy { websockets: true, retry, ..Default::default() };
         rules.push(HttpRule { matches, filters, backends, request_timeout_ms, policy });
     }
     ir::HttpRoute {
@@ -125,6 +137,28 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
             .collect(),
         rules,
         vhost: None,
+    }
+}
+
+/// A rule's `retry`: `attempts` retries (1 when unset) of a backend request that fails to
+/// connect, is reset or refused, or outlives the rule's `backendRequest` timeout (each try gets
+/// that long), and of one answered with one of `codes`; at least `backoff` apart.
+fn retry_policy(
+    r: &gateway_api::experimental::httproutes::HttpRouteRulesRetry,
+    backend_timeout_ms: Option<u64>,
+    backoff_ms: Option<u64>,
+) -> ir::RetryPolicy {
+    let codes: Vec<u32> = r.codes.iter().flatten().filter_map(|c| u32::try_from(*c).ok()).collect();
+    let mut retry_on: Vec<String> = ["connect-failure", "refused-stream", "reset"].map(String::from).into();
+    if !codes.is_empty() {
+        retry_on.push("retriable-status-codes".into());
+    }
+    ir::RetryPolicy {
+        retry_on,
+        count: r.attempts.map_or(1, |a| u32::try_from(a.max(0)).unwrap_or(u32::MAX)),
+        per_try_timeout_ms: backend_timeout_ms.filter(|ms| *ms > 0),
+        retriable_status_codes: codes,
+        backoff_ms: backoff_ms.filter(|ms| *ms > 0),
     }
 }
 
@@ -375,7 +409,7 @@ fn translate_filter(
                 }
             }
         }
-        FilterType::ExtensionRef => {
+        FilterType::ExtensionRef | FilterType::ExternalAuth => {
             diagnostics.push(error(
                 origin,
                 field.to_string(),
@@ -390,7 +424,7 @@ fn translate_filter(
 /// The CORS filter: `*` or `scheme://host[:port]` origins, where a `*` in the host matches any
 /// characters (`https://*.example.com`); methods, headers and exposed headers may be `*`; the
 /// preflight answer is cached for 5 s unless `maxAge` says otherwise.
-fn cors(c: &gateway_api::httproutes::HttpRouteRulesFiltersCors) -> Result<ir::Cors, String> {
+fn cors(c: &gateway_api::experimental::httproutes::HttpRouteRulesFiltersCors) -> Result<ir::Cors, String> {
     let mut allow_origins = Vec::new();
     for origin in c.allow_origins.iter().flatten() {
         let matcher = if origin == "*" || !origin.contains('*') {
@@ -460,7 +494,7 @@ pub fn parse_duration_ms(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gateway_api::httproutes::HttpRouteRulesFiltersCors;
+    use gateway_api::experimental::httproutes::HttpRouteRulesFiltersCors;
 
     #[test]
     fn cors_origins_with_a_wildcard_become_regexes_and_max_age_defaults_to_five_seconds() {

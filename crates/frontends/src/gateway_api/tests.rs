@@ -421,6 +421,36 @@ spec:
 }
 
 #[test]
+fn retries_follow_the_rule_and_its_backend_timeout() {
+    let yaml = format!(
+        "{BASE}{}",
+        r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: t, namespace: infra}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  rules:
+  - {retry: {codes: [500, 503], attempts: 3, backoff: 50ms}, timeouts: {request: 2s, backendRequest: 500ms}, backendRefs: [{name: a, port: 80}]}
+  - {retry: {}, backendRefs: [{name: a, port: 80}]}
+  - {retry: {attempts: 2, backoff: soon}, backendRefs: [{name: a, port: 80}]}
+"#
+    );
+    let t = translate(&snapshot(&yaml), &Options::default());
+    let route = &t.ir.fleets[0].listeners[0].http_routes[0];
+    let first = route.rules[0].policy.retry.clone().expect("a retry policy");
+    assert_eq!(first.retry_on, ["connect-failure", "refused-stream", "reset", "retriable-status-codes"]);
+    assert_eq!((first.count, first.retriable_status_codes.clone()), (3, vec![500, 503]));
+    assert_eq!((first.per_try_timeout_ms, first.backoff_ms), (Some(500), Some(50)), "each try gets backendRequest");
+    assert_eq!(route.rules[0].request_timeout_ms, Some(2000), "the request's timeout covers every try");
+    let bare = route.rules[1].policy.retry.clone().expect("a retry policy");
+    assert_eq!((bare.count, bare.retry_on.len(), bare.per_try_timeout_ms), (1, 3, None), "connection errors, once");
+    let bad: Vec<&str> = t.diagnostics.iter().map(|d| d.field.as_str()).collect();
+    assert!(bad.contains(&"spec.rules[2].retry.backoff"), "{bad:?}");
+}
+
+#[test]
 fn backend_ref_header_filters_become_backend_options() {
     let yaml = format!(
         "{BASE}{}",

@@ -242,6 +242,7 @@ pub(super) fn retry(policy: Option<&RetryPolicy>) -> Option<ir::RetryPolicy> {
         count,
         per_try_timeout_ms: timeout(p.per_try_timeout.as_deref()).ok().flatten(),
         retriable_status_codes: p.retriable_status_codes.clone().unwrap_or_default(),
+        backoff_ms: None,
     })
 }
 
