@@ -49,17 +49,10 @@ async fn provisioner(api: &ApiServer, metrics: u16) -> anyhow::Result<tokio::pro
         .spawn()?)
 }
 
-/// An object of any kind as JSON, `None` when it does not exist.
+/// An object of the test's namespace (or a cluster-scoped one) as JSON, `None` when it does not
+/// exist.
 async fn object(client: &kube::Client, api_version: &str, kind: &str, name: &str) -> anyhow::Result<Option<Value>> {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-    let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk).await?;
-    let api: kube::Api<kube::api::DynamicObject> = if capabilities.scope == kube::discovery::Scope::Namespaced {
-        kube::Api::namespaced_with(client.clone(), "default", &resource)
-    } else {
-        kube::Api::all_with(client.clone(), &resource)
-    };
-    Ok(api.get_opt(name).await?.map(|o| serde_json::to_value(o).unwrap_or_default()))
+    testkit::object_of(client, api_version, kind, "default", name).await
 }
 
 /// Waits up to 30 s for `check` to hold on the object (`None`: it does not exist).

@@ -417,6 +417,36 @@ async fn objects_of(
     Ok(out)
 }
 
+/// The API of objects of any kind (`apiVersion`, `kind`), in `namespace` when the kind is
+/// namespaced.
+async fn dynamic_api(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+) -> anyhow::Result<Api<kube::api::DynamicObject>> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+    let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk).await?;
+    Ok(if capabilities.scope == kube::discovery::Scope::Namespaced {
+        Api::namespaced_with(client.clone(), namespace, &resource)
+    } else {
+        Api::all_with(client.clone(), &resource)
+    })
+}
+
+/// An object of any kind as JSON; `None` when it does not exist.
+pub async fn object_of(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    let api = dynamic_api(client, api_version, kind, namespace).await?;
+    Ok(api.get_opt(name).await?.map(|o| serde_json::to_value(o).unwrap_or_default()))
+}
+
 /// The `status` of an object of any kind, as JSON (`Null` when it has none).
 pub async fn status_of(
     client: &kube::Client,
@@ -425,10 +455,7 @@ pub async fn status_of(
     namespace: &str,
     name: &str,
 ) -> anyhow::Result<serde_json::Value> {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-    let (resource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
-    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    let api = dynamic_api(client, api_version, kind, namespace).await?;
     Ok(api.get_status(name).await?.data.get("status").cloned().unwrap_or_default())
 }
 
@@ -441,10 +468,7 @@ pub async fn set_status(
     name: &str,
     status: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-    let (resource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
-    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    let api = dynamic_api(client, api_version, kind, namespace).await?;
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(serde_json::json!({"status": status}))).await?;
     Ok(())
 }

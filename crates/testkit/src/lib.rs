@@ -16,7 +16,7 @@ mod ratelimit;
 mod relay;
 mod serve;
 
-pub use apiserver::{ApiServer, apply_yaml, delete_yaml, dry_run_yaml, set_status, status_of};
+pub use apiserver::{ApiServer, apply_yaml, delete_yaml, dry_run_yaml, object_of, set_status, status_of};
 pub use authz::{AuthServer, serve_test_mode};
 pub use backend::{Backend, serve_echo};
 pub use certs::{Ca, Issued};
