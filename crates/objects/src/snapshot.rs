@@ -6,6 +6,9 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::types::*;
+use compact::Compact;
+
+mod compact;
 
 /// The identity of an object within its kind. Cluster-scoped objects have an empty namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -118,7 +121,8 @@ macro_rules! kinds {
             pub fn upsert(&mut self, object: Object) -> bool {
                 let key = object.key();
                 match object {
-                    $(Object::$variant(o) => {
+                    $(Object::$variant(mut o) => {
+                        o.compact();
                         if self.$field.get(&key).is_some_and(|old| **old == o) {
                             return false;
                         }

@@ -149,6 +149,15 @@ pub(crate) fn same(a: &Value, b: &Value) -> bool {
     strip(a.clone()) == strip(b.clone())
 }
 
+/// A digest of a value without its transition times, for values made by the functions above
+/// (the same keys in the same order): equal digests, [`same`] values.
+pub(crate) fn digest(v: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    strip(v.clone()).to_string().hash(&mut hasher);
+    hasher.finish()
+}
+
 fn strip(mut v: Value) -> Value {
     match &mut v {
         Value::Object(map) => {

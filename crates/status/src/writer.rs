@@ -23,10 +23,58 @@ pub struct StatusWriter {
     client: kube::Client,
     controller: String,
     counters: Arc<Counters>,
-    /// What we last wrote (or found) per object, without transition times: unchanged desired
-    /// status costs no request. Also the object's uid when known, so an object deleted and
-    /// created again under the same name between two passes is written, not skipped.
-    last: HashMap<(&'static str, String, String), (Option<String>, Value)>,
+    /// What we last wrote (or found) per object, as a digest: unchanged desired status costs no
+    /// request.
+    last: HashMap<(&'static str, String, String), Written>,
+}
+
+/// What an object's status said of ours when we last wrote or read it. A digest, not the
+/// status: at 10k objects the statuses as JSON values took 25 MiB.
+#[derive(Clone)]
+struct Written {
+    /// The object's uid when known, so an object deleted and created again under the same
+    /// name between two passes is written, not skipped.
+    uid: Option<String>,
+    /// Of our part, without transition times.
+    digest: u64,
+    /// A route's parent entries of ours were not empty.
+    entries: bool,
+    /// Conditions of other types on an HTTPProxy or ExtensionService (kept as they are when
+    /// we write ours); almost always none.
+    others: Option<Value>,
+}
+
+impl Written {
+    fn of(uid: Option<String>, ours: &Value, desired: &Desired) -> Self {
+        let others = match desired {
+            Desired::Proxy(..) | Desired::Extension(_) => {
+                let others: Vec<Value> = ours["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c["type"] != "Valid")
+                    .cloned()
+                    .collect();
+                (!others.is_empty()).then(|| json!({ "conditions": others }))
+            }
+            _ => None,
+        };
+        let entries = ours.as_array().is_some_and(|a| !a.is_empty());
+        Self { uid, digest: json::digest(ours), entries, others }
+    }
+
+    /// Whether it already says what is desired now.
+    fn matches(&self, desired: &Desired, controller: &str) -> bool {
+        let base = self.others.as_ref().unwrap_or(&Value::Null);
+        let rendered = match desired {
+            Desired::Gateway(g) => json::gateway(g, &Value::Null, ""),
+            Desired::Route(parents) => json::parents(parents, &Value::Null, controller, ""),
+            Desired::LoadBalancer(lb) => lb.clone(),
+            Desired::Proxy(p, lb) => json::proxy(p, lb.as_ref(), base, ""),
+            Desired::Extension(e) => json::extension(e, base, ""),
+        };
+        json::digest(&rendered) == self.digest
+    }
 }
 
 struct Write {
@@ -132,11 +180,7 @@ impl StatusWriter {
             .cloned()
             .collect();
         for (kind, namespace, name) in gone {
-            if self
-                .last
-                .get(&(kind, namespace.clone(), name.clone()))
-                .is_some_and(|(_, v)| v.as_array().is_some_and(|a| !a.is_empty()))
-            {
+            if self.last.get(&(kind, namespace.clone(), name.clone())).is_some_and(|w| w.entries) {
                 writes.push(Write { kind, uid: None, namespace, name, desired: Desired::Route(Vec::new()) });
             }
         }
@@ -150,9 +194,7 @@ impl StatusWriter {
                 let (client, controller, counters) = (client.clone(), controller.clone(), Arc::clone(&counters));
                 let previous = last
                     .get(&(w.kind, w.namespace.clone(), w.name.clone()))
-                    .filter(|(uid, _)| uid.is_none() || w.uid.is_none() || *uid == w.uid)
-                    .map(|(_, v)| v.clone());
-                let uid = w.uid.clone();
+                    .filter(|p| p.uid.is_none() || w.uid.is_none() || p.uid == w.uid);
                 let leadership = leadership.clone();
                 async move {
                     let key = (w.kind, w.namespace.clone(), w.name.clone());
@@ -160,7 +202,7 @@ impl StatusWriter {
                     if !leadership.is_leader() {
                         return (key, Err(Error::NotLeader));
                     }
-                    (key, write_one(&client, &controller, &counters, w, previous).await.map(|v| v.map(|v| (uid, v))))
+                    (key, write_one(&client, &controller, &counters, w, previous).await)
                 }
             })
             .buffer_unordered(CONCURRENCY)
@@ -211,11 +253,11 @@ async fn write_one(
     controller: &str,
     counters: &Counters,
     w: Write,
-    previous: Option<Value>,
-) -> Result<Option<Value>, Error> {
+    previous: Option<&Written>,
+) -> Result<Option<Written>, Error> {
     // Nothing changed since we last wrote or checked: no request at all.
-    if let Some(previous) = &previous
-        && previous_matches(previous, &w.desired, controller)
+    if let Some(previous) = previous
+        && previous.matches(&w.desired, controller)
     {
         counters.total[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
         counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
@@ -263,7 +305,7 @@ async fn write_one(
         };
         if json::same(&current_part(&current, &w.desired, controller), &ours) {
             counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
-            return Ok(Some(ours));
+            return Ok(Some(Written::of(w.uid, &ours, &w.desired)));
         }
         let patch = json!({
             "metadata": {"resourceVersion": object.metadata.resource_version},
@@ -273,7 +315,7 @@ async fn write_one(
             Ok(_) => {
                 counters.success[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
                 debug!(kind = w.kind, object = %key, "status written");
-                return Ok(Some(ours));
+                return Ok(Some(Written::of(w.uid, &ours, &w.desired)));
             }
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 counters.conflict[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
@@ -288,18 +330,6 @@ async fn write_one(
     }
     counters.failed[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
     Err(Error::Conflict { kind: w.kind, key, attempts: ATTEMPTS })
-}
-
-/// Whether what we last wrote already says what is desired now.
-fn previous_matches(previous: &Value, desired: &Desired, controller: &str) -> bool {
-    let rendered = match desired {
-        Desired::Gateway(g) => json::gateway(g, previous, ""),
-        Desired::Route(parents) => json::parents(parents, &json!({"parents": previous}), controller, ""),
-        Desired::LoadBalancer(lb) => lb.clone(),
-        Desired::Proxy(p, lb) => json::proxy(p, lb.as_ref(), previous, ""),
-        Desired::Extension(e) => json::extension(e, previous, ""),
-    };
-    json::same(previous, &rendered)
 }
 
 /// The part of the current status we own.
@@ -340,4 +370,45 @@ fn current_part(current: &Value, desired: &Desired, controller: &str) -> Value {
 fn now() -> String {
     k8s_openapi::jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%SZ", k8s_openapi::jiff::Timestamp::now())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use frontends::httpproxy::status::ProxyStatus;
+
+    use super::*;
+
+    fn proxy(valid: bool) -> ProxyStatus {
+        ProxyStatus {
+            key: objects::ObjectKey::new("n", "p"),
+            vhost: "a.example".into(),
+            generation: 1,
+            current_status: if valid { "valid" } else { "invalid" },
+            description: "Valid HTTPProxy".into(),
+            valid,
+            reason: if valid { "Valid" } else { "ErrorPresent" },
+            message: "Valid HTTPProxy".into(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn what_was_written_matches_the_same_desired_status_and_no_other() {
+        let desired = Desired::Proxy(proxy(true), None);
+        // As written to an object that also carries another controller's condition, long ago.
+        let server = json!({"conditions": [{"type": "Other", "status": "True", "reason": "X", "message": "m",
+                                            "lastTransitionTime": "2020-01-01T00:00:00Z"}]});
+        let Desired::Proxy(p, _) = &desired else { unreachable!() };
+        let ours = json::proxy(p, None, &server, "2026-01-01T00:00:00Z");
+        let written = Written::of(None, &ours, &desired);
+        assert!(written.matches(&desired, "c"));
+        assert!(!written.matches(&Desired::Proxy(proxy(false), None), "c"));
+        assert!(!written.matches(&Desired::Proxy(proxy(true), Some(json!({"ingress": [{"ip": "1.2.3.4"}]}))), "c"));
+
+        let routes = Desired::Route(Vec::new());
+        let none = Written::of(None, &json::parents(&[], &Value::Null, "c", "now"), &routes);
+        assert!(none.matches(&routes, "c"));
+        assert!(!none.entries);
+    }
 }
