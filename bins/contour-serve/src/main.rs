@@ -248,6 +248,7 @@ fn duration(text: &str) -> Result<Duration, String> {
 
 fn main() -> anyhow::Result<()> {
     use clap::{CommandFactory, FromArgMatches};
+    one_malloc_arena();
     let matches = Args::command().get_matches();
     let mut args = Args::from_arg_matches(&matches)?;
     let explicit: settings::Explicit = matches
@@ -280,6 +281,25 @@ fn main() -> anyhow::Result<()> {
         logs.init();
     }
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(args, explicit))
+}
+
+/// glibc gives every thread that allocates an arena of its own, up to eight per core, and
+/// memory freed in one arena serves no other. The controller's work is one pipeline at a time,
+/// so one arena is enough: peak RSS at 10k HTTPProxies drops from about 290 to 257 MiB with the
+/// same CPU. glibc reads `MALLOC_ARENA_MAX` only at start, so the process starts itself again
+/// with it set, once; a value already in the environment decides, and so does a failed exec.
+fn one_malloc_arena() {
+    use std::os::unix::process::CommandExt;
+    if !cfg!(target_env = "gnu") || std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else { return };
+    let mut args = std::env::args_os();
+    let mut command = std::process::Command::new(exe);
+    if let Some(arg0) = args.next() {
+        command.arg0(arg0);
+    }
+    let _ = command.args(args).env("MALLOC_ARENA_MAX", "1").exec();
 }
 
 async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()> {

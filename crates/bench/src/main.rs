@@ -102,7 +102,8 @@ fn main() -> anyhow::Result<()> {
     {
         changed.insert(object.expect("generated app parses"));
     }
-    change(&mut pipeline, &before, &changed, &options, fleet_id, "new app (Service, EndpointSlice, route)");
+    let next = change(&mut pipeline, &before, &changed, &options, fleet_id, "new app (Service, EndpointSlice, route)");
+    endpoint_change(&mut pipeline, &next, &changed, fleet_id);
     println!("  peak RSS:        {:>8.1} MiB", peak_rss_mib());
     Ok(())
 }
@@ -136,6 +137,52 @@ fn change(
         ms(change_time)
     );
     next
+}
+
+/// One Service's EndpointSlice gets another address: what the Kubernetes source (its working
+/// copy shares the published snapshot's maps), the loop (which kinds changed) and the pipeline
+/// (the load assignments, patched) do for it, and what a Delta stream then sends.
+fn endpoint_change(
+    pipeline: &mut controller::Pipeline,
+    before: &controller::Build,
+    snapshot: &Snapshot,
+    fleet_id: &str,
+) {
+    let slice = objects::parse_documents(&service(0)).into_iter().nth(1).expect("a slice").expect("it parses");
+    let objects::Object::EndpointSlice(mut slice) = slice else { unreachable!("the second document is the slice") };
+    if let Some(e) = slice.endpoints.as_mut().and_then(|e| e.first_mut()) {
+        e.addresses = vec!["10.9.9.9".into()];
+    }
+    let mut stream = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
+    let names = before.fleets[fleet_id].of(ResourceType::Endpoint).keys().map(|k| k.to_string()).collect();
+    let _ = stream.on_request(&Incoming {
+        type_url: ResourceType::Endpoint.type_url().into(),
+        subscribe: names,
+        ..Default::default()
+    });
+    settle(&mut stream, &before.fleets[fleet_id], &[]);
+
+    let started = Instant::now();
+    let mut working = snapshot.clone();
+    working.upsert(objects::Object::EndpointSlice(slice));
+    let source = started.elapsed();
+    let kinds = snapshot.changed_kinds(&working);
+    let compared = started.elapsed();
+    let eds = pipeline.endpoints_changed(&before.dag, snapshot, &working);
+    let patched = started.elapsed();
+    let mut fleet = before.fleets[fleet_id].clone();
+    fleet.by_type.insert(ResourceType::Endpoint, std::sync::Arc::clone(&eds[fleet_id]));
+    let (sent, bytes) = settle(&mut stream, &fleet, &[]);
+    let total = started.elapsed();
+    assert_eq!(kinds.len(), 1, "only EndpointSlices changed");
+    println!(
+        "  EndpointSlice change: {:>7.2} ms (source {:.2}, changed kinds {:.2}, load assignments {:.2}, Delta {:.2}); sends {sent} resource(s), {bytes} bytes",
+        ms(total),
+        ms(source),
+        ms(compared - source),
+        ms(patched - compared),
+        ms(total - patched),
+    );
 }
 
 /// The change alone, as its own function so a profiler can select it.

@@ -12,7 +12,7 @@ use objects::{Kind, Snapshot};
 use store::Store;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 use xds::{CompileOptions, FleetResources, ResourceType};
 use xds_server::XdsServer;
 
@@ -271,9 +271,11 @@ impl Controller {
                 return false;
             }
             if changed == BTreeSet::from([Kind::EndpointSlice]) {
+                let started = std::time::Instant::now();
                 for (id, eds) in self.pipeline.endpoints_changed(dag, previous, &snapshot) {
                     self.server.set_endpoints(&id, eds);
                 }
+                debug!(elapsed_us = started.elapsed().as_micros() as u64, "endpoints updated");
                 self.counters.endpoint_updates.fetch_add(1, Ordering::Relaxed);
                 self.last = self.last.take().map(|(_, dag)| (snapshot, dag));
                 return false;

@@ -112,7 +112,7 @@ macro_rules! kinds {
             /// Adds or replaces an object; returns whether it was already present.
             pub fn insert(&mut self, object: Object) -> bool {
                 let key = object.key();
-                match object { $(Object::$variant(o) => Arc::make_mut(&mut self.$field).insert(key, Arc::new(o)).is_some(),)* }
+                match object { $(Object::$variant(mut o) => { o.compact(); Arc::make_mut(&mut self.$field).insert(key, Arc::new(o)).is_some() })* }
             }
 
             /// Adds or replaces an object unless an equal one is already there; returns whether

@@ -201,7 +201,10 @@ impl StreamState {
                 }
             }
             Mode::Delta => {
-                ts.names_generation += 1;
+                // An ACK changes no subscription: `want` stays cached.
+                if first || !req.subscribe.is_empty() || !req.unsubscribe.is_empty() {
+                    ts.names_generation += 1;
+                }
                 if first {
                     // VHDS subscribes with no names and filters the answer itself.
                     ts.wildcard = (t.is_wildcard() || t.is_namespaced()) && req.subscribe.is_empty();
@@ -305,16 +308,7 @@ impl StreamState {
             let ts = &self.types[&t];
             // What Envoy has is what it should have: nothing to compare.
             let same = Arc::ptr_eq(&want, &ts.sent) && forced.is_empty();
-            let changed: Vec<Resource> = if same {
-                Vec::new()
-            } else {
-                want.values()
-                    .filter(|r| forced.contains(&r.name) || ts.sent.get(&r.name).is_none_or(|s| s.version != r.version))
-                    .cloned()
-                    .collect()
-            };
-            let removed: Vec<Arc<str>> =
-                if same { Vec::new() } else { ts.sent.keys().filter(|n| !want.contains_key(*n)).cloned().collect() };
+            let (changed, removed) = if same { (Vec::new(), Vec::new()) } else { difference(&ts.sent, &want, &forced) };
             // State-of-the-World removes non-wildcard resources implicitly: nothing to say.
             let implicit = self.mode == Mode::Sotw && !t.is_wildcard();
             // Envoy's initialization waits for a first answer to its wildcard subscriptions (CDS,
@@ -382,6 +376,18 @@ impl StreamState {
             return Arc::clone(want);
         }
         let namespaced = t.is_namespaced();
+        let subscribed = |name: &str| ts.names.contains(if namespaced { namespace(name) } else { name });
+        // Subscribed to every name of the last map served, and to the names the new one adds:
+        // the new map is wanted whole. Envoy subscribes to every cluster's endpoints, so an
+        // endpoint change at 10k clusters costs a walk over the names, not a new 10k-entry map.
+        if let (true, Some(source), Some((from, generation, want))) = (cacheable, source, &ts.want_cache)
+            && *generation == ts.names_generation
+            && Arc::ptr_eq(from, want)
+            && added(from, source).all(subscribed)
+        {
+            ts.want_cache = Some((Arc::clone(source), ts.names_generation, Arc::clone(source)));
+            return Arc::clone(source);
+        }
         let want = match source {
             Some(source) if ts.wildcard && cacheable => Arc::clone(source),
             _ => Arc::new(
@@ -400,10 +406,17 @@ impl StreamState {
             ),
         };
         ts.want_cache = match (cacheable, source) {
+            // Nothing filtered out: the served map itself, so the next call can tell by pointer.
+            (true, Some(source)) if want.len() == source.len() => {
+                Some((Arc::clone(source), ts.names_generation, Arc::clone(source)))
+            }
             (true, Some(source)) => Some((Arc::clone(source), ts.names_generation, Arc::clone(&want))),
             _ => None,
         };
-        want
+        match &ts.want_cache {
+            Some((_, _, cached)) => Arc::clone(cached),
+            None => want,
+        }
     }
 
     /// Narrows a subscription to one namespace: a VHDS stream serves the route configuration its
@@ -473,4 +486,107 @@ fn set_version(resources: &BTreeMap<Arc<str>, Resource>) -> String {
         r.version.hash(&mut h);
     }
     format!("{:016x}", h.finish())
+}
+
+/// The names `new` has and `old` does not, in one walk over both (sorted) maps.
+fn added<'a>(old: &'a Resources, new: &'a Resources) -> impl Iterator<Item = &'a str> + 'a {
+    let mut old = old.keys().peekable();
+    new.keys()
+        .filter(move |name| {
+            while old.next_if(|o| o < name).is_some() {}
+            old.next_if(|o| *o == *name).is_none()
+        })
+        .map(|name| &**name)
+}
+
+/// What a stream must send to go from `sent` to `want`: the resources that are new, of another
+/// version, or `forced`; and the names that went away. One walk over both (sorted) maps.
+fn difference(sent: &Resources, want: &Resources, forced: &BTreeSet<Arc<str>>) -> (Vec<Resource>, Vec<Arc<str>>) {
+    let (mut changed, mut removed) = (Vec::new(), Vec::new());
+    let mut sent = sent.iter().peekable();
+    for (name, r) in want {
+        while let Some((gone, _)) = sent.next_if(|(s, _)| *s < name) {
+            removed.push(Arc::clone(gone));
+        }
+        let same = sent.next_if(|(s, _)| *s == name).is_some_and(|(_, s)| s.version == r.version);
+        if !same || forced.contains(name) {
+            changed.push(r.clone());
+        }
+    }
+    removed.extend(sent.map(|(gone, _)| Arc::clone(gone)));
+    (changed, removed)
+}
+
+#[cfg(test)]
+mod walks {
+    use super::*;
+
+    fn map(entries: &[(&str, &str)]) -> Resources {
+        entries
+            .iter()
+            .map(|(n, v)| {
+                let r = Resource { name: (*n).into(), version: (*v).into(), body: Default::default() };
+                (Arc::clone(&r.name), r)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn added_names_are_those_only_the_new_map_has() {
+        let old = map(&[("b", "1"), ("d", "1")]);
+        let new = map(&[("a", "1"), ("b", "2"), ("c", "1"), ("e", "1")]);
+        assert_eq!(added(&old, &new).collect::<Vec<_>>(), ["a", "c", "e"]);
+        assert_eq!(added(&new, &old).collect::<Vec<_>>(), ["d"]);
+        assert_eq!(added(&old, &old).count(), 0);
+    }
+
+    #[test]
+    fn the_difference_is_what_changed_and_what_went_away() {
+        let sent = map(&[("a", "1"), ("b", "1"), ("c", "1"), ("f", "1")]);
+        let want = map(&[("b", "2"), ("c", "1"), ("d", "1"), ("e", "1")]);
+        let forced = BTreeSet::from([Arc::from("c")]);
+        let (changed, removed) = difference(&sent, &want, &forced);
+        let names: Vec<&str> = changed.iter().map(|r| &*r.name).collect();
+        assert_eq!(names, ["b", "c", "d", "e"]);
+        assert_eq!(removed, [Arc::from("a"), Arc::from("f")]);
+        let (changed, removed) = difference(&sent, &sent, &BTreeSet::new());
+        assert!(changed.is_empty() && removed.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod endpoint_changes {
+    use super::*;
+
+    fn fleet(versions: &[(&str, &str)]) -> FleetResources {
+        let map: Resources = versions
+            .iter()
+            .map(|(n, v)| {
+                let r = Resource { name: (*n).into(), version: (*v).into(), body: Default::default() };
+                (Arc::clone(&r.name), r)
+            })
+            .collect();
+        FleetResources { by_type: BTreeMap::from([(ResourceType::Endpoint, Arc::new(map))]) }
+    }
+
+    #[test]
+    fn a_stream_subscribed_to_every_load_assignment_wants_the_served_map_itself() {
+        let mut stream = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
+        let eds = ResourceType::Endpoint.type_url();
+        let names = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+        stream.on_request(&Incoming { type_url: eds.into(), subscribe: names, ..Default::default() }).unwrap();
+        let before = fleet(&[("a", "1"), ("b", "1"), ("c", "1")]);
+        let out = stream.pump(&before, Instant::now());
+        assert_eq!(out.iter().map(|o| o.resources.len()).sum::<usize>(), 3);
+        for o in out {
+            let ack = Incoming { type_url: eds.into(), nonce: o.nonce, ..Default::default() };
+            stream.on_request(&ack).unwrap();
+        }
+        let after = fleet(&[("a", "1"), ("b", "2"), ("c", "1")]);
+        let want = stream.want(ResourceType::Endpoint, &after);
+        assert!(Arc::ptr_eq(&want, after.shared(ResourceType::Endpoint).unwrap()));
+        let out = stream.pump(&after, Instant::now());
+        let sent: Vec<&str> = out.iter().flat_map(|o| o.resources.iter().map(|r| &*r.name)).collect();
+        assert_eq!(sent, ["b"]);
+    }
 }
