@@ -173,19 +173,11 @@ pub fn cluster_endpoints_of(
     }
     // Looked up by reference: at 10k slices and clusters, a pair of Strings cloned per lookup
     // was most of an endpoint change's time.
-    // A few Services (one pod's churn): comparing names beats hashing them.
-    let few: Vec<(&str, &str)> = services.iter().take(9).map(|(ns, name)| (ns.as_str(), name.as_str())).collect();
     let mut wanted: HashMap<&str, HashSet<&str>> = HashMap::new();
     for (ns, name) in services {
         wanted.entry(ns.as_str()).or_default().insert(name.as_str());
     }
-    let wanted_service = |ns: &str, name: &str| {
-        if few.len() <= 8 {
-            few.iter().any(|(n, s)| *s == name && *n == ns)
-        } else {
-            wanted.get(ns).is_some_and(|names| names.contains(name))
-        }
-    };
+    let wanted_service = |ns: &str, name: &str| wanted.get(ns).is_some_and(|names| names.contains(name));
     let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
     for ns in wanted.keys() {
         let start = objects::ObjectKey::new(*ns, "");

@@ -552,25 +552,11 @@ mod walks {
         let (changed, removed) = difference(&sent, &sent, &BTreeSet::new());
         assert!(changed.is_empty() && removed.is_empty());
     }
-}
-
-#[cfg(test)]
-mod endpoint_changes {
-    use super::*;
-
-    fn fleet(versions: &[(&str, &str)]) -> FleetResources {
-        let map: Resources = versions
-            .iter()
-            .map(|(n, v)| {
-                let r = Resource { name: (*n).into(), version: (*v).into(), body: Default::default() };
-                (Arc::clone(&r.name), r)
-            })
-            .collect();
-        FleetResources { by_type: BTreeMap::from([(ResourceType::Endpoint, Arc::new(map))]) }
-    }
 
     #[test]
     fn a_stream_subscribed_to_every_load_assignment_wants_the_served_map_itself() {
+        let fleet =
+            |versions| FleetResources { by_type: BTreeMap::from([(ResourceType::Endpoint, Arc::new(map(versions)))]) };
         let mut stream = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
         let eds = ResourceType::Endpoint.type_url();
         let names = vec!["a".to_string(), "b".to_string(), "c".to_string()];
@@ -578,10 +564,13 @@ mod endpoint_changes {
         let before = fleet(&[("a", "1"), ("b", "1"), ("c", "1")]);
         let out = stream.pump(&before, Instant::now());
         assert_eq!(out.iter().map(|o| o.resources.len()).sum::<usize>(), 3);
+        let generation = stream.types[&ResourceType::Endpoint].names_generation;
         for o in out {
             let ack = Incoming { type_url: eds.into(), nonce: o.nonce, ..Default::default() };
             stream.on_request(&ack).unwrap();
         }
+        // An ACK subscribes to nothing new: what the stream wants stays cached.
+        assert_eq!(stream.types[&ResourceType::Endpoint].names_generation, generation);
         let after = fleet(&[("a", "1"), ("b", "2"), ("c", "1")]);
         let want = stream.want(ResourceType::Endpoint, &after);
         assert!(Arc::ptr_eq(&want, after.shared(ResourceType::Endpoint).unwrap()));
