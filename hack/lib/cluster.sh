@@ -14,6 +14,8 @@ KWOK_PORT="${GWC_KWOK_PORT:-11250}"
 NODE=kwok-node-0
 # The host's address on the pod bridge: what pods reach the host at.
 BRIDGE_ADDRESS=10.244.0.1
+# The Services' cluster IPs (the API server's range; the `kubernetes` Service is its first).
+SERVICE_CIDR=10.96.0.0/16
 WORK="$(mktemp -d /tmp/gwc.XXXXXX)"
 mkdir -p "$WORK/logs" "$WORK/pki"
 PIDS=()
@@ -32,6 +34,7 @@ teardown() {
     kill -9 "${PIDS[$i]}" 2>/dev/null || true
   done
   ip link del gwc0 2>/dev/null || true
+  ip link del gwcsvc0 2>/dev/null || true
   for ns in $(ip netns list | awk '/^gwc-/ {print $1}'); do ip netns del "$ns" 2>/dev/null || true; done
   if [ "$rc" != 0 ]; then
     mkdir -p "$FAILURE_LOGS"
@@ -110,7 +113,7 @@ EOF
     --tls-cert-file "$P/apiserver.pem" --tls-private-key-file "$P/apiserver-key.pem" --client-ca-file "$P/ca.pem" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$P/sa.pub" --service-account-signing-key-file "$P/sa-key.pem" \
-    --service-cluster-ip-range 10.96.0.0/16 --endpoint-reconciler-type none --authorization-mode Node,RBAC \
+    --service-cluster-ip-range "$SERVICE_CIDR" --endpoint-reconciler-type none --authorization-mode Node,RBAC \
     --allow-privileged=true --kubelet-client-certificate "$P/kubelet-client.pem" \
     --kubelet-client-key "$P/kubelet-client-key.pem" --kubelet-preferred-address-types InternalIP
   wait_for kube-apiserver 240 k get --raw /readyz
@@ -155,7 +158,10 @@ EOF
     --enable-crds Logs,PortForward --node-lease-duration-seconds 40 --cidr 10.244.1.0/24
   local images=()
   for i in "${PODRUNNER_IMAGES[@]}"; do images+=(--image "$i"); done
-  start podrunner "$BIN/podrunner" --node-name "$NODE" --state-dir "$WORK/pods" "${images[@]}"
+  # Services are served at their cluster IPs (the podrunner's userspace proxy), and pods reach
+  # the API server through the `kubernetes` Service with their service account's token.
+  start podrunner "$BIN/podrunner" --node-name "$NODE" --state-dir "$WORK/pods" "${images[@]}" \
+    --service-cidr "$SERVICE_CIDR" --api-server "127.0.0.1:$APISERVER_PORT"
   wait_for "node $NODE Ready" 120 sh -c "'$KUBECTL' get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 }
 

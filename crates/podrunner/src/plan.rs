@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, EnvVar, KeyToPath, Pod, Probe, Secret, Volume};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, DownwardAPIVolumeFile, EnvVar, KeyToPath, Pod, Probe, Secret, Volume, VolumeProjection,
+};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 /// Why a pod cannot run here; each names the container or volume and the field.
@@ -58,6 +60,45 @@ pub trait Lookup {
     fn secret(&self, name: &str) -> Option<&Secret>;
     /// The ConfigMap `name`.
     fn config_map(&self, name: &str) -> Option<&ConfigMap>;
+    /// A token of the pod's service account for `audience` (`None`: the API server's own), as
+    /// a TokenRequest bound to the pod returns it ([`token_requests`] says which to fetch).
+    fn token(&self, _audience: Option<&str>) -> Option<&str> {
+        None
+    }
+    /// Where pods reach the API server: the `default/kubernetes` Service's cluster IP and port,
+    /// which every container's environment names (`KUBERNETES_SERVICE_HOST` and the rest).
+    fn api_server(&self) -> Option<(&str, u16)> {
+        None
+    }
+}
+
+/// One service-account token a pod's projected volumes ask for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TokenWanted {
+    /// The audience (`None`: the API server's).
+    pub audience: Option<String>,
+    /// Its lifetime in seconds (the API's default, one hour, when unset; at least ten minutes).
+    pub expiration_seconds: i64,
+}
+
+/// The tokens `pod`'s projected volumes need, one per audience: the runtime requests them (bound
+/// to the pod) before planning.
+pub fn token_requests(pod: &Pod) -> Vec<TokenWanted> {
+    let mut out: Vec<TokenWanted> = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .filter_map(|v| v.projected.as_ref())
+        .flat_map(|p| p.sources.iter().flatten())
+        .filter_map(|s| s.service_account_token.as_ref())
+        .map(|t| TokenWanted {
+            audience: t.audience.clone().filter(|a| !a.is_empty()),
+            expiration_seconds: t.expiration_seconds.unwrap_or(3600).max(600),
+        })
+        .collect();
+    out.sort();
+    out.dedup_by(|a, b| a.audience == b.audience);
+    out
 }
 
 /// What runs which image, by repository (the image without registry host, tag or digest, e.g.
@@ -244,7 +285,7 @@ pub fn plan(pod: &Pod, lookup: &dyn Lookup, images: &Images, pod_dir: &Path) -> 
     let mut out = PodPlan::default();
     for volume in spec.volumes.iter().flatten() {
         out.dirs.push(volume_dir(&volume.name));
-        out.files.extend(volume_files(volume, lookup)?);
+        out.files.extend(volume_files(pod, volume, lookup)?);
     }
     for (index, container) in spec.init_containers.iter().flatten().enumerate() {
         let c = container_plan(pod, container, lookup, images, pod_dir, &format!("initContainers[{index}]"))?;
@@ -331,7 +372,7 @@ fn readiness(container: &Container, probe: Option<&Probe>, field: &str) -> Resul
 }
 
 /// The files of a Secret, ConfigMap or projected volume.
-fn volume_files(volume: &Volume, lookup: &dyn Lookup) -> Result<Vec<PodFile>, PlanError> {
+fn volume_files(pod: &Pod, volume: &Volume, lookup: &dyn Lookup) -> Result<Vec<PodFile>, PlanError> {
     let field = format!("volumes[{}]", volume.name);
     let dir = volume_dir(&volume.name);
     if let Some(source) = &volume.secret {
@@ -355,11 +396,89 @@ fn volume_files(volume: &Volume, lookup: &dyn Lookup) -> Result<Vec<PodFile>, Pl
         };
         return project(&dir, &config_map_data(map), source.items.as_deref(), &field, "ConfigMap", &name);
     }
-    if volume.empty_dir.is_some() || volume.projected.is_some() {
-        // Projected volumes carry the service-account token, which no process here uses.
+    if let Some(source) = &volume.downward_api {
+        return downward_files(pod, &dir, source.items.iter().flatten(), &field);
+    }
+    if let Some(projected) = &volume.projected {
+        let mut files = Vec::new();
+        for (i, source) in projected.sources.iter().flatten().enumerate() {
+            files.extend(projected_files(pod, &dir, source, lookup, &format!("{field}.sources[{i}]"))?);
+        }
+        return Ok(files);
+    }
+    if volume.empty_dir.is_some() {
         return Ok(Vec::new());
     }
     Err(PlanError::Unsupported { field })
+}
+
+/// One source of a projected volume (the service-account token's volume is one: a token, the
+/// cluster's CA from `kube-root-ca.crt`, the namespace from the downward API).
+fn projected_files(
+    pod: &Pod,
+    dir: &Path,
+    source: &VolumeProjection,
+    lookup: &dyn Lookup,
+    field: &str,
+) -> Result<Vec<PodFile>, PlanError> {
+    if let Some(s) = &source.secret {
+        return match lookup.secret(&s.name) {
+            Some(secret) => project(dir, &secret_data(secret), s.items.as_deref(), field, "Secret", &s.name),
+            None if s.optional == Some(true) => Ok(Vec::new()),
+            None => Err(PlanError::Missing { field: field.into(), kind: "Secret", name: s.name.clone() }),
+        };
+    }
+    if let Some(c) = &source.config_map {
+        return match lookup.config_map(&c.name) {
+            Some(map) => project(dir, &config_map_data(map), c.items.as_deref(), field, "ConfigMap", &c.name),
+            None if c.optional == Some(true) => Ok(Vec::new()),
+            None => Err(PlanError::Missing { field: field.into(), kind: "ConfigMap", name: c.name.clone() }),
+        };
+    }
+    if let Some(d) = &source.downward_api {
+        return downward_files(pod, dir, d.items.iter().flatten(), field);
+    }
+    if let Some(t) = &source.service_account_token {
+        let audience = t.audience.as_deref().filter(|a| !a.is_empty());
+        let path = relative_path(&t.path, &format!("{field}.serviceAccountToken.path"))?;
+        let token = lookup.token(audience).ok_or_else(|| PlanError::Missing {
+            field: format!("{field}.serviceAccountToken"),
+            kind: "ServiceAccount token",
+            name: pod.spec.as_ref().and_then(|s| s.service_account_name.clone()).unwrap_or_else(|| "default".into()),
+        })?;
+        return Ok(vec![PodFile { path: dir.join(path), contents: token.as_bytes().to_vec() }]);
+    }
+    Err(PlanError::Unsupported { field: field.into() })
+}
+
+/// Downward API files: each item's field (resource fields read 0: nothing limits a process here).
+fn downward_files<'a>(
+    pod: &Pod,
+    dir: &Path,
+    items: impl Iterator<Item = &'a DownwardAPIVolumeFile>,
+    field: &str,
+) -> Result<Vec<PodFile>, PlanError> {
+    items
+        .map(|item| {
+            let path = relative_path(&item.path, &format!("{field}.items[{}].path", item.path))?;
+            let value = match (&item.field_ref, &item.resource_field_ref) {
+                (Some(r), _) => field_value(pod, &r.field_path).ok_or_else(|| PlanError::Unsupported {
+                    field: format!("{field}.items[{}].fieldRef {}", item.path, r.field_path),
+                })?,
+                (None, Some(_)) => "0".to_string(),
+                (None, None) => return Err(PlanError::Unsupported { field: format!("{field}.items[{}]", item.path) }),
+            };
+            Ok(PodFile { path: dir.join(path), contents: value.into_bytes() })
+        })
+        .collect()
+}
+
+/// A path inside a volume: relative, without `..`.
+fn relative_path<'a>(path: &'a str, field: &str) -> Result<&'a str, PlanError> {
+    if path.is_empty() || path.starts_with('/') || path.split('/').any(|c| c == "..") {
+        return Err(PlanError::Unsupported { field: field.into() });
+    }
+    Ok(path)
 }
 
 fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
@@ -395,9 +514,7 @@ fn project(
     items
         .iter()
         .map(|item| {
-            if item.path.split('/').any(|c| c == "..") || item.path.starts_with('/') {
-                return Err(PlanError::Unsupported { field: format!("{field}.items[{}].path", item.key) });
-            }
+            relative_path(&item.path, &format!("{field}.items[{}].path", item.key))?;
             let contents = data.get(&item.key).ok_or_else(|| PlanError::MissingKey {
                 field: field.to_string(),
                 kind,
@@ -419,6 +536,20 @@ fn environment(
 ) -> Result<Vec<(String, String)>, PlanError> {
     // The container runtime's own: the pod's hostname (its own UTS namespace has it too).
     let mut env: Vec<(String, String)> = vec![("HOSTNAME".into(), hostname(pod))];
+    // The kubelet's variables for the `kubernetes` Service, in every container.
+    if let Some((host, port)) = lookup.api_server() {
+        let url = format!("tcp://{host}:{port}");
+        env.extend([
+            ("KUBERNETES_SERVICE_HOST".into(), host.to_string()),
+            ("KUBERNETES_SERVICE_PORT".into(), port.to_string()),
+            ("KUBERNETES_SERVICE_PORT_HTTPS".into(), port.to_string()),
+            ("KUBERNETES_PORT".into(), url.clone()),
+            (format!("KUBERNETES_PORT_{port}_TCP"), url),
+            (format!("KUBERNETES_PORT_{port}_TCP_PROTO"), "tcp".into()),
+            (format!("KUBERNETES_PORT_{port}_TCP_PORT"), port.to_string()),
+            (format!("KUBERNETES_PORT_{port}_TCP_ADDR"), host.to_string()),
+        ]);
+    }
     let set = |env: &mut Vec<(String, String)>, name: String, value: String| {
         env.retain(|(k, _)| *k != name);
         env.push((name, value));

@@ -46,6 +46,9 @@ status:
 struct Objects {
     secrets: BTreeMap<String, Secret>,
     maps: BTreeMap<String, ConfigMap>,
+    /// Tokens by audience ("" for the API server's).
+    tokens: BTreeMap<String, String>,
+    api_server: Option<(String, u16)>,
 }
 
 impl Lookup for Objects {
@@ -55,6 +58,12 @@ impl Lookup for Objects {
     fn config_map(&self, name: &str) -> Option<&ConfigMap> {
         self.maps.get(name)
     }
+    fn token(&self, audience: Option<&str>) -> Option<&str> {
+        self.tokens.get(audience.unwrap_or_default()).map(String::as_str)
+    }
+    fn api_server(&self) -> Option<(&str, u16)> {
+        self.api_server.as_ref().map(|(h, p)| (h.as_str(), *p))
+    }
 }
 
 fn objects() -> Objects {
@@ -62,7 +71,11 @@ fn objects() -> Objects {
         serde_yaml::from_str("metadata: {name: tls-checks-certificate}\nstringData: {tls.crt: CERT, tls.key: KEY}\n")
             .expect("secret");
     let map: ConfigMap = serde_yaml::from_str("metadata: {name: ca}\ndata: {ca: CA, other: X}\n").expect("map");
-    Objects { secrets: [("tls-checks-certificate".to_string(), secret)].into(), maps: [("ca".to_string(), map)].into() }
+    Objects {
+        secrets: [("tls-checks-certificate".to_string(), secret)].into(),
+        maps: [("ca".to_string(), map)].into(),
+        ..Objects::default()
+    }
 }
 
 fn images() -> Images {
@@ -251,4 +264,79 @@ spec:
     assert_eq!(p.init_containers[0].args, ["/config/envoy.json"]);
     assert_eq!(p.containers[0].program, root.join("bin/contour"), "an absolute path inside the image");
     assert_eq!(p.containers[0].args, ["serve"]);
+}
+
+/// A controller's pod as the ServiceAccount admission plugin leaves it: the projected volume
+/// with the token, the cluster's CA and the namespace, mounted where in-cluster clients look.
+const IN_CLUSTER: &str = r#"
+metadata: {name: contour-5f8d-x2x4k, namespace: projectcontour, uid: 77aa}
+spec:
+  serviceAccountName: contour
+  containers:
+  - name: contour
+    image: gateway-api/echo-basic:v1
+    volumeMounts:
+    - {name: kube-api-access-abcde, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
+  volumes:
+  - name: kube-api-access-abcde
+    projected:
+      sources:
+      - serviceAccountToken: {expirationSeconds: 3607, path: token}
+      - configMap: {name: kube-root-ca.crt, items: [{key: ca.crt, path: ca.crt}]}
+      - downwardAPI: {items: [{path: namespace, fieldRef: {apiVersion: v1, fieldPath: metadata.namespace}}]}
+      - serviceAccountToken: {audience: vault, expirationSeconds: 60, path: vault/token}
+status: {podIP: 10.244.1.9}
+"#;
+
+#[test]
+fn in_cluster_pods_get_their_token_ca_namespace_and_the_api_servers_address() {
+    let p = pod(IN_CLUSTER);
+    assert_eq!(
+        token_requests(&p),
+        vec![
+            TokenWanted { audience: None, expiration_seconds: 3607 },
+            TokenWanted { audience: Some("vault".into()), expiration_seconds: 600 },
+        ],
+        "one token per audience, at least ten minutes"
+    );
+    let ca: ConfigMap = serde_yaml::from_str("metadata: {name: kube-root-ca.crt}\ndata: {ca.crt: CA}\n").expect("map");
+    let objects = Objects {
+        maps: [("kube-root-ca.crt".to_string(), ca)].into(),
+        tokens: [(String::new(), "TOKEN".to_string()), ("vault".to_string(), "VAULT".to_string())].into(),
+        api_server: Some(("10.96.0.1".into(), 443)),
+        ..Objects::default()
+    };
+    let plan = plan(&p, &objects, &images(), Path::new("/p")).expect("plan");
+    let files: Vec<_> = plan
+        .files
+        .iter()
+        .map(|f| (f.path.display().to_string(), String::from_utf8_lossy(&f.contents).into_owned()))
+        .collect();
+    let dir = "volumes/kube-api-access-abcde";
+    assert_eq!(
+        files,
+        vec![
+            (format!("{dir}/token"), "TOKEN".to_string()),
+            (format!("{dir}/ca.crt"), "CA".to_string()),
+            (format!("{dir}/namespace"), "projectcontour".to_string()),
+            (format!("{dir}/vault/token"), "VAULT".to_string()),
+        ]
+    );
+    let c = &plan.containers[0];
+    assert_eq!(env(c, "KUBERNETES_SERVICE_HOST"), Some("10.96.0.1"));
+    assert_eq!(env(c, "KUBERNETES_SERVICE_PORT"), Some("443"));
+    assert_eq!(env(c, "KUBERNETES_PORT_443_TCP"), Some("tcp://10.96.0.1:443"));
+    assert_eq!(c.mounts[0].target, "/var/run/secrets/kubernetes.io/serviceaccount");
+
+    // Without the token (not issued yet), the pod waits, naming what it waits for.
+    let without = Objects { tokens: BTreeMap::new(), ..objects };
+    let err = plan_of_with(&p, &without).expect_err("no token");
+    assert_eq!(
+        err.to_string(),
+        "volumes[kube-api-access-abcde].sources[0].serviceAccountToken: ServiceAccount token contour not found"
+    );
+}
+
+fn plan_of_with(p: &Pod, objects: &Objects) -> Result<PodPlan, PlanError> {
+    plan(p, objects, &images(), Path::new("/p"))
 }

@@ -1,83 +1,24 @@
 //! The cluster DNS stand-in the pods' resolv.conf names: on the bridge address, it answers
-//! `<service>.<namespace>.svc.cluster.local` with the ready endpoint addresses of the Service's
-//! EndpointSlices (there is no kube-proxy: Service IPs lead nowhere here, pod IPs do), says a
+//! `<service>.<namespace>.svc.cluster.local` with the Service's cluster IP when the runner
+//! forwards Services (services.rs), else (and for headless Services) with the ready endpoint
+//! addresses of its EndpointSlices, says a
 //! name in the cluster domain that no Service has does not exist, and refuses everything else,
 //! so no query ever leaves the machine.
 
-use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::{Arc, RwLock};
-
-use futures::StreamExt as _;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::runtime::watcher;
 
 use crate::net::DOMAIN;
-
-/// Ready addresses by EndpointSlice (namespace, name): (Service name, addresses).
-type Slices = Arc<RwLock<BTreeMap<(String, String), (String, Vec<Ipv4Addr>)>>>;
+use crate::services::Table;
 
 /// Serves until the task is dropped; binds UDP 53 on `address`.
-pub async fn serve(client: kube::Client, address: Ipv4Addr) -> anyhow::Result<()> {
+pub async fn serve(table: Table, address: Ipv4Addr) -> anyhow::Result<()> {
     let socket = tokio::net::UdpSocket::bind(SocketAddr::from((address, 53))).await?;
-    let slices: Slices = Arc::default();
-    tokio::spawn(follow(client, Arc::clone(&slices)));
-    tracing::info!(%address, "cluster DNS: {DOMAIN} Services to their ready endpoints; refusing the rest");
+    tracing::info!(%address, "cluster DNS: {DOMAIN} Services to their cluster IPs or ready endpoints; refusing the rest");
     let mut buf = [0u8; 1500];
     loop {
         let (n, from) = socket.recv_from(&mut buf).await?;
-        let reply = {
-            let slices = slices.read().expect("slices lock");
-            answer(&buf[..n], |service, namespace| {
-                let mut out: Vec<Ipv4Addr> = slices
-                    .iter()
-                    .filter(|((ns, _), (svc, _))| ns == namespace && svc == service)
-                    .flat_map(|(_, (_, addresses))| addresses.iter().copied())
-                    .collect();
-                out.sort_unstable();
-                out.dedup();
-                out
-            })
-        };
-        if let Some(reply) = reply {
+        if let Some(reply) = answer(&buf[..n], |service, namespace| table.resolve(service, namespace)) {
             let _ = socket.send_to(&reply, from).await;
-        }
-    }
-}
-
-async fn follow(client: kube::Client, slices: Slices) {
-    let api: kube::Api<EndpointSlice> = kube::Api::all(client);
-    let mut events = watcher::watcher(api, watcher::Config::default()).boxed();
-    let key = |s: &EndpointSlice| {
-        (s.metadata.namespace.clone().unwrap_or_default(), s.metadata.name.clone().unwrap_or_default())
-    };
-    let entry = |s: &EndpointSlice| {
-        let service =
-            s.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")).cloned().unwrap_or_default();
-        let addresses = s
-            .endpoints
-            .iter()
-            .flatten()
-            .filter(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true))
-            .flat_map(|e| e.addresses.iter().filter_map(|a| a.parse::<Ipv4Addr>().ok()))
-            .collect();
-        (service, addresses)
-    };
-    let mut fresh = BTreeMap::new();
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(watcher::Event::Init) => fresh.clear(),
-            Ok(watcher::Event::InitApply(s)) => {
-                fresh.insert(key(&s), entry(&s));
-            }
-            Ok(watcher::Event::InitDone) => *slices.write().expect("slices lock") = std::mem::take(&mut fresh),
-            Ok(watcher::Event::Apply(s)) => {
-                slices.write().expect("slices lock").insert(key(&s), entry(&s));
-            }
-            Ok(watcher::Event::Delete(s)) => {
-                slices.write().expect("slices lock").remove(&key(&s));
-            }
-            Err(e) => tracing::warn!(error = %e, "cluster DNS: EndpointSlice watch"),
         }
     }
 }

@@ -2,8 +2,9 @@
 //! kubelet towards the API server (node status, pod IPs, `pods/log`); this runs every pod kwok
 //! places on the node as real processes in a network namespace of its own at the pod's IP, on a
 //! bridge it creates, keeps its readiness from its probes, forwards its host ports from
-//! loopback, publishes its listening ports for `kubectl port-forward` through kwok, and answers
-//! the pods' DNS queries for cluster names.
+//! loopback, publishes its listening ports for `kubectl port-forward` through kwok, answers
+//! the pods' DNS queries for cluster names, and (with `--service-cidr`) serves Services at their
+//! cluster IPs.
 //!
 //! Started as `coredns` (a symlink the runner makes), it is the stand-in for CoreDNS instead: it
 //! answers the Corefile's `whoami` zones and refuses everything else, so nothing is ever
@@ -16,6 +17,7 @@ mod pod;
 mod port_forward;
 mod ports;
 mod probe;
+mod services;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -55,6 +57,14 @@ struct Args {
     /// mirror-percentage test undercount mirrored requests in the backends' logs.
     #[arg(long, env = "PODRUNNER_PORT_FORWARDS")]
     port_forwards: bool,
+    /// The Services' cluster IP range: with it, every Service is served at its cluster IP
+    /// (services.rs), pods route the range to the host, the cluster DNS answers cluster IPs,
+    /// and containers get the `kubernetes` Service in their environment.
+    #[arg(long, requires = "api_server")]
+    service_cidr: Option<String>,
+    /// Where the `default/kubernetes` Service leads (the API server's address, host:port).
+    #[arg(long)]
+    api_server: Option<std::net::SocketAddr>,
 }
 
 fn parse_image(s: &str) -> Result<(String, PathBuf), String> {
@@ -99,6 +109,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     net::bridge(&args.bridge, gateway, prefix)?;
 
     let client = kube::Client::try_default().await.context("no kubeconfig")?;
+    let forwarding = args.service_cidr.as_ref().and(args.api_server);
+    let table = services::start(client.clone(), forwarding)?;
     let shared = Arc::new(pod::Shared {
         client: client.clone(),
         images,
@@ -107,8 +119,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         gateway,
         prefix,
         port_forwards: args.port_forwards,
+        services: forwarding.is_some(),
+        service_cidr: args.service_cidr.clone(),
     });
-    let dns = tokio::spawn(cluster_dns::serve(client.clone(), gateway));
+    let dns = tokio::spawn(cluster_dns::serve(table, gateway));
     let pods: kube::Api<Pod> = kube::Api::all(client);
     let config = watcher::Config::default().fields(&format!("spec.nodeName={}", args.node_name));
     let mut events = watcher::watcher(pods, config).boxed();
@@ -164,6 +178,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     pod::remove_created_mount_points(&args.state_dir);
     net::remove_stale()?;
     net::remove_bridge(&args.bridge);
+    services::remove_interface();
     Ok(())
 }
 

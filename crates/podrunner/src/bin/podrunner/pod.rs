@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
@@ -30,6 +31,11 @@ pub struct Shared {
     pub prefix: u8,
     /// Publish kwok PortForwards (see port_forward.rs).
     pub port_forwards: bool,
+    /// Services are forwarded at their cluster IPs (see services.rs), so pods get the
+    /// `kubernetes` Service's address in their environment.
+    pub services: bool,
+    /// The Services' range, routed from each pod to the host.
+    pub service_cidr: Option<String>,
 }
 
 /// How often a container that exits is started again before the runner gives up on it.
@@ -40,6 +46,10 @@ const INIT_TIMEOUT: Duration = Duration::from_secs(120);
 struct Objects {
     secrets: BTreeMap<String, Secret>,
     config_maps: BTreeMap<String, ConfigMap>,
+    /// Service-account tokens by audience.
+    tokens: BTreeMap<Option<String>, String>,
+    /// The `kubernetes` Service's address, when Services are forwarded.
+    api_server: Option<(String, u16)>,
 }
 
 impl podrunner::Lookup for Objects {
@@ -48,6 +58,12 @@ impl podrunner::Lookup for Objects {
     }
     fn config_map(&self, name: &str) -> Option<&ConfigMap> {
         self.config_maps.get(name)
+    }
+    fn token(&self, audience: Option<&str>) -> Option<&str> {
+        self.tokens.get(&audience.map(str::to_string)).map(String::as_str)
+    }
+    fn api_server(&self) -> Option<(&str, u16)> {
+        self.api_server.as_ref().map(|(host, port)| (host.as_str(), *port))
     }
 }
 
@@ -98,16 +114,21 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<b
                 Arc::clone(&running.pids),
             ))
         });
-        tokio::select! {
-            _ = supervise(&name, running) => {}
-            _ = cancelled.wait_for(|c| *c) => {}
-        }
+        let finished = tokio::select! {
+            codes = supervise(&name, running, Restart::of(&pod)) => Some(codes),
+            _ = cancelled.wait_for(|c| *c) => None,
+        };
         probes.abort();
         if let Some(p) = port_forward {
             p.abort();
         }
         for f in forwards {
             f.abort();
+        }
+        if let Some(codes) = finished {
+            // A Job's pod: its status says how it ended; it stays (with its logs) until deleted.
+            write_finished(&shared.client, &pod, running, &codes).await;
+            let _ = cancelled.wait_for(|c| *c).await;
         }
     }
     if let Some(running) = processes.as_mut() {
@@ -136,6 +157,8 @@ struct Container {
     child: Child,
     log: LogFile,
     restarts: u32,
+    /// Set once the container will not run again: its exit code (`None`: a signal).
+    exit: Option<Option<i32>>,
 }
 
 /// Each container's current process id (`None` while it is down), for the probes.
@@ -152,7 +175,7 @@ struct Running {
 
 async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>) -> anyhow::Result<Running> {
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-    let objects = lookup(&shared.client, &namespace).await?;
+    let objects = lookup(shared, pod).await?;
     let plan = podrunner::plan(pod, &objects, &shared.images, dir)?;
     let _ = tokio::fs::remove_dir_all(dir).await;
     for d in &plan.dirs {
@@ -175,7 +198,14 @@ async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>)
         .context("pod IP is not IPv4")?;
     if net.is_none() {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        *net = Some(PodNet::create(uid, &namespace, address, &shared.bridge, shared.gateway, shared.prefix)?);
+        *net = Some(PodNet::create(
+            uid,
+            &namespace,
+            address,
+            &shared.bridge,
+            (shared.gateway, shared.prefix),
+            shared.service_cidr.as_deref(),
+        )?);
     }
     let netns = net.as_ref().expect("just set").netns.clone();
 
@@ -196,7 +226,7 @@ async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>)
         let log = log_file(&path)?;
         let child = spawn(&netns, dir, &c, &log)?;
         logs.push(serde_json::json!({"containers": [c.name], "logsFile": path, "follow": true}));
-        containers.push(Container { plan: c, child, log, restarts: 0 });
+        containers.push(Container { plan: c, child, log, restarts: 0, exit: None });
     }
     // kwok serves `pods/log` from the files a Logs object names.
     let name = pod.metadata.name.clone().unwrap_or_default();
@@ -214,15 +244,57 @@ async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>)
     Ok(Running { netns, dir: dir.to_path_buf(), address, containers, pids, host_ports: plan.host_ports })
 }
 
-async fn lookup(client: &kube::Client, namespace: &str) -> anyhow::Result<Objects> {
+async fn lookup(shared: &Shared, pod: &Pod) -> anyhow::Result<Objects> {
+    let client = &shared.client;
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
     let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
     let maps: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), namespace);
     let lp = ListParams::default();
     let name = |m: &kube::api::ObjectMeta| m.name.clone().unwrap_or_default();
+    let mut tokens = BTreeMap::new();
+    for wanted in podrunner::token_requests(pod) {
+        tokens.insert(wanted.audience.clone(), token(client, pod, &wanted).await?);
+    }
+    let api_server = match shared.services {
+        true => kubernetes_service(client).await,
+        false => None,
+    };
     Ok(Objects {
         secrets: secrets.list(&lp).await?.items.into_iter().map(|s| (name(&s.metadata), s)).collect(),
         config_maps: maps.list(&lp).await?.items.into_iter().map(|m| (name(&m.metadata), m)).collect(),
+        tokens,
+        api_server,
     })
+}
+
+/// A token of the pod's service account, bound to the pod (it stops working once the pod goes),
+/// as the kubelet requests it for a projected volume.
+async fn token(client: &kube::Client, pod: &Pod, wanted: &podrunner::TokenWanted) -> anyhow::Result<String> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let account = pod.spec.as_ref().and_then(|s| s.service_account_name.clone()).unwrap_or_else(|| "default".into());
+    let request: TokenRequest = serde_json::from_value(serde_json::json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {
+            "audiences": wanted.audience.iter().collect::<Vec<_>>(),
+            "expirationSeconds": wanted.expiration_seconds,
+            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod.metadata.name, "uid": pod.metadata.uid},
+        },
+    }))?;
+    let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(client.clone(), namespace);
+    let issued = accounts
+        .create_token_request(&account, &PostParams::default(), &request)
+        .await
+        .with_context(|| format!("a token for ServiceAccount {namespace}/{account}"))?;
+    issued.status.and_then(|s| s.token).context("the TokenRequest has no token")
+}
+
+/// The `default/kubernetes` Service's cluster IP and HTTPS port.
+async fn kubernetes_service(client: &kube::Client) -> Option<(String, u16)> {
+    let services: kube::Api<Service> = kube::Api::namespaced(client.clone(), "default");
+    let spec = services.get("kubernetes").await.ok()?.spec?;
+    let port = spec.ports.iter().flatten().find(|p| p.name.as_deref() == Some("https")).map_or(443, |p| p.port);
+    Some((spec.cluster_ip?, u16::try_from(port).ok()?))
 }
 
 fn logs_api(client: &kube::Client, namespace: &str) -> kube::Api<DynamicObject> {
@@ -348,20 +420,58 @@ fn cri_time(t: k8s_openapi::jiff::Timestamp) -> String {
     format!("{}.{:09}Z", whole.trim_end_matches('Z'), t.subsec_nanosecond())
 }
 
-/// Restarts containers that exit, a bounded number of times; returns when one gave up.
-async fn supervise(name: &str, running: &mut Running) {
+/// When a container that exited starts again (the pod's `restartPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Restart {
+    Always,
+    OnFailure,
+    Never,
+}
+
+impl Restart {
+    fn of(pod: &Pod) -> Self {
+        match pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) {
+            Some("Never") => Self::Never,
+            Some("OnFailure") => Self::OnFailure,
+            _ => Self::Always,
+        }
+    }
+
+    fn again(self, code: Option<i32>) -> bool {
+        match self {
+            Self::Always => true,
+            Self::OnFailure => code != Some(0),
+            Self::Never => false,
+        }
+    }
+}
+
+/// Restarts containers that exit, as the pod's restart policy says and a bounded number of
+/// times; returns each container's exit code (`None`: killed by a signal) once none of them
+/// will run again (a Job's pod), and never while one runs or a restarted one gave up.
+async fn supervise(name: &str, running: &mut Running, policy: Restart) -> Vec<Option<i32>> {
     loop {
+        if running.containers.iter().all(|c| c.exit.is_some()) {
+            return running.containers.iter().map(|c| c.exit.flatten()).collect();
+        }
         let (status, index) = {
             let waits = running
                 .containers
                 .iter_mut()
                 .enumerate()
+                .filter(|(_, c)| c.exit.is_none())
                 .map(|(i, c)| Box::pin(async move { (c.child.wait().await, i) }));
             futures::future::select_all(waits).await.0
         };
         let (netns, dir) = (running.netns.clone(), running.dir.clone());
         running.pids.lock().expect("pids lock")[index] = None;
         let c = &mut running.containers[index];
+        let code = status.as_ref().ok().and_then(std::process::ExitStatus::code);
+        if !policy.again(code) {
+            tracing::info!(pod = %name, container = %c.plan.name, code = ?code, "container finished");
+            c.exit = Some(code);
+            continue;
+        }
         tracing::warn!(pod = %name, container = %c.plan.name, status = ?status, "container exited");
         if c.restarts >= MAX_RESTARTS {
             tracing::error!(pod = %name, container = %c.plan.name, "not restarting any more");
@@ -380,6 +490,35 @@ async fn supervise(name: &str, running: &mut Running) {
                 std::future::pending::<()>().await;
             }
         }
+    }
+}
+
+/// A finished pod's status, as the kubelet writes it: Succeeded when every container exited 0,
+/// else Failed, with each container's exit code.
+async fn write_finished(client: &kube::Client, pod: &Pod, running: &Running, codes: &[Option<i32>]) {
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let phase = if codes.iter().all(|c| *c == Some(0)) { "Succeeded" } else { "Failed" };
+    let cond = |t: &str| serde_json::json!({"type": t, "status": "False", "lastTransitionTime": now, "reason": "PodCompleted"});
+    let statuses: Vec<_> = running
+        .containers
+        .iter()
+        .zip(codes)
+        .map(|(c, code)| {
+            let code = code.unwrap_or(137);
+            let reason = if code == 0 { "Completed" } else { "Error" };
+            let state = serde_json::json!({"terminated": {"exitCode": code, "reason": reason, "finishedAt": now}});
+            crate::probe::container_status(pod, &c.plan.name, false, c.restarts, state)
+        })
+        .collect();
+    let patch = serde_json::json!({"status": {
+        "phase": phase,
+        "conditions": [cond("ContainersReady"), cond("Ready")],
+        "containerStatuses": statuses,
+    }});
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    match crate::probe::patch_status(client, pod, patch).await {
+        Ok(()) => tracing::info!(pod = %name, %phase, "finished"),
+        Err(e) => tracing::warn!(pod = %name, error = format!("{e:#}"), "writing the finished status"),
     }
 }
 

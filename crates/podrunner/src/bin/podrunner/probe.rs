@@ -153,31 +153,42 @@ async fn write(client: &kube::Client, pod: &Pod, containers: &[ContainerPlan], r
     let statuses: Vec<_> = containers
         .iter()
         .zip(ready)
-        .map(|(c, ready)| {
-            let image = pod
-                .spec
-                .iter()
-                .flat_map(|s| s.containers.iter())
-                .find(|x| x.name == c.name)
-                .and_then(|x| x.image.clone())
-                .unwrap_or_default();
-            serde_json::json!({
-                "name": c.name, "image": image, "imageID": image, "ready": ready, "started": true,
-                "restartCount": 0, "state": {"running": {"startedAt": now}},
-            })
-        })
+        .map(|(c, ready)| container_status(pod, &c.name, *ready, 0, serde_json::json!({"running": {"startedAt": now}})))
         .collect();
     let patch = serde_json::json!({"status": {
         "conditions": [cond("Initialized", "True"), cond("ContainersReady", all), cond("Ready", all), cond("PodScheduled", "True")],
         "containerStatuses": statuses,
     }});
+    patch_status(client, pod, patch).await
+}
+
+/// One container's entry in the pod's `containerStatuses`, in `state`.
+pub fn container_status(
+    pod: &Pod,
+    name: &str,
+    ready: bool,
+    restarts: u32,
+    state: serde_json::Value,
+) -> serde_json::Value {
+    let image = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .find(|x| x.name == name)
+        .and_then(|x| x.image.clone())
+        .unwrap_or_default();
+    let started = state.get("running").is_some();
+    serde_json::json!({
+        "name": name, "image": image, "imageID": image, "ready": ready, "started": started,
+        "restartCount": restarts, "state": state,
+    })
+}
+
+/// Patches the pod's status (a strategic merge: containers by name).
+pub async fn patch_status(client: &kube::Client, pod: &Pod, patch: serde_json::Value) -> anyhow::Result<()> {
     let api: kube::Api<Pod> =
         kube::Api::namespaced(client.clone(), pod.metadata.namespace.as_deref().unwrap_or_default());
-    api.patch_status(
-        pod.metadata.name.as_deref().unwrap_or_default(),
-        &PatchParams::default(),
-        &Patch::Strategic(patch),
-    )
-    .await?;
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    api.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch)).await?;
     Ok(())
 }

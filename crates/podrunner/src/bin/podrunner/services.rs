@@ -1,0 +1,356 @@
+//! The cluster's Services, for the cluster DNS and, with a service range, at their cluster IPs as
+//! kube-proxy in userspace mode would serve them: every cluster IP is an address on an
+//! interface of the host of its own, each pod's namespace routes the service range to the host (see
+//! net.rs), and one listener per TCP port relays each connection to a ready endpoint of the
+//! Service's EndpointSlices (round robin; the port found by name; terminating endpoints get no
+//! new connections). The `default/kubernetes` Service, which nothing fills with endpoints here
+//! (the API server's endpoint reconciler is off), leads to the API server. UDP ports are not
+//! forwarded.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::runtime::watcher;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+/// The host's interface carrying the cluster IPs.
+pub const INTERFACE: &str = "gwcsvc0";
+
+/// A Service, as far as forwarding and DNS go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ServiceEntry {
+    /// `None` for a headless Service.
+    cluster_ip: Option<Ipv4Addr>,
+    /// TCP ports: (name, port).
+    ports: Vec<(String, u16)>,
+}
+
+/// An EndpointSlice: its Service, its ports by name, its endpoints' addresses with whether
+/// they take new connections (ready and not terminating).
+#[derive(Debug, Clone)]
+struct SliceEntry {
+    service: String,
+    ports: Vec<(String, u16)>,
+    endpoints: Vec<(Ipv4Addr, bool)>,
+}
+
+#[derive(Default)]
+struct State {
+    services: BTreeMap<(String, String), ServiceEntry>,
+    slices: BTreeMap<(String, String), SliceEntry>,
+}
+
+/// The Services and EndpointSlices of the cluster, kept current by watches.
+#[derive(Clone, Default)]
+pub struct Table {
+    state: Arc<RwLock<State>>,
+    changed: Arc<Notify>,
+    /// Whether Services are served at their cluster IPs.
+    forwarding: bool,
+}
+
+impl Table {
+    /// What a cluster name resolves to: the cluster IP of a Service that has one (when
+    /// forwarding), else the ready addresses of its endpoints.
+    pub fn resolve(&self, service: &str, namespace: &str) -> Vec<Ipv4Addr> {
+        let state = self.state.read().expect("services lock");
+        if self.forwarding
+            && let Some(ip) =
+                state.services.get(&(namespace.to_string(), service.to_string())).and_then(|s| s.cluster_ip)
+        {
+            return vec![ip];
+        }
+        let mut out: Vec<Ipv4Addr> = state
+            .slices
+            .iter()
+            .filter(|((ns, _), slice)| ns == namespace && slice.service == service)
+            .flat_map(|(_, slice)| slice.endpoints.iter().filter(|(_, ready)| *ready).map(|(ip, _)| *ip))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The ready endpoints (address, port) of `namespace/service`'s port `port_name`.
+    fn endpoints(&self, namespace: &str, service: &str, port_name: &str) -> Vec<SocketAddr> {
+        let state = self.state.read().expect("services lock");
+        let mut out: Vec<SocketAddr> = state
+            .slices
+            .iter()
+            .filter(|((ns, _), slice)| ns == namespace && slice.service == service)
+            .filter_map(|(_, slice)| {
+                let port = slice.ports.iter().find(|(name, _)| name == port_name)?.1;
+                Some(
+                    slice
+                        .endpoints
+                        .iter()
+                        .filter(|(_, ready)| *ready)
+                        .map(move |(ip, _)| SocketAddr::from((*ip, port))),
+                )
+            })
+            .flatten()
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// Watches Services and EndpointSlices; with `forwarding`, serves every Service at its cluster
+/// IP until the process ends (`api_server` answers for `default/kubernetes`).
+pub fn start(client: kube::Client, forwarding: Option<SocketAddr>) -> anyhow::Result<Table> {
+    let table = Table { forwarding: forwarding.is_some(), ..Table::default() };
+    tokio::spawn(follow_services(client.clone(), table.clone()));
+    tokio::spawn(follow_slices(client, table.clone()));
+    if let Some(api_server) = forwarding {
+        interface()?;
+        tokio::spawn(forward(table.clone(), api_server));
+    }
+    Ok(table)
+}
+
+fn ip(args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("ip").args(args).stdin(Stdio::null()).output()?;
+    anyhow::ensure!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    Ok(())
+}
+
+/// A fresh interface for the cluster IPs: a bridge without ports (the kernel may lack the dummy
+/// driver; a bridge is there, the pod network uses one).
+fn interface() -> anyhow::Result<()> {
+    remove_interface();
+    ip(&["link", "add", INTERFACE, "type", "bridge"])?;
+    ip(&["link", "set", INTERFACE, "up"])
+}
+
+/// Removes the cluster IPs' interface (and with it every address on it).
+pub fn remove_interface() {
+    let _ = ip(&["link", "del", INTERFACE]);
+}
+
+fn key(meta: &kube::api::ObjectMeta) -> (String, String) {
+    (meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
+}
+
+fn service_entry(s: &Service) -> ServiceEntry {
+    let spec = s.spec.as_ref();
+    let cluster_ip = spec.and_then(|s| s.cluster_ip.as_deref()).and_then(|ip| ip.parse().ok());
+    let ports = spec
+        .iter()
+        .flat_map(|s| s.ports.iter().flatten())
+        .filter(|p| p.protocol.as_deref().is_none_or(|p| p == "TCP"))
+        .filter_map(|p| Some((p.name.clone().unwrap_or_default(), u16::try_from(p.port).ok()?)))
+        .collect();
+    ServiceEntry { cluster_ip, ports }
+}
+
+fn slice_entry(s: &EndpointSlice) -> SliceEntry {
+    let service =
+        s.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")).cloned().unwrap_or_default();
+    let ports = s
+        .ports
+        .iter()
+        .flatten()
+        .filter(|p| p.protocol.as_deref().is_none_or(|p| p == "TCP"))
+        .filter_map(|p| Some((p.name.clone().unwrap_or_default(), u16::try_from(p.port?).ok()?)))
+        .collect();
+    let endpoints = s
+        .endpoints
+        .iter()
+        .flatten()
+        .flat_map(|e| {
+            let c = e.conditions.as_ref();
+            let serving = c.and_then(|c| c.ready).unwrap_or(true) && !c.and_then(|c| c.terminating).unwrap_or(false);
+            e.addresses.iter().filter_map(move |a| Some((a.parse::<Ipv4Addr>().ok()?, serving)))
+        })
+        .collect();
+    SliceEntry { service, ports, endpoints }
+}
+
+/// Keeps one kind's map current; `pick` chooses the map, `entry` makes the value.
+async fn follow<K, V>(
+    api: kube::Api<K>,
+    table: Table,
+    pick: fn(&mut State) -> &mut BTreeMap<(String, String), V>,
+    entry: fn(&K) -> V,
+) where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let what = std::any::type_name::<K>().rsplit("::").next().unwrap_or_default();
+    let mut events = watcher::watcher(api, watcher::Config::default()).boxed();
+    let mut fresh = BTreeMap::new();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(watcher::Event::Init) => fresh.clear(),
+            Ok(watcher::Event::InitApply(o)) => {
+                fresh.insert(key(o.meta()), entry(&o));
+            }
+            Ok(watcher::Event::InitDone) => {
+                *pick(&mut table.state.write().expect("services lock")) = std::mem::take(&mut fresh);
+            }
+            Ok(watcher::Event::Apply(o)) => {
+                pick(&mut table.state.write().expect("services lock")).insert(key(o.meta()), entry(&o));
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                pick(&mut table.state.write().expect("services lock")).remove(&key(o.meta()));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "{what} watch");
+                continue;
+            }
+        }
+        table.changed.notify_one();
+    }
+}
+
+async fn follow_services(client: kube::Client, table: Table) {
+    follow(kube::Api::<Service>::all(client), table, |s| &mut s.services, service_entry).await;
+}
+
+async fn follow_slices(client: kube::Client, table: Table) {
+    follow(kube::Api::<EndpointSlice>::all(client), table, |s| &mut s.slices, slice_entry).await;
+}
+
+/// One forwarded port: the cluster IP and port, and the Service port it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Forward {
+    address: SocketAddr,
+    namespace: String,
+    service: String,
+    port_name: String,
+}
+
+/// Keeps one listener per Service port at its cluster IP.
+async fn forward(table: Table, api_server: SocketAddr) {
+    let mut listeners: BTreeMap<Forward, JoinHandle<()>> = BTreeMap::new();
+    let mut addresses: BTreeSet<Ipv4Addr> = BTreeSet::new();
+    loop {
+        table.changed.notified().await;
+        let wanted: BTreeSet<Forward> = {
+            let state = table.state.read().expect("services lock");
+            state
+                .services
+                .iter()
+                .filter_map(|((ns, name), s)| Some((ns, name, s.cluster_ip?, &s.ports)))
+                .flat_map(|(ns, name, ip, ports)| {
+                    ports.iter().map(move |(port_name, port)| Forward {
+                        address: SocketAddr::from((ip, *port)),
+                        namespace: ns.clone(),
+                        service: name.clone(),
+                        port_name: port_name.clone(),
+                    })
+                })
+                .collect()
+        };
+        listeners.retain(|f, task| {
+            let keep = wanted.contains(f);
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        let in_use: BTreeSet<Ipv4Addr> = wanted.iter().filter_map(|f| ipv4(f.address)).collect();
+        for gone in addresses.difference(&in_use) {
+            let _ = ip(&["addr", "del", &format!("{gone}/32"), "dev", INTERFACE]);
+        }
+        for new in in_use.difference(&addresses) {
+            if let Err(e) = ip(&["addr", "add", &format!("{new}/32"), "dev", INTERFACE]) {
+                tracing::warn!(address = %new, error = format!("{e:#}"), "cluster IP");
+            }
+        }
+        addresses = in_use;
+        for f in wanted {
+            if listeners.contains_key(&f) {
+                continue;
+            }
+            let fallback = (f.namespace == "default" && f.service == "kubernetes").then_some(api_server);
+            let task = tokio::spawn(relay(table.clone(), f.clone(), fallback));
+            listeners.insert(f, task);
+        }
+    }
+}
+
+fn ipv4(a: SocketAddr) -> Option<Ipv4Addr> {
+    match a {
+        SocketAddr::V4(a) => Some(*a.ip()),
+        SocketAddr::V6(_) => None,
+    }
+}
+
+/// Accepts at the cluster IP and relays each connection to one of the Service's ready
+/// endpoints, in turn (`fallback` when it has none).
+async fn relay(table: Table, f: Forward, fallback: Option<SocketAddr>) {
+    let listener = match tokio::net::TcpListener::bind(f.address).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(service = %format!("{}/{}", f.namespace, f.service), address = %f.address, error = %e, "cannot serve the cluster IP");
+            return;
+        }
+    };
+    let next = Arc::new(AtomicUsize::new(0));
+    while let Ok((mut inbound, _)) = listener.accept().await {
+        let endpoints = table.endpoints(&f.namespace, &f.service, &f.port_name);
+        let target = match endpoints.len() {
+            0 => fallback,
+            n => Some(endpoints[next.fetch_add(1, Ordering::Relaxed) % n]),
+        };
+        let Some(target) = target else {
+            tracing::debug!(address = %f.address, "no ready endpoint: connection closed");
+            continue;
+        };
+        tokio::spawn(async move {
+            if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                let _ = outbound.set_nodelay(true);
+                let _ = inbound.set_nodelay(true);
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(forwarding: bool) -> Table {
+        let t = Table { forwarding, ..Table::default() };
+        {
+            let mut s = t.state.write().unwrap();
+            let svc = |ip: Option<Ipv4Addr>| ServiceEntry { cluster_ip: ip, ports: vec![("http".into(), 80)] };
+            s.services.insert(("apps".into(), "echo".into()), svc(Some(Ipv4Addr::new(10, 96, 0, 10))));
+            s.services.insert(("apps".into(), "headless".into()), svc(None));
+            let slice = |service: &str, endpoints| SliceEntry {
+                service: service.into(),
+                ports: vec![("http".into(), 3000)],
+                endpoints,
+            };
+            let (a, b, c) = (Ipv4Addr::new(10, 244, 1, 5), Ipv4Addr::new(10, 244, 1, 6), Ipv4Addr::new(10, 244, 1, 7));
+            s.slices.insert(("apps".into(), "echo-1".into()), slice("echo", vec![(a, true), (b, false)]));
+            s.slices.insert(("apps".into(), "headless-1".into()), slice("headless", vec![(c, true)]));
+            s.slices.insert(("other".into(), "echo-1".into()), slice("echo", vec![(b, true)]));
+        }
+        t
+    }
+
+    #[test]
+    fn names_resolve_to_the_cluster_ip_when_forwarding_and_to_endpoints_otherwise() {
+        assert_eq!(table(true).resolve("echo", "apps"), vec![Ipv4Addr::new(10, 96, 0, 10)]);
+        assert_eq!(table(false).resolve("echo", "apps"), vec![Ipv4Addr::new(10, 244, 1, 5)], "only the ready one");
+        assert_eq!(table(true).resolve("headless", "apps"), vec![Ipv4Addr::new(10, 244, 1, 7)]);
+        assert!(table(true).resolve("absent", "apps").is_empty());
+    }
+
+    #[test]
+    fn connections_go_to_ready_endpoints_of_the_named_port_only() {
+        let t = table(true);
+        assert_eq!(t.endpoints("apps", "echo", "http"), vec![SocketAddr::from(([10, 244, 1, 5], 3000))]);
+        assert!(t.endpoints("apps", "echo", "https").is_empty());
+    }
+}
