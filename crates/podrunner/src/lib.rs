@@ -8,6 +8,6 @@ mod plan;
 pub mod process;
 
 pub use plan::{
-    ContainerPlan, HostPort, Images, Lookup, Mount, PlanError, PodFile, PodPlan, ProbeTiming, Readiness, TokenWanted,
-    image_repository, plan, token_requests,
+    ContainerPlan, Hook, HostPort, Images, Lookup, Mount, PlanError, PodFile, PodPlan, ProbeTiming, Readiness,
+    TokenWanted, image_repository, plan, token_requests,
 };

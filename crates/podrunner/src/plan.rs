@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, DownwardAPIVolumeFile, EnvVar, KeyToPath, Pod, Probe, Secret, Volume, VolumeProjection,
+    ConfigMap, Container, DownwardAPIVolumeFile, EnvVar, KeyToPath, LifecycleHandler, Pod, Probe, Secret, Volume,
+    VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -135,14 +136,21 @@ impl Images {
 
     /// The program a container runs, or why there is none.
     fn program(&self, container: &Container, field: &str) -> Result<PathBuf, PlanError> {
+        self.program_of(container, container.command.iter().flatten().next(), &format!("{field}.command"))
+    }
+
+    /// The program `command` (a command's first word) names in the container's image: the
+    /// binary standing in for the image whatever it names, or the program of that name in the
+    /// unpacked image.
+    fn program_of(&self, container: &Container, command: Option<&String>, field: &str) -> Result<PathBuf, PlanError> {
         let image = container.image.clone().unwrap_or_default();
         let unknown = || PlanError::UnknownImage { container: container.name.clone(), image: image.clone() };
         match self.sources.get(image_repository(&image)).ok_or_else(unknown)? {
             ImageSource::Binary(binary) => Ok(binary.clone()),
             ImageSource::Root(root) => {
-                let Some(name) = container.command.iter().flatten().next() else {
+                let Some(name) = command else {
                     return Err(PlanError::Unsupported {
-                        field: format!("{field}.command (a container of an unpacked image needs one)"),
+                        field: format!("{field} (a container of an unpacked image needs one)"),
                     });
                 };
                 if let Some(absolute) = name.strip_prefix('/') {
@@ -194,6 +202,30 @@ pub struct ContainerPlan {
     pub mounts: Vec<Mount>,
     /// When the container counts as ready.
     pub readiness: Readiness,
+    /// What runs before the container is stopped (`lifecycle.preStop`).
+    pub pre_stop: Option<Hook>,
+}
+
+/// A lifecycle hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hook {
+    /// `exec`: a program of the container's image, run in the container (its namespaces, mounts
+    /// and environment).
+    Exec {
+        /// The program.
+        program: PathBuf,
+        /// `command[1..]`.
+        args: Vec<String>,
+    },
+    /// `httpGet`: a GET to the pod (any answer ends the hook).
+    Http {
+        /// The port, named ports resolved.
+        port: u16,
+        /// The path.
+        path: String,
+    },
+    /// `sleep`: this many seconds.
+    Sleep(u32),
 }
 
 /// A volume directory (or, with `subPath`, a file or directory in it) at a path in the container.
@@ -318,6 +350,12 @@ fn container_plan(
     let command = container.command.iter().flatten().skip(1);
     let args = command.chain(container.args.iter().flatten()).map(expand).collect();
     let readiness = readiness(container, container.readiness_probe.as_ref(), field)?;
+    let pre_stop = container
+        .lifecycle
+        .as_ref()
+        .and_then(|l| l.pre_stop.as_ref())
+        .map(|h| hook(container, h, images, &env, &format!("{field}.lifecycle.preStop")))
+        .transpose()?;
     Ok(ContainerPlan {
         name: container.name.clone(),
         program,
@@ -325,7 +363,46 @@ fn container_plan(
         env,
         mounts: mounts(container, pod_dir, field)?,
         readiness,
+        pre_stop,
     })
+}
+
+fn hook(
+    container: &Container,
+    handler: &LifecycleHandler,
+    images: &Images,
+    env: &[(String, String)],
+    field: &str,
+) -> Result<Hook, PlanError> {
+    if let Some(exec) = &handler.exec {
+        let command = exec.command.as_deref().unwrap_or_default();
+        let program = images.program_of(container, command.first(), &format!("{field}.exec.command"))?;
+        return Ok(Hook::Exec { program, args: command.iter().skip(1).map(|a| expand_vars(a, env)).collect() });
+    }
+    if let Some(http) = &handler.http_get {
+        let port = port_number(container, &http.port)
+            .ok_or_else(|| PlanError::Unsupported { field: format!("{field}.httpGet.port") })?;
+        let path = http.path.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "/".into());
+        return Ok(Hook::Http { port, path });
+    }
+    if let Some(sleep) = &handler.sleep {
+        return Ok(Hook::Sleep(u32::try_from(sleep.seconds).unwrap_or(0)));
+    }
+    Err(PlanError::Unsupported { field: field.into() })
+}
+
+/// A port by number or by the container's name for it.
+fn port_number(container: &Container, port: &IntOrString) -> Option<u16> {
+    let number = match port {
+        IntOrString::Int(n) => Some(*n),
+        IntOrString::String(name) => container
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| p.name.as_deref() == Some(name.as_str()))
+            .map(|p| p.container_port),
+    };
+    number.and_then(|n| u16::try_from(n).ok()).filter(|n| *n > 0)
 }
 
 /// The probe's check and schedule; a command probe falls back to "listening" (its binary is
@@ -340,18 +417,7 @@ fn readiness(container: &Container, probe: Option<&Probe>, field: &str) -> Resul
         success_threshold: probe.success_threshold.unwrap_or(1).max(1) as u32,
     };
     let port_of = |port: &IntOrString, at: &str| -> Result<u16, PlanError> {
-        let number = match port {
-            IntOrString::Int(n) => Some(*n),
-            IntOrString::String(name) => container
-                .ports
-                .iter()
-                .flatten()
-                .find(|p| p.name.as_deref() == Some(name.as_str()))
-                .map(|p| p.container_port),
-        };
-        number
-            .and_then(|n| u16::try_from(n).ok())
-            .filter(|n| *n > 0)
+        port_number(container, port)
             .ok_or_else(|| PlanError::Unsupported { field: format!("{field}.readinessProbe.{at}.port") })
     };
     if let Some(http) = &probe.http_get {

@@ -109,8 +109,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     net::bridge(&args.bridge, gateway, prefix)?;
 
     let client = kube::Client::try_default().await.context("no kubeconfig")?;
-    let forwarding = args.service_cidr.as_ref().and(args.api_server);
-    let table = services::start(client.clone(), forwarding)?;
+    let forwarding = args.service_cidr.clone().zip(args.api_server);
+    let (table, range) = services::start(client.clone(), forwarding, (&args.bridge, gateway, prefix))?;
     let shared = Arc::new(pod::Shared {
         client: client.clone(),
         images,
@@ -119,14 +119,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
         gateway,
         prefix,
         port_forwards: args.port_forwards,
-        services: forwarding.is_some(),
-        service_cidr: args.service_cidr.clone(),
+        services: range.clone(),
     });
     let dns = tokio::spawn(cluster_dns::serve(table, gateway));
     let pods: kube::Api<Pod> = kube::Api::all(client);
     let config = watcher::Config::default().fields(&format!("spec.nodeName={}", args.node_name));
     let mut events = watcher::watcher(pods, config).boxed();
-    let mut running: BTreeMap<String, watch::Sender<bool>> = BTreeMap::new();
+    let mut running: BTreeMap<String, watch::Sender<Option<pod::Stop>>> = BTreeMap::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     tracing::info!(node = %args.node_name, bridge = %args.bridge, "running pods");
     let mut stop = std::pin::pin!(podrunner::process::shutdown());
@@ -146,26 +145,32 @@ async fn run(args: Args) -> anyhow::Result<()> {
             }
             Ok(watcher::Event::InitDone) => {
                 // Pods that went away while the watch was down.
-                running.retain(|uid, cancel| {
+                running.retain(|uid, stop| {
                     let keep = seen.contains(uid);
                     if !keep {
-                        let _ = cancel.send(true);
+                        let _ = stop.send(Some(pod::Stop::Gone));
                     }
                     keep
                 });
             }
             Ok(watcher::Event::Delete(p)) => {
-                if let Some(cancel) = p.metadata.uid.as_ref().and_then(|uid| running.remove(uid)) {
-                    let _ = cancel.send(true);
+                // Gone before its processes were (a forced delete): stop them now. After the
+                // pod's own graceful end this is its task's own delete coming back.
+                if let Some(stop) = p.metadata.uid.as_ref().and_then(|uid| running.remove(uid)) {
+                    stop.send_if_modified(|s| {
+                        let forced = !matches!(s, Some(pod::Stop::Gone));
+                        *s = Some(pod::Stop::Gone);
+                        forced
+                    });
                 }
             }
             Err(e) => tracing::warn!(error = %e, "pod watch"),
         }
-        running.retain(|_, cancel| !cancel.is_closed());
+        running.retain(|_, stop| !stop.is_closed());
     }
     tracing::info!(pods = running.len(), "stopping");
-    for cancel in running.values() {
-        let _ = cancel.send(true);
+    for stop in running.values() {
+        let _ = stop.send(Some(pod::Stop::Shutdown));
     }
     // Each pod task removes its own namespace; wait until they all have.
     for _ in 0..100 {
@@ -178,15 +183,34 @@ async fn run(args: Args) -> anyhow::Result<()> {
     pod::remove_created_mount_points(&args.state_dir);
     net::remove_stale()?;
     net::remove_bridge(&args.bridge);
-    services::remove_interface();
+    if let Some(range) = &range {
+        services::remove(&range.cidr);
+    }
     Ok(())
 }
 
-/// Starts a pod once kwok gave it an IP; stops it once it is being deleted.
-fn reconcile(shared: &Arc<pod::Shared>, running: &mut BTreeMap<String, watch::Sender<bool>>, uid: String, p: Pod) {
+/// Starts a pod once kwok gave it an IP; stops it gracefully once it is being deleted.
+fn reconcile(
+    shared: &Arc<pod::Shared>,
+    running: &mut BTreeMap<String, watch::Sender<Option<pod::Stop>>>,
+    uid: String,
+    p: Pod,
+) {
     if p.metadata.deletion_timestamp.is_some() {
-        if let Some(cancel) = running.remove(&uid) {
-            let _ = cancel.send(true);
+        let grace = p.metadata.deletion_grace_period_seconds.map_or(30, |g| u32::try_from(g).unwrap_or(0));
+        if let Some(stop) = running.get(&uid) {
+            // The first deletion decides; a shorter grace later (a forced delete) cuts it short.
+            stop.send_if_modified(|s| match s {
+                None => {
+                    *s = Some(pod::Stop::Deleted { grace });
+                    true
+                }
+                Some(pod::Stop::Deleted { grace: g }) if grace < *g => {
+                    *s = Some(pod::Stop::Deleted { grace });
+                    true
+                }
+                _ => false,
+            });
         }
         return;
     }
@@ -194,7 +218,7 @@ fn reconcile(shared: &Arc<pod::Shared>, running: &mut BTreeMap<String, watch::Se
     if !has_ip || running.contains_key(&uid) {
         return;
     }
-    let (cancel, cancelled) = watch::channel(false);
-    running.insert(uid, cancel);
-    tokio::spawn(pod::run(Arc::clone(shared), p, cancelled));
+    let (stop, stopped) = watch::channel(None);
+    running.insert(uid, stop);
+    tokio::spawn(pod::run(Arc::clone(shared), p, stopped));
 }

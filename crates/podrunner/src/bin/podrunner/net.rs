@@ -1,6 +1,6 @@
 //! The pod network: one bridge on the host, one network namespace and veth pair per pod, and no
 //! route out of the pod network (pods reach each other, the host's bridge address, and the
-//! Services' range, which the host serves).
+//! Services' range, served next to the host's address: services.rs).
 //! Each pod's resolv.conf (`/etc/netns/NAME/resolv.conf`, which `ip netns exec` binds over
 //! /etc/resolv.conf) names the runner's cluster DNS on the bridge address with the kubelet's
 //! search path. Everything is named with a prefix of its own, so a restarted runner can find and
@@ -56,14 +56,14 @@ pub struct PodNet {
 
 impl PodNet {
     /// Creates the namespace for the pod with `uid` in `namespace` at `address`, joined to
-    /// `bridge` on the network `(gateway, prefix)`; `services` (a CIDR) is routed to the host.
+    /// `bridge` on the network `(gateway, prefix)`, with a route to the `services` range.
     pub fn create(
         uid: &str,
         namespace: &str,
         address: Ipv4Addr,
         bridge: &str,
         (gateway, prefix): (Ipv4Addr, u8),
-        services: Option<&str>,
+        services: Option<&crate::services::Range>,
     ) -> anyhow::Result<Self> {
         let tag: String = uid.chars().filter(char::is_ascii_alphanumeric).take(10).collect();
         let me = Self { netns: format!("{PREFIX}{tag}"), host_if: format!("g{tag}h") };
@@ -88,7 +88,7 @@ impl PodNet {
         exec(&["addr", "add", &format!("{address}/{prefix}"), "dev", &pod_if])?;
         exec(&["link", "set", &pod_if, "up"])?;
         if let Some(range) = services {
-            exec(&["route", "add", range, "via", &gateway.to_string()])?;
+            exec(&["route", "add", &range.cidr, "via", &range.via.to_string()])?;
         }
         let etc = format!("/etc/netns/{}", me.netns);
         std::fs::create_dir_all(&etc).with_context(|| format!("creating {etc}"))?;

@@ -31,11 +31,9 @@ pub struct Shared {
     pub prefix: u8,
     /// Publish kwok PortForwards (see port_forward.rs).
     pub port_forwards: bool,
-    /// Services are forwarded at their cluster IPs (see services.rs), so pods get the
-    /// `kubernetes` Service's address in their environment.
-    pub services: bool,
-    /// The Services' range, routed from each pod to the host.
-    pub service_cidr: Option<String>,
+    /// Where Services are served at their cluster IPs (see services.rs): pods route the range
+    /// there and get the `kubernetes` Service's address in their environment.
+    pub services: Option<crate::services::Range>,
 }
 
 /// How often a container that exits is started again before the runner gives up on it.
@@ -67,8 +65,21 @@ impl podrunner::Lookup for Objects {
     }
 }
 
-/// Runs `pod` until `cancelled` says stop (or the sender goes away), then cleans up.
-pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<bool>) {
+/// Why a pod's processes stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The pod is being deleted with this grace period (seconds): its preStop hooks run, its
+    /// containers get SIGTERM and the rest of the period, and then its object is removed, as
+    /// the kubelet does.
+    Deleted { grace: u32 },
+    /// Its object is gone: the processes are killed.
+    Gone,
+    /// The runner stops: the processes are killed, the object is left alone.
+    Shutdown,
+}
+
+/// Runs `pod` until `stop` says why it ends (or the sender goes away), then cleans up.
+pub async fn run(shared: Arc<Shared>, pod: Pod, mut stop: watch::Receiver<Option<Stop>>) {
     let name = format!(
         "{}/{}",
         pod.metadata.namespace.as_deref().unwrap_or_default(),
@@ -87,7 +98,7 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<b
                 tracing::warn!(pod = %name, error = format!("{e:#}"), "cannot start yet");
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-                    _ = cancelled.wait_for(|c| *c) => break None,
+                    _ = stop.wait_for(Option::is_some) => break None,
                 }
             }
             Err(e) => {
@@ -116,25 +127,24 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<b
         });
         let finished = tokio::select! {
             codes = supervise(&name, running, Restart::of(&pod)) => Some(codes),
-            _ = cancelled.wait_for(|c| *c) => None,
+            _ = stop.wait_for(Option::is_some) => None,
         };
         probes.abort();
+        if let Some(codes) = finished {
+            // A Job's pod: its status says how it ended; it stays (with its logs) until deleted.
+            write_finished(&shared.client, &pod, running, &codes).await;
+            let _ = stop.wait_for(Option::is_some).await;
+        }
+        let grace = match *stop.borrow() {
+            Some(Stop::Deleted { grace }) => Duration::from_secs(u64::from(grace)),
+            _ => Duration::ZERO,
+        };
+        terminate(&name, running, grace).await;
         if let Some(p) = port_forward {
             p.abort();
         }
         for f in forwards {
             f.abort();
-        }
-        if let Some(codes) = finished {
-            // A Job's pod: its status says how it ended; it stays (with its logs) until deleted.
-            write_finished(&shared.client, &pod, running, &codes).await;
-            let _ = cancelled.wait_for(|c| *c).await;
-        }
-    }
-    if let Some(running) = processes.as_mut() {
-        for c in &mut running.containers {
-            let _ = c.child.start_kill();
-            let _ = c.child.wait().await;
         }
     }
     drop(net);
@@ -149,7 +159,75 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut cancelled: watch::Receiver<b
         .await;
     }
     let _ = tokio::fs::remove_dir_all(&dir).await;
+    if matches!(*stop.borrow(), Some(Stop::Deleted { .. })) {
+        remove_object(&shared.client, &pod).await;
+    }
     tracing::info!(pod = %name, "stopped");
+}
+
+/// Stops the containers as the kubelet does: each container's preStop hook, then SIGTERM, then
+/// SIGKILL for whatever still runs when `grace` is over (at once with no grace).
+async fn terminate(name: &str, running: &mut Running, grace: Duration) {
+    let deadline = tokio::time::Instant::now() + grace;
+    let Running { containers, netns, dir, address, .. } = running;
+    if !grace.is_zero() {
+        let (netns, dir, address) = (&*netns, &*dir, *address);
+        let stops = containers.iter_mut().filter(|c| c.exit.is_none()).map(|c| async move {
+            if let Some(hook) = &c.plan.pre_stop {
+                run_hook(name, netns, dir, address, c, hook).await;
+            }
+            if let Some(pid) = c.child.id() {
+                let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status().await;
+            }
+            let _ = c.child.wait().await;
+        });
+        if tokio::time::timeout_at(deadline, futures::future::join_all(stops)).await.is_err() {
+            tracing::warn!(pod = %name, grace = ?grace, "still running after the grace period: killed");
+        }
+    }
+    for c in containers.iter_mut() {
+        let _ = c.child.start_kill();
+        let _ = c.child.wait().await;
+    }
+}
+
+/// Runs one preStop hook to its end (the grace period bounds it).
+async fn run_hook(name: &str, netns: &str, dir: &Path, address: Ipv4Addr, c: &Container, hook: &podrunner::Hook) {
+    tracing::info!(pod = %name, container = %c.plan.name, ?hook, "preStop");
+    match hook {
+        podrunner::Hook::Exec { program, args } => {
+            let plan = podrunner::ContainerPlan { program: program.clone(), args: args.clone(), ..c.plan.clone() };
+            match spawn(netns, dir, &plan, &c.log) {
+                Ok(mut child) => {
+                    let status = child.wait().await;
+                    tracing::info!(pod = %name, container = %c.plan.name, ?status, "preStop finished");
+                }
+                Err(e) => tracing::warn!(pod = %name, container = %c.plan.name, error = format!("{e:#}"), "preStop"),
+            }
+        }
+        podrunner::Hook::Http { port, path } => {
+            let code = crate::probe::http_get(std::net::SocketAddr::from((address, *port)), path, None, false).await;
+            tracing::info!(pod = %name, container = %c.plan.name, ?code, "preStop finished");
+        }
+        podrunner::Hook::Sleep(seconds) => tokio::time::sleep(Duration::from_secs(u64::from(*seconds))).await,
+    }
+}
+
+/// Removes the pod's object once its processes are gone (the kubelet's final delete, grace 0,
+/// for this pod only).
+async fn remove_object(client: &kube::Client, pod: &Pod) {
+    let api: kube::Api<Pod> =
+        kube::Api::namespaced(client.clone(), pod.metadata.namespace.as_deref().unwrap_or_default());
+    let params = DeleteParams {
+        grace_period_seconds: Some(0),
+        preconditions: Some(kube::api::Preconditions { uid: pod.metadata.uid.clone(), resource_version: None }),
+        ..DeleteParams::default()
+    };
+    if let Err(e) = api.delete(pod.metadata.name.as_deref().unwrap_or_default(), &params).await
+        && !matches!(&e, kube::Error::Api(s) if s.code == 404 || s.code == 409)
+    {
+        tracing::warn!(pod = ?pod.metadata.name, error = %e, "removing the pod");
+    }
 }
 
 struct Container {
@@ -204,7 +282,7 @@ async fn start(shared: &Shared, pod: &Pod, dir: &Path, net: &mut Option<PodNet>)
             address,
             &shared.bridge,
             (shared.gateway, shared.prefix),
-            shared.service_cidr.as_deref(),
+            shared.services.as_ref(),
         )?);
     }
     let netns = net.as_ref().expect("just set").netns.clone();
@@ -256,8 +334,8 @@ async fn lookup(shared: &Shared, pod: &Pod) -> anyhow::Result<Objects> {
         tokens.insert(wanted.audience.clone(), token(client, pod, &wanted).await?);
     }
     let api_server = match shared.services {
-        true => kubernetes_service(client).await,
-        false => None,
+        Some(_) => kubernetes_service(client).await,
+        None => None,
     };
     Ok(Objects {
         secrets: secrets.list(&lp).await?.items.into_iter().map(|s| (name(&s.metadata), s)).collect(),

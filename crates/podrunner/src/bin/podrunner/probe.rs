@@ -120,7 +120,7 @@ async fn check(readiness: &Readiness, address: IpAddr, pid: u32) -> bool {
 /// The status code of a plain HTTP/1.1 GET (`None` if there is no answer). HTTPS probes only
 /// check that the port accepts connections: the kubelet does not verify certificates either,
 /// and nothing here needs more.
-async fn http_get(addr: SocketAddr, path: &str, host: Option<&str>, https: bool) -> Option<u16> {
+pub async fn http_get(addr: SocketAddr, path: &str, host: Option<&str>, https: bool) -> Option<u16> {
     let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
     if https {
         return Some(200);

@@ -1,14 +1,16 @@
 //! The cluster's Services, for the cluster DNS and, with a service range, at their cluster IPs as
-//! kube-proxy in userspace mode would serve them: every cluster IP is an address on an
-//! interface of the host of its own, each pod's namespace routes the service range to the host (see
-//! net.rs), and one listener per TCP port relays each connection to a ready endpoint of the
-//! Service's EndpointSlices (round robin; the port found by name; terminating endpoints get no
-//! new connections). The `default/kubernetes` Service, which nothing fills with endpoints here
-//! (the API server's endpoint reconciler is off), leads to the API server. UDP ports are not
-//! forwarded.
+//! kube-proxy in userspace mode would serve them. The cluster IPs live in a network namespace of
+//! their own (so a host process bound to 0.0.0.0 on a Service's port, as upstream's e2e suites
+//! run the controller, never clashes with them), joined to the pod bridge at the address after
+//! the host's; pods and the host route the service range there. The listening sockets are made
+//! in that namespace, the connections onwards from the host's: one listener per TCP port relays
+//! each connection to a ready endpoint of the Service's EndpointSlices (round robin; the port
+//! found by name; terminating endpoints get no new connections). The `default/kubernetes`
+//! Service, which nothing fills with endpoints here (the API server's endpoint reconciler is
+//! off), leads to the API server. UDP ports are not forwarded.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
@@ -20,8 +22,21 @@ use kube::runtime::watcher;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-/// The host's interface carrying the cluster IPs.
-pub const INTERFACE: &str = "gwcsvc0";
+/// The network namespace holding the cluster IPs (the runner's prefix: a teardown that removes
+/// the pods' namespaces removes it too).
+const NETNS: &str = "gwc-services";
+/// Its veth pair: the host's side (on the bridge) and its own.
+const HOST_IF: &str = "gwcsvch";
+const NS_IF: &str = "gwcsvcp";
+
+/// Where the service range is served: the namespace's address on the pod bridge.
+#[derive(Debug, Clone)]
+pub struct Range {
+    /// The range (CIDR).
+    pub cidr: String,
+    /// The next hop to it from the host and from every pod.
+    pub via: Ipv4Addr,
+}
 
 /// A Service, as far as forwarding and DNS go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,17 +118,22 @@ impl Table {
     }
 }
 
-/// Watches Services and EndpointSlices; with `forwarding`, serves every Service at its cluster
-/// IP until the process ends (`api_server` answers for `default/kubernetes`).
-pub fn start(client: kube::Client, forwarding: Option<SocketAddr>) -> anyhow::Result<Table> {
+/// Watches Services and EndpointSlices. With `forwarding` (the range, and the API server's
+/// address for `default/kubernetes`), serves every Service at its cluster IP until the process
+/// ends; the bridge is `(name, host address, prefix)`.
+pub fn start(
+    client: kube::Client,
+    forwarding: Option<(String, SocketAddr)>,
+    bridge: (&str, Ipv4Addr, u8),
+) -> anyhow::Result<(Table, Option<Range>)> {
     let table = Table { forwarding: forwarding.is_some(), ..Table::default() };
     tokio::spawn(follow_services(client.clone(), table.clone()));
     tokio::spawn(follow_slices(client, table.clone()));
-    if let Some(api_server) = forwarding {
-        interface()?;
-        tokio::spawn(forward(table.clone(), api_server));
-    }
-    Ok(table)
+    let Some((cidr, api_server)) = forwarding else { return Ok((table, None)) };
+    let range = namespace(&cidr, bridge)?;
+    let binder = Binder::start()?;
+    tokio::spawn(forward(table.clone(), binder, api_server));
+    Ok((table, Some(range)))
 }
 
 fn ip(args: &[&str]) -> anyhow::Result<()> {
@@ -122,17 +142,74 @@ fn ip(args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A fresh interface for the cluster IPs: a bridge without ports (the kernel may lack the dummy
-/// driver; a bridge is there, the pod network uses one).
-fn interface() -> anyhow::Result<()> {
-    remove_interface();
-    ip(&["link", "add", INTERFACE, "type", "bridge"])?;
-    ip(&["link", "set", INTERFACE, "up"])
+/// A fresh namespace for the cluster IPs on the bridge, at the address after the host's, with
+/// the host's route to the range through it.
+fn namespace(cidr: &str, (bridge, gateway, prefix): (&str, Ipv4Addr, u8)) -> anyhow::Result<Range> {
+    remove(cidr);
+    let via = Ipv4Addr::from(u32::from(gateway) + 1);
+    ip(&["netns", "add", NETNS])?;
+    ip(&["link", "add", HOST_IF, "type", "veth", "peer", "name", NS_IF])?;
+    ip(&["link", "set", NS_IF, "netns", NETNS])?;
+    ip(&["link", "set", HOST_IF, "master", bridge, "up"])?;
+    ip(&["-n", NETNS, "link", "set", "lo", "up"])?;
+    ip(&["-n", NETNS, "addr", "add", &format!("{via}/{prefix}"), "dev", NS_IF])?;
+    ip(&["-n", NETNS, "link", "set", NS_IF, "up"])?;
+    ip(&["route", "replace", cidr, "via", &via.to_string(), "dev", bridge])?;
+    Ok(Range { cidr: cidr.to_string(), via })
 }
 
-/// Removes the cluster IPs' interface (and with it every address on it).
-pub fn remove_interface() {
-    let _ = ip(&["link", "del", INTERFACE]);
+/// Removes the cluster IPs' namespace and the host's route to `cidr`.
+pub fn remove(cidr: &str) {
+    let _ = ip(&["route", "del", cidr]);
+    let _ = ip(&["link", "del", HOST_IF]);
+    let _ = ip(&["netns", "del", NETNS]);
+}
+
+/// Makes listening sockets inside the cluster IPs' namespace: a thread of its own joins it (a
+/// socket stays in the namespace it was made in, whichever thread then uses it).
+struct Binder {
+    requests:
+        std::sync::mpsc::Sender<(SocketAddrV4, tokio::sync::oneshot::Sender<std::io::Result<std::net::TcpListener>>)>,
+}
+
+impl Binder {
+    fn start() -> anyhow::Result<Self> {
+        let netns = std::fs::File::open(format!("/var/run/netns/{NETNS}"))?;
+        let (requests, incoming) = std::sync::mpsc::channel::<(SocketAddrV4, tokio::sync::oneshot::Sender<_>)>();
+        let (joined, result) = std::sync::mpsc::channel();
+        std::thread::Builder::new().name("cluster-ips".into()).spawn(move || {
+            let entered = nix::sched::setns(&netns, nix::sched::CloneFlags::CLONE_NEWNET);
+            let ok = entered.is_ok();
+            let _ = joined.send(entered);
+            if ok {
+                for (address, reply) in incoming {
+                    let _ = reply.send(listen(address));
+                }
+            }
+        })?;
+        result.recv()?.map_err(|e| anyhow::anyhow!("joining {NETNS}: {e}"))?;
+        Ok(Self { requests })
+    }
+
+    /// A listener at `address` in the namespace, registered with the runtime.
+    async fn listen(&self, address: SocketAddrV4) -> std::io::Result<tokio::net::TcpListener> {
+        let (reply, listener) = tokio::sync::oneshot::channel();
+        self.requests.send((address, reply)).map_err(|_| std::io::Error::other("the binder thread ended"))?;
+        let listener = listener.await.map_err(|_| std::io::Error::other("the binder thread ended"))??;
+        tokio::net::TcpListener::from_std(listener)
+    }
+}
+
+/// A non-blocking listening socket at `address`, reusable at once after it closes.
+fn listen(address: SocketAddrV4) -> std::io::Result<std::net::TcpListener> {
+    use nix::sys::socket::{self, AddressFamily, Backlog, SockFlag, SockType, SockaddrIn, sockopt};
+    use std::os::fd::AsRawFd as _;
+    let flags = SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK;
+    let fd = socket::socket(AddressFamily::Inet, SockType::Stream, flags, None)?;
+    socket::setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+    socket::bind(fd.as_raw_fd(), &SockaddrIn::from(address))?;
+    socket::listen(&fd, Backlog::new(1024)?)?;
+    Ok(std::net::TcpListener::from(fd))
 }
 
 fn key(meta: &kube::api::ObjectMeta) -> (String, String) {
@@ -221,14 +298,15 @@ async fn follow_slices(client: kube::Client, table: Table) {
 /// One forwarded port: the cluster IP and port, and the Service port it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Forward {
-    address: SocketAddr,
+    address: SocketAddrV4,
     namespace: String,
     service: String,
     port_name: String,
 }
 
 /// Keeps one listener per Service port at its cluster IP.
-async fn forward(table: Table, api_server: SocketAddr) {
+async fn forward(table: Table, binder: Binder, api_server: SocketAddr) {
+    let binder = Arc::new(binder);
     let mut listeners: BTreeMap<Forward, JoinHandle<()>> = BTreeMap::new();
     let mut addresses: BTreeSet<Ipv4Addr> = BTreeSet::new();
     loop {
@@ -241,7 +319,7 @@ async fn forward(table: Table, api_server: SocketAddr) {
                 .filter_map(|((ns, name), s)| Some((ns, name, s.cluster_ip?, &s.ports)))
                 .flat_map(|(ns, name, ip, ports)| {
                     ports.iter().map(move |(port_name, port)| Forward {
-                        address: SocketAddr::from((ip, *port)),
+                        address: SocketAddrV4::new(ip, *port),
                         namespace: ns.clone(),
                         service: name.clone(),
                         port_name: port_name.clone(),
@@ -256,12 +334,12 @@ async fn forward(table: Table, api_server: SocketAddr) {
             }
             keep
         });
-        let in_use: BTreeSet<Ipv4Addr> = wanted.iter().filter_map(|f| ipv4(f.address)).collect();
+        let in_use: BTreeSet<Ipv4Addr> = wanted.iter().map(|f| *f.address.ip()).collect();
         for gone in addresses.difference(&in_use) {
-            let _ = ip(&["addr", "del", &format!("{gone}/32"), "dev", INTERFACE]);
+            let _ = ip(&["-n", NETNS, "addr", "del", &format!("{gone}/32"), "dev", "lo"]);
         }
         for new in in_use.difference(&addresses) {
-            if let Err(e) = ip(&["addr", "add", &format!("{new}/32"), "dev", INTERFACE]) {
+            if let Err(e) = ip(&["-n", NETNS, "addr", "add", &format!("{new}/32"), "dev", "lo"]) {
                 tracing::warn!(address = %new, error = format!("{e:#}"), "cluster IP");
             }
         }
@@ -271,23 +349,16 @@ async fn forward(table: Table, api_server: SocketAddr) {
                 continue;
             }
             let fallback = (f.namespace == "default" && f.service == "kubernetes").then_some(api_server);
-            let task = tokio::spawn(relay(table.clone(), f.clone(), fallback));
+            let task = tokio::spawn(relay(table.clone(), Arc::clone(&binder), f.clone(), fallback));
             listeners.insert(f, task);
         }
     }
 }
 
-fn ipv4(a: SocketAddr) -> Option<Ipv4Addr> {
-    match a {
-        SocketAddr::V4(a) => Some(*a.ip()),
-        SocketAddr::V6(_) => None,
-    }
-}
-
 /// Accepts at the cluster IP and relays each connection to one of the Service's ready
 /// endpoints, in turn (`fallback` when it has none).
-async fn relay(table: Table, f: Forward, fallback: Option<SocketAddr>) {
-    let listener = match tokio::net::TcpListener::bind(f.address).await {
+async fn relay(table: Table, binder: Arc<Binder>, f: Forward, fallback: Option<SocketAddr>) {
+    let listener = match binder.listen(f.address).await {
         Ok(l) => l,
         Err(e) => {
             tracing::warn!(service = %format!("{}/{}", f.namespace, f.service), address = %f.address, error = %e, "cannot serve the cluster IP");
