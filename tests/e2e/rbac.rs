@@ -47,15 +47,21 @@ async fn namespaced_rbac_is_enough_with_watch_namespaces() -> anyhow::Result<()>
         .await
 }
 
-#[tokio::test]
-async fn a_missing_permission_stops_the_source_with_a_clear_error() -> anyhow::Result<()> {
+/// An API server with the Gateway API, the namespace projectcontour and this ClusterRole YAML.
+async fn with_rbac(rbac: &str) -> anyhow::Result<ApiServer> {
     let api = ApiServer::start().await?;
     api.install_gateway_api().await?;
     let admin = api.client().await?;
     apply_yaml(&admin, "apiVersion: v1\nkind: Namespace\nmetadata: {name: projectcontour}\n").await?;
+    apply_yaml(&admin, rbac).await?;
+    Ok(api)
+}
+
+#[tokio::test]
+async fn a_missing_permission_stops_the_source_with_a_clear_error() -> anyhow::Result<()> {
     let without_slices = include_str!("../../deploy/rbac/contour.yaml")
         .replace("  resources: [endpointslices]", "  resources: [nothing]");
-    apply_yaml(&admin, &without_slices).await?;
+    let api = with_rbac(&without_slices).await?;
     let client = service_account_client(&api).await?;
     let store = store::Store::new();
     let result = tokio::time::timeout(
@@ -66,5 +72,26 @@ async fn a_missing_permission_stops_the_source_with_a_clear_error() -> anyhow::R
     let error = result.expect_err("the source must not run without EndpointSlice access").to_string();
     assert!(error.contains("EndpointSlice") && error.contains("forbidden"), "{error}");
     assert!(!store.is_synced());
+    Ok(())
+}
+
+#[tokio::test]
+async fn upstreams_rbac_without_udproutes_serves_everything_else() -> anyhow::Result<()> {
+    // Upstream Contour's ClusterRole has no udproutes (upstream has no UDPRoute): a drop-in
+    // install with it must run, without UDPRoutes, rather than stop.
+    let upstreams = include_str!("../../deploy/rbac/contour.yaml").replace(" udproutes,", "");
+    assert!(!upstreams.contains("udproutes"));
+    let api = with_rbac(&upstreams).await?;
+    let store = store::Store::new();
+    let source =
+        tokio::spawn(store::KubernetesSource::new(service_account_client(&api).await?, Vec::new()).run(store.clone()));
+    let synced = testkit::eventually(std::time::Duration::from_secs(30), || {
+        let synced = store.is_synced();
+        async move { synced.then_some(()) }
+    })
+    .await;
+    assert!(!source.is_finished(), "the source stopped: {:?}", source.await);
+    assert!(synced.is_some(), "the source never synced");
+    source.abort();
     Ok(())
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Parser;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 
 #[derive(Parser, Debug)]
 #[command(name = "contour-certgen", about = "Generate the TLS certificates for gRPC (xDS) between Envoy and Contour")]
@@ -115,34 +115,26 @@ fn write_files(dir: &Path, files: &[(String, &str)], overwrite: bool) -> anyhow:
     Ok(())
 }
 
-/// Creates the Secrets, or leaves them all alone when any exists and `--overwrite` is off.
+/// Creates each Secret; one that exists is replaced with `--overwrite` and left alone without it,
+/// as upstream's certgen does. Needs only `create` and `update` on Secrets (upstream's Role).
 async fn write_secrets(args: &Args, secrets: &[serde_json::Value]) -> anyhow::Result<()> {
     let client = kubeclient::connect(args.kubeconfig.as_deref(), args.incluster).await?;
     let api: Api<Secret> = Api::namespaced(client, &args.namespace);
-    let mut existing = Vec::new();
-    for s in secrets {
-        let name = s["metadata"]["name"].as_str().unwrap_or_default();
-        if api.get_opt(name).await.with_context(|| format!("reading secret/{name}"))?.is_some() {
-            existing.push(name.to_string());
-        }
-    }
-    if !existing.is_empty() && !args.overwrite {
-        let names: Vec<String> = existing.iter().map(|n| format!("secret/{n}")).collect();
-        println!("{} already exist in {}; left alone (--overwrite replaces them)", names.join(", "), args.namespace);
-        return Ok(());
-    }
     for s in secrets {
         let secret: Secret = serde_json::from_value(s.clone())?;
         let name = secret.metadata.name.clone().unwrap_or_default();
-        if existing.contains(&name) {
-            let params = PatchParams::apply("contour-certgen").force();
-            api.patch(&name, &params, &Patch::Apply(&secret))
-                .await
-                .with_context(|| format!("replacing secret/{name}"))?;
-            println!("secret/{name} replaced");
-        } else {
-            api.create(&PostParams::default(), &secret).await.with_context(|| format!("creating secret/{name}"))?;
-            println!("secret/{name} created");
+        match api.create(&PostParams::default(), &secret).await {
+            Ok(_) => println!("secret/{name} created"),
+            Err(kube::Error::Api(e)) if e.code == 409 && !args.overwrite => {
+                println!("secret/{name} already exists in {}; left alone (--overwrite replaces it)", args.namespace);
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                api.replace(&name, &PostParams::default(), &secret)
+                    .await
+                    .with_context(|| format!("replacing secret/{name}"))?;
+                println!("secret/{name} replaced");
+            }
+            Err(e) => return Err(e).with_context(|| format!("creating secret/{name}")),
         }
     }
     Ok(())

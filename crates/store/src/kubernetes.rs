@@ -21,6 +21,11 @@ use crate::Store;
 /// Secret types the controller never keeps: they are large, numerous and never referenced.
 pub const IGNORED_SECRET_TYPES: [&str; 2] = ["helm.sh/release.v1", "kubernetes.io/service-account-token"];
 
+/// Kinds we watch that upstream Contour does not, so its ClusterRole does not grant them: without
+/// the permission they are not watched (a warning names them) rather than stopping the source. A
+/// missing permission on any other kind stops start-up, naming the kind.
+const BEYOND_UPSTREAMS_RBAC: [Kind; 1] = [Kind::UdpRoute];
+
 /// Why the source could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -418,8 +423,18 @@ impl KubernetesSource {
                 Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
                 None => Api::all_with(self.client.clone(), &resource),
             };
-            if let Err(source) = probe.list_metadata(&kube::api::ListParams::default().limit(1)).await {
-                return Err(Error::Discovery { kind: K::NAME, source });
+            match probe.list_metadata(&kube::api::ListParams::default().limit(1)).await {
+                Ok(_) => {}
+                // Upstream's RBAC does not grant it: a drop-in install runs without the kind.
+                Err(kube::Error::Api(e)) if e.code == 403 && BEYOND_UPSTREAMS_RBAC.contains(&K::KIND) => {
+                    warn!(
+                        kind = K::NAME,
+                        error = %e.message,
+                        "no permission to list it (upstream Contour's ClusterRole does not grant it); not watching it"
+                    );
+                    return Ok(());
+                }
+                Err(source) => return Err(Error::Discovery { kind: K::NAME, source }),
             }
             let index = scopes.len();
             scopes.push((K::KIND, scope.clone()));
