@@ -24,7 +24,7 @@ pub const IGNORED_SECRET_TYPES: [&str; 2] = ["helm.sh/release.v1", "kubernetes.i
 /// Kinds we watch that upstream Contour does not, so its ClusterRole does not grant them: without
 /// the permission they are not watched (a warning names them) rather than stopping the source. A
 /// missing permission on any other kind stops start-up, naming the kind.
-const BEYOND_UPSTREAMS_RBAC: [Kind; 1] = [Kind::UdpRoute];
+const BEYOND_UPSTREAMS_RBAC: [Kind; 2] = [Kind::UdpRoute, Kind::IngressClass];
 
 /// Why the source could not start.
 #[derive(Debug, thiserror::Error)]
