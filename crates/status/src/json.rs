@@ -131,6 +131,26 @@ pub(crate) fn extension(desired: &ProxyStatus, current: &Value, now: &str) -> Va
     json!({"conditions": status["conditions"]})
 }
 
+/// Applies `patch` to `target` by JSON merge-patch rules (RFC 7386): objects merge key by key, a
+/// null removes the key, anything else replaces.
+pub(crate) fn merge(target: &mut Value, patch: &Value) {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    let object = target.as_object_mut().expect("made an object");
+    for (key, value) in fields {
+        if value.is_null() {
+            object.remove(key);
+        } else {
+            merge(object.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
 /// Parent refs are equal when their fields are, with the API's defaults filled in.
 fn same_ref(a: &Value, b: &Value) -> bool {
     let field = |v: &Value, k: &str, default: &str| v[k].as_str().unwrap_or(default).to_string();
@@ -174,4 +194,19 @@ fn strip(mut v: Value) -> Value {
         _ => {}
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn merge_follows_merge_patch_rules() {
+        let mut status = json!({"parents": [{"a": 1}], "other": {"keep": true, "drop": 1}, "x": 1});
+        super::merge(&mut status, &json!({"parents": [{"b": 2}], "other": {"drop": null, "new": 2}}));
+        assert_eq!(status, json!({"parents": [{"b": 2}], "other": {"keep": true, "new": 2}, "x": 1}));
+        let mut none = serde_json::Value::Null;
+        super::merge(&mut none, &json!({"a": {"b": null, "c": 1}}));
+        assert_eq!(none, json!({"a": {"c": 1}}));
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use frontends::gateway_api::status::StatusSet;
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use tracing::{debug, warn};
@@ -307,11 +307,15 @@ async fn write_one(
             counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
             return Ok(Some(Written::of(w.uid, &ours, &w.desired)));
         }
-        let patch = json!({
-            "metadata": {"resourceVersion": object.metadata.resource_version},
-            "status": status,
-        });
-        match api.patch_status(&w.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        // An update (PUT) of the status with the object's resourceVersion, as upstream writes
+        // it: upstream's ClusterRole grants `update` on the status subresources, not `patch`.
+        // What we send is the current status with ours merged in (merge-patch rules), so fields
+        // we do not own stay as they are.
+        let mut replacement = object;
+        let mut merged = current;
+        json::merge(&mut merged, &status);
+        replacement.data["status"] = merged;
+        match api.replace_status(&w.name, &PostParams::default(), &replacement).await {
             Ok(_) => {
                 counters.success[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
                 debug!(kind = w.kind, object = %key, "status written");
