@@ -144,8 +144,9 @@ struct Args {
     /// The Lease namespace.
     #[arg(long, env = "CONTOUR_NAMESPACE", default_value = "projectcontour")]
     leader_election_resource_namespace: String,
-    /// This replica's identity in the Lease.
-    #[arg(long, env = "POD_NAME")]
+    /// This replica's identity in the Lease. Without it, upstream's: the pod's name (`$POD_NAME`,
+    /// else `$HOSTNAME`), an underscore and a random UUID.
+    #[arg(long)]
     leader_election_identity: Option<String>,
     /// Quiet time after a change before rebuilding (such as 100ms).
     #[arg(long, default_value = "100ms", value_parser = duration)]
@@ -517,6 +518,20 @@ async fn serve_telemetry(args: &Args, telemetry: telemetry::Telemetry) -> anyhow
 
 /// Leadership from a Lease, or always with `--disable-leader-election`; the task releases the
 /// Lease on shutdown.
+/// A version-4 UUID from the kernel's randomness (what upstream appends to its Lease identity).
+fn random_uuid() -> String {
+    use std::io::Read as _;
+    let mut b = [0u8; 16];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).is_err() {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        b = (nanos ^ u128::from(std::process::id()) << 64).to_be_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
 fn leadership(
     args: &Args,
     client: &kube::Client,
@@ -525,10 +540,12 @@ fn leadership(
     if args.disable_leader_election {
         return (election::Leadership::always(), None);
     }
-    let identity = args
-        .leader_election_identity
-        .clone()
-        .unwrap_or_else(|| std::env::var("HOSTNAME").unwrap_or_else(|_| format!("contour-{}", std::process::id())));
+    let identity = args.leader_election_identity.clone().unwrap_or_else(|| {
+        let pod = std::env::var("POD_NAME")
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_else(|_| format!("contour-{}", std::process::id()));
+        format!("{pod}_{}", random_uuid())
+    });
     let options = election::Options {
         name: args.leader_election_resource_name.clone(),
         namespace: args.leader_election_resource_namespace.clone(),

@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use kube::api::{Api, PostParams};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -100,6 +101,7 @@ async fn run(
             Ok(true) => {
                 if last_renew.is_none() {
                     info!(lease = %o.name, identity = %o.identity, "became leader");
+                    tokio::spawn(record_event(api.clone(), o.clone()));
                 }
                 last_renew = Some(attempt);
                 tx.send_replace(Some(attempt + o.renew_deadline));
@@ -192,6 +194,42 @@ async fn try_acquire_or_renew(
         Ok(_) => Ok(true),
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+/// The Event client-go's leader election records on becoming leader: reason `LeaderElection` on
+/// the Lease, from the component named after this replica's identity. Best effort: a failure is
+/// a warning (the Role may not grant events).
+async fn record_event(leases: Api<Lease>, o: Options) {
+    let lease = leases.get_opt(&o.name).await.ok().flatten();
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let event = Event {
+        metadata: ObjectMeta {
+            name: Some(format!("{}.{:x}", o.name, now.as_nanosecond())),
+            namespace: Some(o.namespace.clone()),
+            ..Default::default()
+        },
+        involved_object: ObjectReference {
+            api_version: Some("coordination.k8s.io/v1".into()),
+            kind: Some("Lease".into()),
+            name: Some(o.name.clone()),
+            namespace: Some(o.namespace.clone()),
+            uid: lease.as_ref().and_then(|l| l.metadata.uid.clone()),
+            resource_version: lease.as_ref().and_then(|l| l.metadata.resource_version.clone()),
+            ..Default::default()
+        },
+        reason: Some("LeaderElection".into()),
+        message: Some(format!("{} became leader", o.identity)),
+        type_: Some("Normal".into()),
+        source: Some(EventSource { component: Some(o.identity.clone()), host: None }),
+        first_timestamp: Some(Time(now)),
+        last_timestamp: Some(Time(now)),
+        count: Some(1),
+        ..Default::default()
+    };
+    let events: Api<Event> = Api::namespaced(leases.into_client(), &o.namespace);
+    if let Err(e) = events.create(&PostParams::default(), &event).await {
+        warn!(lease = %o.name, error = %e, "could not record the LeaderElection event");
     }
 }
 
