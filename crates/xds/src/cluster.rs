@@ -320,9 +320,12 @@ fn load_assignment_message(name: &str, endpoints: &[dag::Endpoint]) -> ClusterLo
     }
 }
 
+/// A TCP address. The IPv6 any address also takes IPv4 (`ipv4_compat`), as upstream sets it: a
+/// listener on `::` serves both families.
 pub(crate) fn socket(address: String, port: u16) -> Address {
     Address {
         address: Some(address::Address::SocketAddress(SocketAddress {
+            ipv4_compat: address == "::",
             address,
             port_specifier: Some(socket_address::PortSpecifier::PortValue(u32::from(port))),
             ..Default::default()

@@ -636,6 +636,17 @@ mod tests {
         prost::Message::decode(any.value.as_slice()).unwrap()
     }
 
+    /// As upstream: a listener on the IPv6 any address takes IPv4 too; others are as given.
+    #[test]
+    fn the_ipv6_any_address_takes_ipv4_too() {
+        let compat = |a: &str| match crate::cluster::socket(a.into(), 8080).address {
+            Some(envoy_types::pb::envoy::config::core::v3::address::Address::SocketAddress(s)) => s.ipv4_compat,
+            other => panic!("a socket address: {other:?}"),
+        };
+        assert!(compat("::"));
+        assert!(!compat("0.0.0.0") && !compat("::1") && !compat("127.0.0.1"));
+    }
+
     /// As upstream: the configured range bounds every chain's own, and the configured ciphers and
     /// curves apply to all.
     #[test]
