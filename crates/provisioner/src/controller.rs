@@ -13,7 +13,7 @@ use futures::{FutureExt as _, StreamExt as _};
 use gateway_api::gatewayclasses::GatewayClass;
 use gateway_api::gateways::Gateway;
 use k8s_openapi::api::core::v1::{Secret, Service};
-use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher;
 use serde_json::Value;
@@ -414,8 +414,15 @@ impl State {
         }
         let now = k8s_openapi::jiff::Timestamp::now().round(k8s_openapi::jiff::Unit::Second).map(|t| t.to_string());
         let status = class::with_transition_times(&current, &desired, &now.unwrap_or_default());
+        // An update of the status subresource with the class's resourceVersion (a conflict is
+        // retried with the next reconcile), as upstream writes it: its ClusterRole grants
+        // `update` on gatewayclasses/status, not `patch`.
+        let mut updated = serde_json::to_value(c).unwrap_or_default();
+        updated["status"] = status;
+        let updated: GatewayClass = serde_json::from_value(updated)
+            .map_err(|e| kube_err(format!("GatewayClass {name} status"))(kube::Error::SerdeError(e)))?;
         let api: kube::Api<GatewayClass> = kube::Api::all(self.client.clone());
-        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(serde_json::json!({"status": status})))
+        api.replace_status(&name, &PostParams::default(), &updated)
             .await
             .map_err(kube_err(format!("GatewayClass {name} status")))?;
         tracing::info!(class = %name, accepted, "GatewayClass status written");
