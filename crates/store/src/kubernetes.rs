@@ -430,9 +430,10 @@ impl KubernetesSource {
                     warn!(
                         kind = K::NAME,
                         error = %e.message,
+                        namespace = scope.as_deref().unwrap_or("(all)"),
                         "no permission to list it (upstream Contour's ClusterRole does not grant it); not watching it"
                     );
-                    return Ok(());
+                    continue;
                 }
                 Err(source) => return Err(Error::Discovery { kind: K::NAME, source }),
             }

@@ -3,9 +3,9 @@
 //! percentiles.
 //!
 //! A connection the server closes (Envoy draining answers `Connection: close`) is replaced before
-//! the next request. A request that meets a reused connection already closed by the server,
-//! before any byte of an answer, is sent again once on a new connection, as HTTP clients do
-//! with idempotent requests (RFC 9112, 9.3.1); those are counted apart, not hidden.
+//! the next request. A request that could not be sent at all, because the reused connection was
+//! already closed by the server, is sent once more on a new connection, as HTTP clients do; those
+//! are counted apart. A request sent and then cut off before its answer is a failure.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -204,9 +204,9 @@ impl Conn {
                 }
                 Ok(Err(e)) => {
                     self.sender = None;
-                    // Closed by the server before it answered anything, on a connection that
-                    // had served before: what a client sends again on a new one.
-                    if reused && !retried && (e.is_canceled() || e.is_incomplete_message()) {
+                    // Never sent: the reused connection was already closed. A client sends it
+                    // again on a new one.
+                    if reused && !retried && e.is_canceled() {
                         retried = true;
                         continue;
                     }

@@ -135,11 +135,7 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut stop: watch::Receiver<Option
             write_finished(&shared.client, &pod, running, &codes).await;
             let _ = stop.wait_for(Option::is_some).await;
         }
-        let grace = match *stop.borrow() {
-            Some(Stop::Deleted { grace }) => Duration::from_secs(u64::from(grace)),
-            _ => Duration::ZERO,
-        };
-        terminate(&name, running, grace).await;
+        terminate(&name, running, &mut stop).await;
         if let Some(p) = port_forward {
             p.abort();
         }
@@ -165,10 +161,20 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut stop: watch::Receiver<Option
     tracing::info!(pod = %name, "stopped");
 }
 
+/// The grace period a stop gives (none but for a deletion).
+fn grace_of(stop: Option<Stop>) -> Duration {
+    match stop {
+        Some(Stop::Deleted { grace }) => Duration::from_secs(u64::from(grace)),
+        _ => Duration::ZERO,
+    }
+}
+
 /// Stops the containers as the kubelet does: each container's preStop hook, then SIGTERM, then
-/// SIGKILL for whatever still runs when `grace` is over (at once with no grace).
-async fn terminate(name: &str, running: &mut Running, grace: Duration) {
-    let deadline = tokio::time::Instant::now() + grace;
+/// SIGKILL for whatever still runs when the grace period is over (at once with none). A later
+/// stop with less grace (a forced delete, the object gone, the runner stopping) cuts it short.
+async fn terminate(name: &str, running: &mut Running, stop: &mut watch::Receiver<Option<Stop>>) {
+    let started = tokio::time::Instant::now();
+    let grace = grace_of(*stop.borrow_and_update());
     let Running { containers, netns, dir, address, .. } = running;
     if !grace.is_zero() {
         let (netns, dir, address) = (&*netns, &*dir, *address);
@@ -181,8 +187,23 @@ async fn terminate(name: &str, running: &mut Running, grace: Duration) {
             }
             let _ = c.child.wait().await;
         });
-        if tokio::time::timeout_at(deadline, futures::future::join_all(stops)).await.is_err() {
-            tracing::warn!(pod = %name, grace = ?grace, "still running after the grace period: killed");
+        let cut_short = async {
+            loop {
+                let deadline = started + grace_of(*stop.borrow_and_update());
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline) => return,
+                    changed = stop.changed() => {
+                        if changed.is_err() {
+                            tokio::time::sleep_until(deadline).await;
+                            return;
+                        }
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            _ = futures::future::join_all(stops) => {}
+            _ = cut_short => tracing::warn!(pod = %name, grace = ?grace, "still running when the grace period ended: killed"),
         }
     }
     for c in containers.iter_mut() {
@@ -334,7 +355,7 @@ async fn lookup(shared: &Shared, pod: &Pod) -> anyhow::Result<Objects> {
         tokens.insert(wanted.audience.clone(), token(client, pod, &wanted).await?);
     }
     let api_server = match shared.services {
-        Some(_) => kubernetes_service(client).await,
+        Some(_) => Some(kubernetes_service(client).await?),
         None => None,
     };
     Ok(Objects {
@@ -367,12 +388,14 @@ async fn token(client: &kube::Client, pod: &Pod, wanted: &podrunner::TokenWanted
     issued.status.and_then(|s| s.token).context("the TokenRequest has no token")
 }
 
-/// The `default/kubernetes` Service's cluster IP and HTTPS port.
-async fn kubernetes_service(client: &kube::Client) -> Option<(String, u16)> {
+/// The `default/kubernetes` Service's cluster IP and HTTPS port (a pod waits for them: without
+/// them its in-cluster clients could never reach the API server).
+async fn kubernetes_service(client: &kube::Client) -> anyhow::Result<(String, u16)> {
     let services: kube::Api<Service> = kube::Api::namespaced(client.clone(), "default");
-    let spec = services.get("kubernetes").await.ok()?.spec?;
+    let spec = services.get("kubernetes").await.context("the default/kubernetes Service")?.spec.unwrap_or_default();
     let port = spec.ports.iter().flatten().find(|p| p.name.as_deref() == Some("https")).map_or(443, |p| p.port);
-    Some((spec.cluster_ip?, u16::try_from(port).ok()?))
+    let ip = spec.cluster_ip.filter(|ip| !ip.is_empty()).context("the default/kubernetes Service has no cluster IP")?;
+    Ok((ip, u16::try_from(port).context("the default/kubernetes Service's port")?))
 }
 
 fn logs_api(client: &kube::Client, namespace: &str) -> kube::Api<DynamicObject> {
@@ -553,7 +576,12 @@ async fn supervise(name: &str, running: &mut Running, policy: Restart) -> Vec<Op
         tracing::warn!(pod = %name, container = %c.plan.name, status = ?status, "container exited");
         if c.restarts >= MAX_RESTARTS {
             tracing::error!(pod = %name, container = %c.plan.name, "not restarting any more");
-            // Keep the pod's other containers; park here until cancelled.
+            if policy != Restart::Always {
+                // A Job's pod ends Failed, so its Job sees the end.
+                c.exit = Some(code);
+                continue;
+            }
+            // Keep the pod's other containers; park here until stopped.
             std::future::pending::<()>().await;
         }
         c.restarts += 1;

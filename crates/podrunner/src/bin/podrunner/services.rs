@@ -47,13 +47,22 @@ struct ServiceEntry {
     ports: Vec<(String, u16)>,
 }
 
-/// An EndpointSlice: its Service, its ports by name, its endpoints' addresses with whether
-/// they take new connections (ready and not terminating).
+/// An EndpointSlice: its Service, its ports by name, its endpoints.
 #[derive(Debug, Clone)]
 struct SliceEntry {
     service: String,
     ports: Vec<(String, u16)>,
-    endpoints: Vec<(Ipv4Addr, bool)>,
+    endpoints: Vec<Endpoint>,
+}
+
+/// One endpoint address and its conditions.
+#[derive(Debug, Clone, Copy)]
+struct Endpoint {
+    address: Ipv4Addr,
+    /// Ready and not terminating: takes new connections.
+    ready: bool,
+    /// Still serving (a terminating pod that has not stopped yet).
+    serving: bool,
 }
 
 #[derive(Default)]
@@ -86,31 +95,33 @@ impl Table {
             .slices
             .iter()
             .filter(|((ns, _), slice)| ns == namespace && slice.service == service)
-            .flat_map(|(_, slice)| slice.endpoints.iter().filter(|(_, ready)| *ready).map(|(ip, _)| *ip))
+            .flat_map(|(_, slice)| slice.endpoints.iter().filter(|e| e.ready).map(|e| e.address))
             .collect();
         out.sort_unstable();
         out.dedup();
         out
     }
 
-    /// The ready endpoints (address, port) of `namespace/service`'s port `port_name`.
+    /// The endpoints (address, port) of `namespace/service`'s port `port_name` that take new
+    /// connections: the ready ones, else (as kube-proxy falls back) those terminating but still
+    /// serving.
     fn endpoints(&self, namespace: &str, service: &str, port_name: &str) -> Vec<SocketAddr> {
         let state = self.state.read().expect("services lock");
-        let mut out: Vec<SocketAddr> = state
+        let all: Vec<(Endpoint, u16)> = state
             .slices
             .iter()
             .filter(|((ns, _), slice)| ns == namespace && slice.service == service)
             .filter_map(|(_, slice)| {
                 let port = slice.ports.iter().find(|(name, _)| name == port_name)?.1;
-                Some(
-                    slice
-                        .endpoints
-                        .iter()
-                        .filter(|(_, ready)| *ready)
-                        .map(move |(ip, _)| SocketAddr::from((*ip, port))),
-                )
+                Some(slice.endpoints.iter().map(move |e| (*e, port)))
             })
             .flatten()
+            .collect();
+        let ready = all.iter().any(|(e, _)| e.ready);
+        let mut out: Vec<SocketAddr> = all
+            .iter()
+            .filter(|(e, _)| if ready { e.ready } else { e.serving })
+            .map(|(e, port)| SocketAddr::from((e.address, *port)))
             .collect();
         out.sort_unstable();
         out.dedup();
@@ -244,8 +255,12 @@ fn slice_entry(s: &EndpointSlice) -> SliceEntry {
         .flatten()
         .flat_map(|e| {
             let c = e.conditions.as_ref();
-            let serving = c.and_then(|c| c.ready).unwrap_or(true) && !c.and_then(|c| c.terminating).unwrap_or(false);
-            e.addresses.iter().filter_map(move |a| Some((a.parse::<Ipv4Addr>().ok()?, serving)))
+            let terminating = c.and_then(|c| c.terminating).unwrap_or(false);
+            let ready = c.and_then(|c| c.ready).unwrap_or(true) && !terminating;
+            let serving = c.and_then(|c| c.serving).unwrap_or(ready);
+            e.addresses
+                .iter()
+                .filter_map(move |a| Some(Endpoint { address: a.parse::<Ipv4Addr>().ok()?, ready, serving }))
         })
         .collect();
     SliceEntry { service, ports, endpoints }
@@ -327,8 +342,9 @@ async fn forward(table: Table, binder: Binder, api_server: SocketAddr) {
                 })
                 .collect()
         };
+        // A listener that ended (its bind failed) is tried again.
         listeners.retain(|f, task| {
-            let keep = wanted.contains(f);
+            let keep = wanted.contains(f) && !task.is_finished();
             if !keep {
                 task.abort();
             }
@@ -366,7 +382,15 @@ async fn relay(table: Table, binder: Arc<Binder>, f: Forward, fallback: Option<S
         }
     };
     let next = Arc::new(AtomicUsize::new(0));
-    while let Ok((mut inbound, _)) = listener.accept().await {
+    loop {
+        let mut inbound = match listener.accept().await {
+            Ok((inbound, _)) => inbound,
+            Err(e) => {
+                tracing::warn!(address = %f.address, error = %e, "accepting at the cluster IP");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
         let endpoints = table.endpoints(&f.namespace, &f.service, &f.port_name);
         let target = match endpoints.len() {
             0 => fallback,
@@ -397,15 +421,23 @@ mod tests {
             let svc = |ip: Option<Ipv4Addr>| ServiceEntry { cluster_ip: ip, ports: vec![("http".into(), 80)] };
             s.services.insert(("apps".into(), "echo".into()), svc(Some(Ipv4Addr::new(10, 96, 0, 10))));
             s.services.insert(("apps".into(), "headless".into()), svc(None));
-            let slice = |service: &str, endpoints| SliceEntry {
+            let slice = |service: &str, endpoints: Vec<(Ipv4Addr, bool, bool)>| SliceEntry {
                 service: service.into(),
                 ports: vec![("http".into(), 3000)],
-                endpoints,
+                endpoints: endpoints
+                    .into_iter()
+                    .map(|(address, ready, serving)| Endpoint { address, ready, serving })
+                    .collect(),
             };
             let (a, b, c) = (Ipv4Addr::new(10, 244, 1, 5), Ipv4Addr::new(10, 244, 1, 6), Ipv4Addr::new(10, 244, 1, 7));
-            s.slices.insert(("apps".into(), "echo-1".into()), slice("echo", vec![(a, true), (b, false)]));
-            s.slices.insert(("apps".into(), "headless-1".into()), slice("headless", vec![(c, true)]));
-            s.slices.insert(("other".into(), "echo-1".into()), slice("echo", vec![(b, true)]));
+            s.slices.insert(("apps".into(), "echo-1".into()), slice("echo", vec![(a, true, true), (b, false, false)]));
+            s.slices.insert(("apps".into(), "headless-1".into()), slice("headless", vec![(c, true, true)]));
+            s.slices.insert(("other".into(), "echo-1".into()), slice("echo", vec![(b, true, true)]));
+            // The last pod of `draining` is terminating but still serving.
+            s.slices.insert(
+                ("apps".into(), "draining-1".into()),
+                slice("draining", vec![(a, false, true), (b, false, false)]),
+            );
         }
         t
     }
@@ -423,5 +455,10 @@ mod tests {
         let t = table(true);
         assert_eq!(t.endpoints("apps", "echo", "http"), vec![SocketAddr::from(([10, 244, 1, 5], 3000))]);
         assert!(t.endpoints("apps", "echo", "https").is_empty());
+        assert_eq!(
+            t.endpoints("apps", "draining", "http"),
+            vec![SocketAddr::from(([10, 244, 1, 5], 3000))],
+            "no ready endpoint: the terminating one still serving, as kube-proxy falls back"
+        );
     }
 }
