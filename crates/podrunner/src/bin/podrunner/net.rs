@@ -14,7 +14,8 @@ use anyhow::Context as _;
 /// Prefix of every namespace and host-side interface this runner creates.
 const PREFIX: &str = "gwc-";
 
-fn ip(args: &[&str]) -> anyhow::Result<()> {
+/// Runs `ip` with `args`; its error output names what failed.
+pub fn ip(args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new("ip").args(args).stdin(Stdio::null()).output().context("running ip")?;
     anyhow::ensure!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
     Ok(())

@@ -22,14 +22,20 @@ pub fn forward(pod: &str, address: Ipv4Addr, ports: &[podrunner::HostPort]) -> V
                 };
                 tracing::info!(%pod, %listen, to = p.container, "host port");
                 let target = SocketAddr::from((address, p.container));
-                while let Ok((mut inbound, _)) = listener.accept().await {
-                    tokio::spawn(async move {
-                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
-                            let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                        }
-                    });
+                while let Ok((inbound, _)) = listener.accept().await {
+                    tokio::spawn(splice(inbound, target));
                 }
             })
         })
         .collect()
+}
+
+/// Relays one accepted connection to `target` until either side closes (a refused target closes
+/// the inbound one).
+pub async fn splice(mut inbound: tokio::net::TcpStream, target: SocketAddr) {
+    if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+        let _ = outbound.set_nodelay(true);
+        let _ = inbound.set_nodelay(true);
+        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+    }
 }

@@ -11,7 +11,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -21,6 +20,8 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::watcher;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+
+use crate::net::ip;
 
 /// The network namespace holding the cluster IPs (the runner's prefix: a teardown that removes
 /// the pods' namespaces removes it too).
@@ -145,12 +146,6 @@ pub fn start(
     let binder = Binder::start()?;
     tokio::spawn(forward(table.clone(), binder, api_server));
     Ok((table, Some(range)))
-}
-
-fn ip(args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("ip").args(args).stdin(Stdio::null()).output()?;
-    anyhow::ensure!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
-    Ok(())
 }
 
 /// A fresh namespace for the cluster IPs on the bridge, at the address after the host's, with
@@ -383,7 +378,7 @@ async fn relay(table: Table, binder: Arc<Binder>, f: Forward, fallback: Option<S
     };
     let next = Arc::new(AtomicUsize::new(0));
     loop {
-        let mut inbound = match listener.accept().await {
+        let inbound = match listener.accept().await {
             Ok((inbound, _)) => inbound,
             Err(e) => {
                 tracing::warn!(address = %f.address, error = %e, "accepting at the cluster IP");
@@ -400,13 +395,7 @@ async fn relay(table: Table, binder: Arc<Binder>, f: Forward, fallback: Option<S
             tracing::debug!(address = %f.address, "no ready endpoint: connection closed");
             continue;
         };
-        tokio::spawn(async move {
-            if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
-                let _ = outbound.set_nodelay(true);
-                let _ = inbound.set_nodelay(true);
-                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-            }
-        });
+        tokio::spawn(crate::ports::splice(inbound, target));
     }
 }
 
