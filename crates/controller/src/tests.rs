@@ -166,7 +166,7 @@ fn http_vhosts(build: &Build) -> Vec<Arc<dag::VirtualHost>> {
         .iter()
         .filter_map(|l| match &l.kind {
             dag::ListenerKind::Http(table) => Some(table.virtual_hosts.clone()),
-            dag::ListenerKind::Tls(_) => None,
+            _ => None,
         })
         .flatten()
         .collect()

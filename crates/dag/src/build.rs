@@ -36,7 +36,7 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
     // read, and is rebuilt only when one of those objects changed.
     let changed = cache.kinds.changed(snapshot, READ_KINDS);
     cache.generation += 1;
-    let mut b = Builder { snapshot, diagnostics, cache, changed, reads: None, listener: (0, "http") };
+    let mut b = Builder { snapshot, diagnostics, cache, changed, reads: None, listener: (0, "http"), udp: false };
     let mut fleets = BTreeMap::new();
     for fleet in &ir.fleets {
         fleets.insert(fleet.id.clone(), b.fleet(fleet));
@@ -141,6 +141,8 @@ struct Builder<'a> {
     /// The port whose routes are being built and the scheme it serves, for redirects that keep
     /// the listener's port.
     listener: (u16, &'static str),
+    /// Clusters being built are for UDP: they take the Services' UDP ports.
+    udp: bool,
 }
 
 impl Builder<'_> {
@@ -151,26 +153,48 @@ impl Builder<'_> {
             address: fleet.address,
             ..Default::default()
         };
-        let mut ports: BTreeMap<u16, Vec<(usize, &ir::Listener)>> = BTreeMap::new();
+        // UDP ports are apart from TCP ones: a UDP listener may share a number with a TCP one.
+        let mut ports: BTreeMap<(u16, bool), Vec<(usize, &ir::Listener)>> = BTreeMap::new();
         for (i, l) in fleet.listeners.iter().enumerate() {
             if l.port != 0 {
-                ports.entry(l.port).or_default().push((i, l));
+                ports.entry((l.port, l.protocol == Protocol::Udp)).or_default().push((i, l));
             }
         }
-        for (port, listeners) in ports {
-            let kind = if listeners[0].1.protocol == Protocol::Http {
-                self.listener = (port, "http");
-                let name = format!("http-{port}");
-                ListenerKind::Http(self.route_table(name, &listeners, &mut out))
-            } else {
-                ListenerKind::Tls(self.tls_chains(fleet, port, &listeners, &mut out))
+        for ((port, _), listeners) in ports {
+            let (prefix, kind) = match listeners[0].1.protocol {
+                Protocol::Http => {
+                    self.listener = (port, "http");
+                    let name = format!("http-{port}");
+                    ("http", ListenerKind::Http(self.route_table(name, &listeners, &mut out)))
+                }
+                Protocol::Tcp | Protocol::Udp => {
+                    // The front end lets one TCP or UDP listener have a port. Its oldest route is
+                    // served; the others are checked for status.
+                    let listener = listeners[0].1;
+                    let Some((route, waiting)) = listener.l4_routes.split_first() else { continue };
+                    for other in waiting {
+                        for (i, j, b) in other.backends() {
+                            self.check_service(&other.origin, b, format!("spec.rules[{i}].backendRefs[{j}]"));
+                        }
+                    }
+                    if listener.protocol == Protocol::Udp {
+                        ("udp", ListenerKind::Udp(self.udp_cluster(route, &mut out)))
+                    } else {
+                        let policy = ClusterPolicy::default();
+                        let mut backends = Vec::new();
+                        for (i, rule) in route.rules.iter().enumerate() {
+                            backends.extend(self.backends(&route.origin, i, rule, &policy, &mut out));
+                        }
+                        ("tcp", ListenerKind::Tcp(backends))
+                    }
+                }
+                _ => ("https", ListenerKind::Tls(self.tls_chains(fleet, port, &listeners, &mut out))),
             };
             if matches!(&kind, ListenerKind::Tls(chains) if chains.is_empty()) {
                 // Nothing to serve on this port yet (no route, no usable certificate): Envoy
                 // refuses a listener without filter chains, so there is none.
                 continue;
             }
-            let prefix = if matches!(kind, ListenerKind::Http(_)) { "http" } else { "https" };
             out.listeners.push(DagListener { name: format!("{prefix}-{port}"), address: fleet.address, port, kind });
         }
         // Routes on listeners that are not served still get their Services checked, so their
@@ -198,6 +222,11 @@ impl Builder<'_> {
         for route in l.tls_routes.iter() {
             for (j, b) in route.backends.iter().enumerate() {
                 self.check_service(&route.origin, b, format!("spec.rules[0].backendRefs[{j}]"));
+            }
+        }
+        for route in l.l4_routes.iter() {
+            for (i, j, b) in route.backends() {
+                self.check_service(&route.origin, b, format!("spec.rules[{i}].backendRefs[{j}]"));
             }
         }
     }

@@ -49,6 +49,12 @@ pub fn to_dot(dag: &Dag) -> String {
                         }
                     }
                 }
+                ListenerKind::Tcp(backends) => to_clusters(&mut out, ln, backends),
+                ListenerKind::Udp(cluster) => {
+                    if let Some(c) = cluster.as_deref().and_then(|c| clusters.get(c)) {
+                        edge(&mut out, ln, *c);
+                    }
+                }
             }
             for (parent, table) in tables {
                 for vh in &table.virtual_hosts {

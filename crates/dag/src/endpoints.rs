@@ -43,8 +43,9 @@ impl<'a> SliceIndex<'a> {
     /// another Service port (slices may map that port differently, so it is per endpoint).
     pub fn endpoints(&self, cluster: &Cluster) -> Vec<Endpoint> {
         let mut out = Vec::new();
-        for (service, port_name) in cluster.services() {
-            endpoints_from(cluster, port_name, self.slices_of(service).iter().copied(), &mut out);
+        for (i, (service, port_name)) in cluster.services().enumerate() {
+            let locality = cluster.locality_weights.get(i).map(|&weight| Locality { index: i as u32, weight });
+            endpoints_from(cluster, port_name, locality, self.slices_of(service).iter().copied(), &mut out);
         }
         out.sort();
         out.dedup();
@@ -67,6 +68,7 @@ fn port_named(slice: &EndpointSlice, name: &str) -> Option<u16> {
 fn endpoints_from<'a>(
     cluster: &Cluster,
     port_name: &str,
+    locality: Option<Locality>,
     slices: impl Iterator<Item = &'a EndpointSlice>,
     out: &mut Vec<Endpoint>,
 ) {
@@ -81,7 +83,7 @@ fn endpoints_from<'a>(
             }
             for address in &endpoint.addresses {
                 if let Ok(ip) = address.parse::<IpAddr>() {
-                    out.push(Endpoint { address: SocketAddr::new(ip, port), health_port });
+                    out.push(Endpoint { address: SocketAddr::new(ip, port), health_port, locality });
                 }
             }
         }
@@ -95,6 +97,18 @@ pub struct Endpoint {
     pub address: SocketAddr,
     /// The port active health checks go to, when not the traffic port.
     pub health_port: Option<u16>,
+    /// The locality the endpoint belongs to, when its cluster weighs several (see
+    /// [`Cluster::locality_weights`]).
+    pub locality: Option<Locality>,
+}
+
+/// A weighted group of a cluster's endpoints: one backend of a UDPRoute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Locality {
+    /// The backend's position in the cluster's Services.
+    pub index: u32,
+    /// Its relative weight.
+    pub weight: u32,
 }
 
 /// The endpoints of every cluster of a fleet, by cluster name.
@@ -177,6 +191,19 @@ pub fn cluster_endpoints_of(
     for (ns, name) in services {
         wanted.entry(ns.as_str()).or_default().insert(name.as_str());
     }
+    let changed = |ns: &str, name: &str| wanted.get(ns).is_some_and(|names| names.contains(name));
+    // A cluster of several Services (a UDPRoute's, an ExtensionService's) takes the endpoints of
+    // all of them, changed or not.
+    let affected: Vec<&crate::Cluster> = fleet
+        .clusters
+        .values()
+        .filter(|c| c.external_name.is_none() && c.services().any(|(s, _)| changed(&s.namespace, &s.name)))
+        .collect();
+    for c in &affected {
+        for (s, _) in c.services() {
+            wanted.entry(s.namespace.as_str()).or_default().insert(s.name.as_str());
+        }
+    }
     let wanted_service = |ns: &str, name: &str| wanted.get(ns).is_some_and(|names| names.contains(name));
     let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
     for ns in wanted.keys() {
@@ -190,10 +217,7 @@ pub fn cluster_endpoints_of(
         }
     }
     let index = SliceIndex { by_service };
-    for c in fleet.clusters.values().filter(|c| c.external_name.is_none()) {
-        if !c.services().any(|(s, _)| wanted_service(&s.namespace, &s.name)) {
-            continue;
-        }
+    for c in affected {
         let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
         let slices = identities(index.slices(c));
         let entry =

@@ -19,7 +19,7 @@ use std::net::IpAddr;
 pub use build::{Cache, Options, build, build_cached, jwks_cluster_name};
 pub use dot::to_dot;
 pub use endpoints::{
-    Endpoint, EndpointCache, FleetEndpoints, SliceIndex, cluster_endpoints_of, fleet_endpoints_cached,
+    Endpoint, EndpointCache, FleetEndpoints, Locality, SliceIndex, cluster_endpoints_of, fleet_endpoints_cached,
     services_with_changed_slices,
 };
 pub use ir::{
@@ -99,6 +99,11 @@ pub enum ListenerKind {
     Http(RouteTable),
     /// TLS, chosen by SNI: terminated HTTPS or passed-through TLS.
     Tls(Vec<TlsChain>),
+    /// Plain TCP (a TCPRoute): every connection goes to the weighted clusters.
+    Tcp(Vec<WeightedCluster>),
+    /// UDP (a UDPRoute): every session goes to the cluster, whose localities carry the
+    /// backends' weights; `None` when no backend can take traffic.
+    Udp(Option<String>),
 }
 
 /// One SNI-selected branch of a TLS port.
@@ -282,6 +287,9 @@ pub struct Cluster {
     /// Further Service ports whose endpoints join this cluster's, each with its port name (an
     /// ExtensionService with several Services; upstream gives each a locality of one cluster).
     pub more_services: Vec<(ServicePort, String)>,
+    /// The weight of each Service port of [`Cluster::services`], in that order, when each is a
+    /// locality of its own (a UDPRoute's backends); empty for one locality.
+    pub locality_weights: Vec<u32>,
 }
 
 impl Cluster {

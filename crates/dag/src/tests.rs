@@ -139,7 +139,7 @@ fn endpoints_are_ready_addresses_on_the_named_port() {
     let cluster = &dag.fleets["default/gw"].clusters["default/web/80/da39a3ee5e"];
     assert_eq!(
         SliceIndex::new(&s).endpoints(cluster),
-        vec![crate::Endpoint { address: "127.0.0.1:8000".parse().unwrap(), health_port: None }]
+        vec![crate::Endpoint { address: "127.0.0.1:8000".parse().unwrap(), health_port: None, locality: None }]
     );
 }
 
@@ -461,6 +461,7 @@ fn misdirected_requests_get_421_on_listeners_of_one_port() {
         tls: tls.clone(),
         http_routes: Vec::new(),
         tls_routes: Vec::new(),
+        l4_routes: Vec::new(),
     };
     let all = [
         listener("any", None),
@@ -479,3 +480,5 @@ fn misdirected_requests_get_421_on_listeners_of_one_port() {
     assert_eq!(hosts(2, &mut table), ["*", "fourth.wildcard.org"]);
     assert_eq!(hosts(3, &mut table), ["*"]);
 }
+
+mod l4;

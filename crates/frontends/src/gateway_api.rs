@@ -7,6 +7,7 @@
 mod backends;
 mod grpc_route;
 pub(crate) mod http_route;
+mod l4_route;
 mod listeners;
 mod refs;
 pub mod status;
@@ -219,7 +220,30 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
         diagnostics.extend(found.diagnostics);
     }
 
+    attach_l4(&mut fleets, &gateways, snapshot, snapshot.tcp_routes.values(), &mut diagnostics);
+    attach_l4(&mut fleets, &gateways, snapshot, snapshot.udp_routes.values(), &mut diagnostics);
+
     Translation { ir: ir::Ir { fleets: fleets.into_iter().map(|(_, f)| f).collect() }, diagnostics }
+}
+
+/// Translates TCPRoutes or UDPRoutes and attaches them, oldest first, to the listeners they may
+/// use (such listeners have no hostname to match).
+fn attach_l4<'a, T: l4_route::L4Kind + 'a>(
+    fleets: &mut [(Arc<Gateway>, ir::Fleet)],
+    gateways: &[(&str, &str, usize)],
+    snapshot: &Snapshot,
+    routes: impl Iterator<Item = &'a Arc<T>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    for object in l4_route::claim_order(routes) {
+        let route = Arc::new(object.translate(snapshot, diagnostics));
+        let parents = object.parent_refs();
+        let found = attachments(fleets, gateways, snapshot, &route.origin, &parents, T::KIND, &[]);
+        for (f, l) in found.listeners {
+            fleets[f].1.listeners[l].l4_routes.push(Arc::clone(&route));
+        }
+        diagnostics.extend(found.diagnostics);
+    }
 }
 
 /// The parentRefs of any route kind, defaulted (the generated types differ per kind but share

@@ -238,6 +238,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
         tls: None,
         http_routes: Vec::new(),
         tls_routes: Vec::new(),
+        l4_routes: Vec::new(),
     };
     let mut secure = Vec::new();
     let mut fallback_routes = Vec::new();
@@ -308,6 +309,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
             tls: Some(ir::ListenerTls::new(TlsMode::Terminate, vec![certificate])),
             http_routes: fallback_routes,
             tls_routes: Vec::new(),
+            l4_routes: Vec::new(),
         });
     }
     let fleets = if listeners.is_empty() {
@@ -527,6 +529,7 @@ impl<'a> Translator<'a> {
                 tls: Some(tls),
                 http_routes: secure_routes,
                 tls_routes: Vec::new(),
+                l4_routes: Vec::new(),
             });
         }
     }

@@ -126,6 +126,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
                     tls: Some(tls),
                     http_routes: vec![route],
                     tls_routes: Vec::new(),
+                    l4_routes: Vec::new(),
                 }),
             }
         }
@@ -140,6 +141,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
             tls: None,
             http_routes,
             tls_routes: Vec::new(),
+            l4_routes: Vec::new(),
         });
     }
     listeners.extend(secure);

@@ -46,6 +46,7 @@ impl Translation {
                             Some(l) => {
                                 l.http_routes.extend(listener.http_routes);
                                 l.tls_routes.extend(listener.tls_routes);
+                                l.l4_routes.extend(listener.l4_routes);
                             }
                         }
                     }

@@ -67,6 +67,9 @@ pub struct Listener {
     /// TLS routes attached to this listener: SNI routing for passthrough, or the TCP stream
     /// inside terminated TLS.
     pub tls_routes: Vec<Arc<TlsRoute>>,
+    /// TCP or UDP routes attached to a TCP or UDP listener, oldest first: the first one is
+    /// served, the others wait for it to go.
+    pub l4_routes: Vec<Arc<L4Route>>,
 }
 
 /// The protocol of a listener.
@@ -167,6 +170,23 @@ pub struct TlsRoute {
     pub backends: Vec<Backend>,
     /// Load balancing and health checks of the backends' clusters.
     pub policy: ClusterPolicy,
+}
+
+/// A TCPRoute or UDPRoute: every connection (or UDP session) of its listener goes to its
+/// backends, split by weight.
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
+pub struct L4Route {
+    /// The object this route comes from.
+    pub origin: Origin,
+    /// Where the traffic goes, per rule (the rules of these kinds carry no matches).
+    pub rules: Vec<Vec<Backend>>,
+}
+
+impl L4Route {
+    /// Every backend of every rule, with its rule's index.
+    pub fn backends(&self) -> impl Iterator<Item = (usize, usize, &Backend)> {
+        self.rules.iter().enumerate().flat_map(|(i, r)| r.iter().enumerate().map(move |(j, b)| (i, j, b)))
+    }
 }
 
 /// A weighted backend of a route.

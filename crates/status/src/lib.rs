@@ -34,8 +34,17 @@ pub struct Options {
 pub use writer::StatusWriter;
 
 /// The kinds whose status the writer writes, in counter order.
-pub const KINDS: [&str; 7] =
-    ["Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "Ingress", "HTTPProxy", "ExtensionService"];
+pub const KINDS: [&str; 9] = [
+    "Gateway",
+    "HTTPRoute",
+    "GRPCRoute",
+    "TLSRoute",
+    "TCPRoute",
+    "UDPRoute",
+    "Ingress",
+    "HTTPProxy",
+    "ExtensionService",
+];
 
 /// Counters of the writer per kind (see [`KINDS`]), with upstream's meaning
 /// (`contour_status_update_*`).

@@ -26,6 +26,8 @@ pub struct StatusWriter {
     /// What we last wrote (or found) per object, as a digest: unchanged desired status costs no
     /// request.
     last: HashMap<(&'static str, String, String), Written>,
+    /// The API version each kind is written through, once found (see [`resource`]).
+    resources: HashMap<&'static str, ApiResource>,
 }
 
 /// What an object's status said of ours when we last wrote or read it. A digest, not the
@@ -100,7 +102,7 @@ enum Desired {
 impl StatusWriter {
     /// A writer that signs route parent entries with `controller`.
     pub fn new(client: kube::Client, controller: String) -> Self {
-        Self { client, controller, counters: Arc::default(), last: HashMap::new() }
+        Self { client, controller, counters: Arc::default(), last: HashMap::new(), resources: HashMap::new() }
     }
 
     /// The writer's counters, shared.
@@ -185,6 +187,17 @@ impl StatusWriter {
             }
         }
 
+        let mut kinds: Vec<&'static str> = writes.iter().map(|w| w.kind).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        for kind in kinds {
+            if !self.resources.contains_key(kind)
+                && let Some(found) = resource(&self.client, kind).await
+            {
+                self.resources.insert(kind, found);
+            }
+        }
+        let resources = &self.resources;
         let client = self.client.clone();
         let controller = self.controller.clone();
         let counters = Arc::clone(&self.counters);
@@ -196,13 +209,15 @@ impl StatusWriter {
                     .get(&(w.kind, w.namespace.clone(), w.name.clone()))
                     .filter(|p| p.uid.is_none() || w.uid.is_none() || p.uid == w.uid);
                 let leadership = leadership.clone();
+                let resource =
+                    resources.get(w.kind).cloned().unwrap_or_else(|| api_resource(w.kind, versions(w.kind)[0]));
                 async move {
                     let key = (w.kind, w.namespace.clone(), w.name.clone());
                     // Leadership can end mid-pass (a paused replica resumes): check per write.
                     if !leadership.is_leader() {
                         return (key, Err(Error::NotLeader));
                     }
-                    (key, write_one(&client, &controller, &counters, w, previous).await)
+                    (key, write_one(&client, &resource, &controller, &counters, w, previous).await)
                 }
             })
             .buffer_unordered(CONCURRENCY)
@@ -228,15 +243,29 @@ impl StatusWriter {
     }
 }
 
-fn resource(kind: &str) -> ApiResource {
-    let (group, version, plural) = match kind {
-        "HTTPProxy" => ("projectcontour.io", "v1", "httpproxies"),
-        "ExtensionService" => ("projectcontour.io", "v1alpha1", "extensionservices"),
-        "Ingress" => ("networking.k8s.io", "v1", "ingresses"),
-        "Gateway" => ("gateway.networking.k8s.io", "v1", "gateways"),
-        "HTTPRoute" => ("gateway.networking.k8s.io", "v1", "httproutes"),
-        "GRPCRoute" => ("gateway.networking.k8s.io", "v1", "grpcroutes"),
-        _ => ("gateway.networking.k8s.io", "v1", "tlsroutes"),
+/// The API versions a kind may be served at, ours first: the route kinds that graduated are
+/// still served only at an older version by older Gateway API bundles (upstream Contour's own is
+/// Gateway API 1.3: TLSRoute v1alpha2, TCPRoute and UDPRoute v1alpha2).
+fn versions(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "ExtensionService" => &["v1alpha1"],
+        "TLSRoute" => &["v1", "v1alpha3", "v1alpha2"],
+        "TCPRoute" | "UDPRoute" => &["v1", "v1alpha2"],
+        _ => &["v1"],
+    }
+}
+
+fn api_resource(kind: &str, version: &str) -> ApiResource {
+    let (group, plural) = match kind {
+        "HTTPProxy" => ("projectcontour.io", "httpproxies"),
+        "ExtensionService" => ("projectcontour.io", "extensionservices"),
+        "Ingress" => ("networking.k8s.io", "ingresses"),
+        "Gateway" => ("gateway.networking.k8s.io", "gateways"),
+        "HTTPRoute" => ("gateway.networking.k8s.io", "httproutes"),
+        "GRPCRoute" => ("gateway.networking.k8s.io", "grpcroutes"),
+        "TCPRoute" => ("gateway.networking.k8s.io", "tcproutes"),
+        "UDPRoute" => ("gateway.networking.k8s.io", "udproutes"),
+        _ => ("gateway.networking.k8s.io", "tlsroutes"),
     };
     ApiResource {
         group: group.into(),
@@ -247,9 +276,31 @@ fn resource(kind: &str) -> ApiResource {
     }
 }
 
+/// The resource a kind's status is written through: the first of its versions the API server
+/// serves. `None` when discovery fails or serves none of them (asked again next pass).
+async fn resource(client: &kube::Client, kind: &'static str) -> Option<ApiResource> {
+    let candidates = versions(kind);
+    if let [only] = candidates {
+        return Some(api_resource(kind, only));
+    }
+    for version in candidates {
+        let resource = api_resource(kind, version);
+        match client.list_api_group_resources(&resource.api_version).await {
+            Ok(list) if list.resources.iter().any(|r| r.name == resource.plural) => return Some(resource),
+            Ok(_) | Err(kube::Error::Api(_)) => continue,
+            Err(e) => {
+                debug!(kind, error = %e, "discovery failed; trying again on the next pass");
+                return None;
+            }
+        }
+    }
+    None
+}
+
 /// Returns what the object's status now says (our part), or None when the object is gone.
 async fn write_one(
     client: &kube::Client,
+    resource: &ApiResource,
     controller: &str,
     counters: &Counters,
     w: Write,
@@ -263,7 +314,7 @@ async fn write_one(
         counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
         return Ok(Some(previous.clone()));
     }
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &w.namespace, &resource(w.kind));
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &w.namespace, resource);
     let key = format!("{}/{}", w.namespace, w.name);
     let api_error = |source| Error::Api { kind: w.kind, key: key.clone(), source };
     let now = now();

@@ -99,10 +99,12 @@ trait Watched: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Deb
     fn config() -> watcher::Config {
         watcher::Config::default().any_semantic()
     }
-    /// Older API versions to read the kind through when the API server does not serve ours:
+    /// Other API versions to read the kind through when the API server does not serve ours:
     /// upstream Contour's own CRD bundle (Gateway API 1.3) serves ReferenceGrant as v1beta1
-    /// only and TLSRoute as v1alpha2. Their schemas are the same as far as we read them.
-    const OLDER_VERSIONS: &'static [&'static str] = &[];
+    /// only and TLSRoute as v1alpha2; Gateway API 1.6's standard channel serves TCPRoute and
+    /// UDPRoute as v1 only (our types are v1alpha2). Their schemas are the same as far as we read
+    /// them.
+    const OTHER_VERSIONS: &'static [&'static str] = &[];
 }
 
 macro_rules! scoped_api {
@@ -130,7 +132,7 @@ macro_rules! watched {
             const KIND: Kind = Kind::$kind;
             const NAME: &'static str = $name;
             const NAMESPACED: bool = $namespaced;
-            const OLDER_VERSIONS: &'static [&'static str] = &[$($older),*];
+            const OTHER_VERSIONS: &'static [&'static str] = &[$($older),*];
             fn into_object(mut self, _cx: &Context) -> Option<Object> {
                 trim(&mut self.metadata);
                 self.status = None;
@@ -145,8 +147,8 @@ watched!(GatewayClass, GatewayClass, "GatewayClass", false, GatewayClass);
 watched!(Gateway, Gateway, "Gateway", true, Gateway);
 watched!(HTTPRoute, HttpRoute, "HTTPRoute", true, HttpRoute);
 watched!(TLSRoute, TlsRoute, "TLSRoute", true, TlsRoute, ["v1alpha3", "v1alpha2"]);
-watched!(TCPRoute, TcpRoute, "TCPRoute", true, TcpRoute);
-watched!(UDPRoute, UdpRoute, "UDPRoute", true, UdpRoute);
+watched!(TCPRoute, TcpRoute, "TCPRoute", true, TcpRoute, ["v1"]);
+watched!(UDPRoute, UdpRoute, "UDPRoute", true, UdpRoute, ["v1"]);
 watched!(GRPCRoute, GrpcRoute, "GRPCRoute", true, GrpcRoute);
 watched!(BackendTLSPolicy, BackendTlsPolicy, "BackendTLSPolicy", true, BackendTlsPolicy, ["v1alpha3"]);
 watched!(Ingress, Ingress, "Ingress", true, Ingress);
@@ -185,7 +187,7 @@ watched!(Namespace, Namespace, "Namespace", false, Namespace);
 
 impl Watched for ReferenceGrant {
     scoped_api!(true);
-    const OLDER_VERSIONS: &'static [&'static str] = &["v1beta1"];
+    const OTHER_VERSIONS: &'static [&'static str] = &["v1beta1"];
     const KIND: Kind = Kind::ReferenceGrant;
     const NAME: &'static str = "ReferenceGrant";
     const NAMESPACED: bool = true;
@@ -253,7 +255,7 @@ impl Watched for Secret {
     }
 }
 
-/// An event read through an older API version, as the kind's own type; an object that does not
+/// An event read through another API version, as the kind's own type; an object that does not
 /// fit the type is dropped with a warning naming it.
 fn typed<K: Watched>(event: Event<DynamicObject>) -> Option<Event<K>> {
     let convert = |o: DynamicObject| -> Option<K> {
@@ -365,11 +367,11 @@ impl KubernetesSource {
         Ok(())
     }
 
-    /// The version of `K` to watch: its own, else the first of its older versions the API server
+    /// The version of `K` to watch: its own, else the first of its other versions the API server
     /// serves; `None` when it serves none (its CRD is absent).
     async fn served_version<K: Watched>(&self, served: &mut Served) -> Result<Option<ApiResource>, Error> {
         let base = ApiResource::erase::<K>(&());
-        let versions = std::iter::once(base.version.as_str()).chain(K::OLDER_VERSIONS.iter().copied());
+        let versions = std::iter::once(base.version.as_str()).chain(K::OTHER_VERSIONS.iter().copied());
         for version in versions {
             let resource = ApiResource {
                 version: version.to_string(),
@@ -401,7 +403,7 @@ impl KubernetesSource {
         let version = match self.served_version::<K>(served).await? {
             Some(resource) if resource.version == ApiResource::erase::<K>(&()).version => None,
             Some(older) => {
-                info!(kind = K::NAME, version = older.version, "served only at an older version; watching that");
+                info!(kind = K::NAME, version = older.version, "served only at another version; watching that");
                 Some(older)
             }
             None => {

@@ -77,6 +77,7 @@ pub(crate) fn cluster(c: &dag::Cluster, settings: &ClusterOptions) -> Resource {
             let endpoint = dag::Endpoint {
                 address: std::net::SocketAddr::from(([0, 0, 0, 0], c.service.port)),
                 health_port: None,
+                locality: None,
             };
             let mut assignment = load_assignment_message(&c.name, std::slice::from_ref(&endpoint));
             set_host(&mut assignment, host);
@@ -126,6 +127,10 @@ pub(crate) fn cluster(c: &dag::Cluster, settings: &ClusterOptions) -> Resource {
         // a 503 instead of being sent to the failing endpoints anyway.
         common_lb_config: Some(cluster::CommonLbConfig {
             healthy_panic_threshold: Some(Percent { value: 0.0 }),
+            // Localities weigh the backends of a UDPRoute (see `load_assignment_message`).
+            locality_config_specifier: (!c.locality_weights.is_empty()).then(|| {
+                cluster::common_lb_config::LocalityConfigSpecifier::LocalityWeightedLbConfig(Default::default())
+            }),
             ..Default::default()
         }),
         typed_extension_protocol_options,
@@ -298,24 +303,45 @@ fn set_host(assignment: &mut ClusterLoadAssignment, host: &str) {
     }
 }
 
+/// The endpoints in one locality, or, when they carry localities (a UDPRoute's backends), one
+/// locality per backend with its weight. A backend without endpoints has no locality, so its
+/// share goes to the others.
 fn load_assignment_message(name: &str, endpoints: &[dag::Endpoint]) -> ClusterLoadAssignment {
-    use envoy_types::pb::envoy::config::endpoint::v3::{Endpoint, endpoint::HealthCheckConfig};
-    let lb_endpoints = endpoints
-        .iter()
-        .map(|e| LbEndpoint {
-            host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(Endpoint {
-                address: Some(socket(e.address.ip().to_string(), e.address.port())),
-                health_check_config: e
-                    .health_port
-                    .map(|port| HealthCheckConfig { port_value: u32::from(port), ..Default::default() }),
+    let mut groups: Vec<(Option<dag::Locality>, Vec<LbEndpoint>)> = Vec::new();
+    for e in endpoints {
+        match groups.iter_mut().find(|(l, _)| *l == e.locality) {
+            Some((_, group)) => group.push(lb_endpoint_of(e)),
+            None => groups.push((e.locality, vec![lb_endpoint_of(e)])),
+        }
+    }
+    if groups.is_empty() {
+        groups.push((None, Vec::new()));
+    }
+    let endpoints = groups
+        .into_iter()
+        .map(|(locality, lb_endpoints)| LocalityLbEndpoints {
+            locality: locality.map(|l| envoy_types::pb::envoy::config::core::v3::Locality {
+                sub_zone: format!("backend-{}", l.index),
                 ..Default::default()
-            })),
+            }),
+            load_balancing_weight: locality.map(|l| UInt32Value { value: l.weight }),
+            lb_endpoints,
             ..Default::default()
         })
         .collect();
-    ClusterLoadAssignment {
-        cluster_name: name.to_string(),
-        endpoints: vec![LocalityLbEndpoints { lb_endpoints, ..Default::default() }],
+    ClusterLoadAssignment { cluster_name: name.to_string(), endpoints, ..Default::default() }
+}
+
+fn lb_endpoint_of(e: &dag::Endpoint) -> LbEndpoint {
+    use envoy_types::pb::envoy::config::endpoint::v3::{Endpoint, endpoint::HealthCheckConfig};
+    LbEndpoint {
+        host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(Endpoint {
+            address: Some(socket(e.address.ip().to_string(), e.address.port())),
+            health_check_config: e
+                .health_port
+                .map(|port| HealthCheckConfig { port_value: u32::from(port), ..Default::default() }),
+            ..Default::default()
+        })),
         ..Default::default()
     }
 }
@@ -330,5 +356,48 @@ pub(crate) fn socket(address: String, port: u16) -> Address {
             port_specifier: Some(socket_address::PortSpecifier::PortValue(u32::from(port))),
             ..Default::default()
         })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint(address: &str, locality: Option<(u32, u32)>) -> dag::Endpoint {
+        dag::Endpoint {
+            address: address.parse().unwrap(),
+            health_port: None,
+            locality: locality.map(|(index, weight)| dag::Locality { index, weight }),
+        }
+    }
+
+    #[test]
+    fn endpoints_of_weighted_backends_are_localities_with_their_weights() {
+        let endpoints = [
+            endpoint("10.0.0.1:53", Some((0, 70))),
+            endpoint("10.0.0.2:53", Some((1, 30))),
+            endpoint("10.0.0.3:53", Some((0, 70))),
+        ];
+        let assignment = load_assignment_message("udproute/ns/dns", &endpoints);
+        let localities: Vec<_> = assignment
+            .endpoints
+            .iter()
+            .map(|l| {
+                let zone = l.locality.as_ref().map(|l| l.sub_zone.clone()).unwrap_or_default();
+                (zone, l.load_balancing_weight.map(|w| w.value), l.lb_endpoints.len())
+            })
+            .collect();
+        assert_eq!(localities, [("backend-0".to_string(), Some(70), 2), ("backend-1".to_string(), Some(30), 1)]);
+    }
+
+    #[test]
+    fn plain_endpoints_share_one_locality_without_weight() {
+        let assignment =
+            load_assignment_message("ns/web/80", &[endpoint("10.0.0.1:80", None), endpoint("10.0.0.2:80", None)]);
+        assert_eq!(assignment.endpoints.len(), 1);
+        assert_eq!(assignment.endpoints[0].lb_endpoints.len(), 2);
+        assert!(assignment.endpoints[0].locality.is_none() && assignment.endpoints[0].load_balancing_weight.is_none());
+        let empty = load_assignment_message("ns/web/80", &[]);
+        assert_eq!(empty.endpoints.len(), 1, "no endpoints: one empty locality, as before");
     }
 }

@@ -20,7 +20,9 @@ mod route;
 mod runtime;
 mod secret;
 pub mod settings;
+mod tcp;
 mod tracer;
+mod udp;
 
 #[cfg(test)]
 mod tests;

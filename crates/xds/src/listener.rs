@@ -14,7 +14,6 @@ use envoy_types::pb::envoy::extensions::filters::listener::tls_inspector::v3::Tl
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::{
     HttpConnectionManager, HttpFilter, Rds, http_connection_manager, http_filter,
 };
-use envoy_types::pb::envoy::extensions::filters::network::tcp_proxy::v3::{TcpProxy, tcp_proxy};
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
     CommonTlsContext, DownstreamTlsContext, SdsSecretConfig,
 };
@@ -22,7 +21,6 @@ use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value};
 use envoy_types::util::pack_any;
 
 use crate::cluster::socket;
-use crate::route::INVALID_BACKEND_CLUSTER;
 use crate::settings::{HttpVersion, ListenerOptions, ServerHeader, SocketOptions, Timeout, TlsOptions};
 use crate::{CompileOptions, Resource, ads};
 
@@ -45,9 +43,15 @@ pub(crate) fn listener<'a>(
     let stat_prefix = match (&l.kind, default_fleet) {
         (ListenerKind::Http(_), true) => "ingress_http",
         (ListenerKind::Tls(_), true) => "ingress_https",
-        (_, false) => l.name.as_str(),
+        _ => l.name.as_str(),
     };
     let address = l.address.unwrap_or(options.default_address).to_string();
+    if let ListenerKind::Udp(cluster) = &l.kind {
+        return (
+            Resource::new(&l.name, crate::udp::listener(&l.name, address, l.port, cluster.as_deref())),
+            Vec::new(),
+        );
+    }
     let mut tables = Vec::new();
     let settings = &options.listener;
     // The global authorization server checks the default fleet's requests (upstream's
@@ -57,7 +61,7 @@ pub(crate) fn listener<'a>(
     // Built once for the listener, not once per filter chain (a TLS port has one per host).
     let shared = Shared {
         filters: http_filters(settings),
-        access_log: settings.access_log.loggers(matches!(l.kind, ListenerKind::Tls(_))),
+        access_log: settings.access_log.loggers(matches!(l.kind, ListenerKind::Tls(_) | ListenerKind::Tcp(_))),
         // Spans go to the collector once its ExtensionService is valid (upstream refuses to
         // start without it; here traffic is served untraced until it is).
         tracing: options
@@ -159,19 +163,25 @@ pub(crate) fn listener<'a>(
                     }
                     TlsAction::TerminateTcp { secrets, settings: tls, backends } => FilterChain {
                         filter_chain_match,
-                        filters: vec![tcp_proxy(stat_prefix, backends, &shared.access_log)],
+                        filters: vec![crate::tcp::proxy(stat_prefix, backends, &shared.access_log)],
                         transport_socket: Some(downstream_tls(secrets, tls, &settings.tls, Vec::new())),
                         ..Default::default()
                     },
                     TlsAction::Passthrough { backends } => FilterChain {
                         filter_chain_match,
-                        filters: vec![tcp_proxy(stat_prefix, backends, &shared.access_log)],
+                        filters: vec![crate::tcp::proxy(stat_prefix, backends, &shared.access_log)],
                         ..Default::default()
                     },
                 };
                 message.filter_chains.push(fc);
             }
         }
+        ListenerKind::Tcp(backends) => message.filter_chains.push(FilterChain {
+            filters: vec![crate::tcp::proxy(stat_prefix, backends, &shared.access_log)],
+            ..Default::default()
+        }),
+        // Compiled apart above: a UDP listener has no filter chains.
+        ListenerKind::Udp(_) => {}
     }
     (Resource::new(&l.name, message), tables)
 }
@@ -586,41 +596,6 @@ fn downstream_tls(
     TransportSocket {
         name: "envoy.transport_sockets.tls".into(),
         config_type: Some(transport_socket::ConfigType::TypedConfig(pack_any(context))),
-    }
-}
-
-/// TCP proxying, logged like the TLS listener it serves, idle for at most upstream's 9001 s.
-fn tcp_proxy(
-    stat_prefix: &str,
-    backends: &[dag::WeightedCluster],
-    access_log: &[envoy_types::pb::envoy::config::accesslog::v3::AccessLog],
-) -> Filter {
-    let live: Vec<_> = backends.iter().filter(|b| b.weight > 0).collect();
-    let specifier = match live.as_slice() {
-        [one] => {
-            tcp_proxy::ClusterSpecifier::Cluster(one.cluster.clone().unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into()))
-        }
-        many => tcp_proxy::ClusterSpecifier::WeightedClusters(tcp_proxy::WeightedCluster {
-            clusters: many
-                .iter()
-                .map(|b| tcp_proxy::weighted_cluster::ClusterWeight {
-                    name: b.cluster.clone().unwrap_or_else(|| INVALID_BACKEND_CLUSTER.into()),
-                    weight: b.weight,
-                    ..Default::default()
-                })
-                .collect(),
-        }),
-    };
-    let proxy = TcpProxy {
-        stat_prefix: stat_prefix.to_string(),
-        cluster_specifier: Some(specifier),
-        access_log: access_log.to_vec(),
-        idle_timeout: Some(crate::duration_ms(9001 * 1000)),
-        ..Default::default()
-    };
-    Filter {
-        name: "envoy.filters.network.tcp_proxy".into(),
-        config_type: Some(filter::ConfigType::TypedConfig(pack_any(proxy))),
     }
 }
 

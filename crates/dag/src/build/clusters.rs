@@ -32,9 +32,10 @@ impl Builder<'_> {
                 return None;
             }
         };
-        let Some(port) =
-            spec.and_then(|s| s.ports.as_ref()).and_then(|ports| ports.iter().find(|p| p.port == i32::from(sp.port)))
-        else {
+        let udp = self.udp;
+        let Some(port) = spec.and_then(|s| s.ports.as_ref()).and_then(|ports| {
+            ports.iter().find(|p| p.port == i32::from(sp.port) && (p.protocol.as_deref() == Some("UDP")) == udp)
+        }) else {
             self.error(
                 origin,
                 field,
@@ -88,6 +89,7 @@ impl Builder<'_> {
             client_certificate: None,
             dns_lookup_family: None,
             more_services: Vec::new(),
+            locality_weights: Vec::new(),
         };
         if matches!(cluster.protocol, Some(UpstreamProtocol::Tls | UpstreamProtocol::H2))
             || cluster.validation.is_some()
@@ -117,6 +119,41 @@ impl Builder<'_> {
         cluster.name = format!("{}/{}", cluster.name, settings_hash(&settings));
         let name = cluster.name.clone();
         out.clusters.entry(name.clone()).or_insert(cluster);
+        Some(name)
+    }
+
+    /// The cluster of a UDPRoute, `udproute/<namespace>/<name>`: the UDP ports of its backends'
+    /// Services, each a locality with the backend's weight (Envoy's UDP proxy sends a session
+    /// to one cluster). `None` when no backend with a weight resolves.
+    pub(super) fn udp_cluster(&mut self, route: &ir::L4Route, out: &mut FleetDag) -> Option<String> {
+        let name = format!("udproute/{}/{}", route.origin.namespace, route.origin.name);
+        if out.clusters.contains_key(&name) {
+            return Some(name);
+        }
+        let mut scratch = FleetDag::default();
+        let mut parts: Vec<(ir::ServicePort, String, u32)> = Vec::new();
+        self.udp = true;
+        for (i, j, backend) in route.backends() {
+            let BackendTarget::Service(sp) = &backend.target else { continue };
+            let field = format!("spec.rules[{i}].backendRefs[{j}]");
+            let policy = ClusterPolicy::default();
+            let Some(built) = self.cluster(&route.origin, sp, None, &policy, field, &mut scratch) else { continue };
+            let port_name = scratch.clusters.get(&built).map(|c| c.port_name.clone()).unwrap_or_default();
+            if backend.weight > 0 {
+                parts.push((sp.clone(), port_name, backend.weight));
+            }
+        }
+        self.udp = false;
+        let ((service, port_name, weight), rest) = parts.split_first()?;
+        let first = scratch.clusters.values().find(|c| c.service == *service)?;
+        let mut cluster = first.clone();
+        cluster.name = name.clone();
+        cluster.port_name = port_name.clone();
+        // Datagrams: no HTTP protocol or TLS towards the backends.
+        (cluster.protocol, cluster.validation, cluster.sni, cluster.client_certificate) = (None, None, None, None);
+        cluster.more_services = rest.iter().map(|(sp, port, _)| (sp.clone(), port.clone())).collect();
+        cluster.locality_weights = std::iter::once(*weight).chain(rest.iter().map(|(_, _, w)| *w)).collect();
+        out.clusters.insert(name.clone(), cluster);
         Some(name)
     }
 
@@ -209,6 +246,7 @@ impl Builder<'_> {
             client_certificate: None,
             dns_lookup_family: jwks.dns_lookup_family.clone(),
             more_services: Vec::new(),
+            locality_weights: Vec::new(),
         };
         out.clusters.insert(name, cluster);
     }

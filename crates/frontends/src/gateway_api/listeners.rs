@@ -89,11 +89,14 @@ pub(super) fn translate_gateway(
             tls: None,
             http_routes: Vec::new(),
             tls_routes: Vec::new(),
+            l4_routes: Vec::new(),
         };
         let protocol = match spec.protocol.as_str() {
             "HTTP" => Some(Protocol::Http),
             "HTTPS" => Some(Protocol::Https),
             "TLS" => Some(Protocol::Tls),
+            "TCP" => Some(Protocol::Tcp),
+            "UDP" => Some(Protocol::Udp),
             _ => None,
         };
         let Some(protocol) = protocol else {
@@ -138,13 +141,19 @@ pub(super) fn translate_gateway(
     ir::Fleet { id: options.fleet_id(key), address, origin: Some(origin), listeners, extensions: Vec::new() }
 }
 
-/// Listeners on one port must agree on the protocol family, and their hostnames must differ.
+/// Listeners on one port must agree on the protocol family, and their hostnames must differ. UDP
+/// listeners have ports of their own (another transport); a TCP or UDP listener has no hostname
+/// to tell it apart, so it must be alone on its port.
 fn flag_conflicts(origin: &ir::Origin, listeners: &mut [ir::Listener], diagnostics: &mut Vec<Diagnostic>) {
-    let family = |p: Protocol| if p == Protocol::Http { 0 } else { 1 };
-    let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    let family = |p: Protocol| match p {
+        Protocol::Http => 0,
+        Protocol::Https | Protocol::Tls => 1,
+        Protocol::Tcp | Protocol::Udp => 2,
+    };
+    let mut by_port: BTreeMap<(u16, bool), Vec<usize>> = BTreeMap::new();
     for (i, l) in listeners.iter().enumerate() {
         if l.port != 0 {
-            by_port.entry(l.port).or_default().push(i);
+            by_port.entry((l.port, l.protocol == Protocol::Udp)).or_default().push(i);
         }
     }
     let mut refused = Vec::new();
@@ -152,11 +161,17 @@ fn flag_conflicts(origin: &ir::Origin, listeners: &mut [ir::Listener], diagnosti
         let first = family(listeners[indices[0]].protocol);
         if indices.iter().any(|&i| family(listeners[i].protocol) != first) {
             for &i in indices {
-                refused.push((i, "ProtocolConflict", "listeners on one port mix HTTP with HTTPS or TLS".to_string()));
+                let message = "listeners on one port mix protocols that cannot share it (HTTP, HTTPS or TLS, TCP)";
+                refused.push((i, "ProtocolConflict", message.to_string()));
             }
             continue;
         }
         for (n, &i) in indices.iter().enumerate() {
+            if first == 2 && n > 0 {
+                let message = format!("another {:?} listener uses port {}", listeners[i].protocol, listeners[i].port);
+                refused.push((i, "ProtocolConflict", message));
+                continue;
+            }
             let dup = indices[..n].iter().any(|&j| listeners[j].hostname == listeners[i].hostname);
             if dup {
                 refused.push((
@@ -187,7 +202,7 @@ fn tls(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<Option<ListenerTls>, ()> {
     let origin = origin("Gateway", &gateway.metadata);
-    if protocol == Protocol::Http {
+    if matches!(protocol, Protocol::Http | Protocol::Tcp | Protocol::Udp) {
         return Ok(None);
     }
     let Some(tls) = &spec.tls else {
@@ -264,6 +279,8 @@ fn protocol_kinds(protocol: &str) -> &'static [&'static str] {
     match protocol {
         "HTTP" | "HTTPS" => &["HTTPRoute", "GRPCRoute"],
         "TLS" => &["TLSRoute"],
+        "TCP" => &["TCPRoute"],
+        "UDP" => &["UDPRoute"],
         _ => &[],
     }
 }

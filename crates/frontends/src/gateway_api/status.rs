@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ir::{Diagnostic, RULE_MATCH_CONFLICT};
 use objects::{ObjectKey, Snapshot};
 
+use super::l4_route::L4Kind;
 use super::{GROUP, Options, ParentRef};
 
 /// One condition, in the Gateway API's vocabulary.
@@ -55,7 +56,7 @@ pub struct ListenerStatus {
 /// What a route's `status.parents` entries for our Gateways should say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteStatus {
-    /// `HTTPRoute` or `TLSRoute`.
+    /// `HTTPRoute`, `GRPCRoute`, `TLSRoute`, `TCPRoute` or `UDPRoute`.
     pub kind: &'static str,
     /// The route.
     pub key: ObjectKey,
@@ -270,7 +271,9 @@ pub fn compute(
     });
     let tls =
         snapshot.tls_routes.iter().map(|(k, r)| ("TLSRoute", k, &r.metadata, super::tls_route::parent_refs(r), 0));
-    for (kind, key, meta, parents, rule_count) in http.chain(grpc).chain(tls) {
+    let tcp = snapshot.tcp_routes.iter().map(|(k, r)| ("TCPRoute", k, &r.metadata, L4Kind::parent_refs(&**r), 0));
+    let udp = snapshot.udp_routes.iter().map(|(k, r)| ("UDPRoute", k, &r.metadata, L4Kind::parent_refs(&**r), 0));
+    for (kind, key, meta, parents, rule_count) in http.chain(grpc).chain(tls).chain(tcp).chain(udp) {
         let generation = meta.generation.unwrap_or(0);
         let found = by_object.get(&(kind, key.namespace.as_str(), key.name.as_str())).unwrap_or(&none);
         // Rules dropped because their matches repeat an older rule's (the DAG finds them per
@@ -407,7 +410,10 @@ pub fn attached_routes(ir: &ir::Ir) -> BTreeMap<(String, String), u32> {
     let mut out = BTreeMap::new();
     for fleet in &ir.fleets {
         for l in &fleet.listeners {
-            out.insert((fleet.id.clone(), l.name.clone()), (l.http_routes.len() + l.tls_routes.len()) as u32);
+            out.insert(
+                (fleet.id.clone(), l.name.clone()),
+                (l.http_routes.len() + l.tls_routes.len() + l.l4_routes.len()) as u32,
+            );
         }
     }
     out

@@ -42,7 +42,7 @@ spec:
   listeners:
   - {name: http, port: 8080, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
   - {name: same-ns, port: 8081, protocol: HTTP}
-  - {name: udp, port: 53, protocol: UDP}
+  - {name: custom, port: 53, protocol: example.com/sctp}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
@@ -61,7 +61,7 @@ fn only_gateways_of_our_classes_become_fleets() {
     assert_eq!(fleet.address, Some("127.0.0.9".parse().unwrap()));
     assert_eq!(fleet.listeners[0].protocol, Protocol::Http);
     assert_eq!(fleet.listeners[0].port, 8080);
-    assert_eq!(fleet.listeners[2].port, 0, "UDP listener is refused");
+    assert_eq!(fleet.listeners[2].port, 0, "a protocol of another implementation is refused");
     assert!(t.diagnostics.iter().any(|d| d.reason == "UnsupportedProtocol" && d.field == "spec.listeners[2].protocol"));
 }
 
@@ -168,8 +168,8 @@ spec:
     assert_eq!(find(&gw.conditions, "Programmed").reason, "Pending", "an address exists, no Envoy accepted yet");
     assert_eq!(gw.listeners[0].attached_routes, 1);
     assert_eq!(gw.listeners[1].attached_routes, 0);
-    let udp = find(&gw.listeners[2].conditions, "Accepted");
-    assert_eq!((udp.status, udp.reason), (false, "UnsupportedProtocol"));
+    let custom = find(&gw.listeners[2].conditions, "Accepted");
+    assert_eq!((custom.status, custom.reason), (false, "UnsupportedProtocol"));
 
     let route = &set.routes[0];
     assert_eq!(route.parents.len(), 2, "the parentRef to a Gateway that is not ours gets no entry");
@@ -328,12 +328,12 @@ spec:
 
 #[test]
 fn gateway_with_some_refused_listeners_is_accepted_with_listeners_not_valid() {
-    // BASE's Gateway has two HTTP listeners and a UDP one, which is refused.
+    // BASE's Gateway has two HTTP listeners and one of a protocol we do not know, refused.
     let (_, status) = translate_with_status(BASE, &Options::default());
     let accepted = status.gateways[0].conditions.iter().find(|c| c.type_ == "Accepted").expect("Accepted");
     assert_eq!((accepted.status, accepted.reason), (true, "ListenersNotValid"));
-    let udp = status.gateways[0].listeners[2].conditions.iter().find(|c| c.type_ == "Accepted").unwrap();
-    assert_eq!((udp.status, udp.reason), (false, "UnsupportedProtocol"));
+    let custom = status.gateways[0].listeners[2].conditions.iter().find(|c| c.type_ == "Accepted").unwrap();
+    assert_eq!((custom.status, custom.reason), (false, "UnsupportedProtocol"));
 }
 
 #[test]
@@ -542,3 +542,5 @@ fn static_gateway_ports_map_as_upstream() {
         assert_eq!(container_port(port), mapped, "{port}");
     }
 }
+
+mod l4;

@@ -295,6 +295,7 @@ pub(super) fn tcp_proxy(
         tls: Some(tls.clone()),
         http_routes: Vec::new(),
         tls_routes: vec![Arc::new(route)],
+        l4_routes: Vec::new(),
     }))
 }
 
