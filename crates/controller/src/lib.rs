@@ -130,6 +130,7 @@ impl Pipeline {
                     listeners: Vec::new(),
                     extensions: Vec::new(),
                 }],
+                backend_tls: Vec::new(),
             },
             diagnostics: Vec::new(),
         });

@@ -20,8 +20,8 @@ pub use clusters::jwks_cluster_name;
 
 use crate::{
     BackendFilters, CaBundle, CircuitBreakers, ClientAuth, Cluster, ClusterPolicy, Dag, DagListener, DownstreamTls,
-    FleetDag, ListenerKind, Route, RouteAction, RoutePolicy, RouteTable, TlsAction, TlsChain, TlsSecret, VirtualHost,
-    WeightedCluster,
+    FleetDag, ListenerKind, Route, RouteAction, RoutePolicy, RouteTable, TlsAction, TlsChain, TlsSecret, Verify,
+    VirtualHost, WeightedCluster,
 };
 
 /// Resolves the IR against the snapshot. `diagnostics` are the front ends' findings; the DAG's
@@ -36,7 +36,22 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
     // read, and is rebuilt only when one of those objects changed.
     let changed = cache.kinds.changed(snapshot, READ_KINDS);
     cache.generation += 1;
-    let mut b = Builder { snapshot, diagnostics, cache, changed, reads: None, listener: (0, "http"), udp: false };
+    if cache.backend_tls != ir.backend_tls {
+        // A policy changes the clusters of the routes to its Services: rare, so build them all.
+        cache.routes.clear();
+        cache.vhosts.clear();
+        cache.backend_tls = ir.backend_tls.clone();
+    }
+    let mut b = Builder {
+        snapshot,
+        diagnostics,
+        cache,
+        changed,
+        reads: None,
+        listener: (0, "http"),
+        udp: false,
+        backend_tls: &ir.backend_tls,
+    };
     let mut fleets = BTreeMap::new();
     for fleet in &ir.fleets {
         fleets.insert(fleet.id.clone(), b.fleet(fleet));
@@ -78,6 +93,8 @@ pub struct Cache {
     generation: u64,
     routes: FxHashMap<usize, CachedRoute>,
     vhosts: FxHashMap<(String, String), CachedVhost>,
+    /// The BackendTLSPolicies the cached routes were built with.
+    backend_tls: Vec<ir::BackendTlsPolicy>,
 }
 
 #[derive(Debug)]
@@ -143,6 +160,8 @@ struct Builder<'a> {
     listener: (u16, &'static str),
     /// Clusters being built are for UDP: they take the Services' UDP ports.
     udp: bool,
+    /// The BackendTLSPolicies that apply, sorted by Service and section.
+    backend_tls: &'a [ir::BackendTlsPolicy],
 }
 
 impl Builder<'_> {

@@ -251,6 +251,17 @@ pub struct BackendFilters {
     pub cookie_rewrites: Vec<ir::CookieRewrite>,
 }
 
+/// How a backend's certificate is verified.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
+pub struct Verify {
+    /// The CA bundle, a key of [`FleetDag::validation`].
+    pub ca: String,
+    /// DNS subject alternative names, one of which (or of `uris`) the certificate must carry.
+    pub names: Vec<String>,
+    /// URI subject alternative names.
+    pub uris: Vec<String>,
+}
+
 /// An upstream cluster: one port of one Service, with one set of settings.
 #[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
 pub struct Cluster {
@@ -265,8 +276,8 @@ pub struct Cluster {
     pub protocol: Option<UpstreamProtocol>,
     /// Load balancing, health checks, connection idle timeout.
     pub policy: ClusterPolicy,
-    /// Upstream TLS verification: the CA (a key of [`FleetDag::validation`]) and subject names.
-    pub validation: Option<(String, Vec<String>)>,
+    /// Upstream TLS verification: the CA and the names to match.
+    pub validation: Option<Verify>,
     /// Slow start for new endpoints.
     pub slow_start: Option<ir::SlowStart>,
     /// The name of the Service port health checks go to, when not the traffic port.

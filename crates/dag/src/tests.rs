@@ -442,7 +442,7 @@ fn what_route_clusters_use_reaches_the_fleet_from_the_cache_too() {
         let dag = build_cached(&t.ir, &s, t.diagnostics.clone(), &mut cache);
         let fleet = &dag.fleets[ir::DEFAULT_FLEET];
         let cluster = fleet.clusters.values().next().expect("a cluster");
-        let (ca, _) = cluster.validation.clone().expect("validated");
+        let ca = cluster.validation.clone().expect("validated").ca;
         assert!(fleet.validation.contains_key(&ca), "{build}: the CA bundle is the fleet's");
         assert_eq!(cluster.client_certificate.as_deref(), Some("infra/envoy-client"), "{build}");
         assert!(fleet.secrets.contains_key("infra/envoy-client"), "{build}: the client certificate is the fleet's");
@@ -481,4 +481,5 @@ fn misdirected_requests_get_421_on_listeners_of_one_port() {
     assert_eq!(hosts(3, &mut table), ["*"]);
 }
 
+mod backend_tls;
 mod l4;

@@ -59,7 +59,7 @@ pub fn translate(snapshot: &Snapshot) -> Translation {
     } else {
         vec![ir::Fleet { id: ir::DEFAULT_FLEET.into(), address: None, origin: None, listeners: Vec::new(), extensions }]
     };
-    Translation { ir: ir::Ir { fleets }, diagnostics }
+    Translation { ir: ir::Ir { fleets, ..Default::default() }, diagnostics }
 }
 
 /// The ExtensionService `namespace/name` checked: `None` when it does not exist, its first
@@ -143,7 +143,7 @@ fn check(
                 out.errors.push(issue("SpecError", "spec.validation", "InconsistentProtocol", message));
             }
             let ca = ObjectRef { namespace: ca_namespace.into(), name: ca_name.into() };
-            Some(ir::UpstreamValidation { ca, subject_names })
+            Some(ir::UpstreamValidation { ca, subject_names, subject_uris: Vec::new() })
         }
     };
     let mut services = Vec::new();

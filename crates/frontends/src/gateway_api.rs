@@ -4,6 +4,7 @@
 //! One fleet per Gateway of an accepted GatewayClass. Routes are translated once and attached
 //! (shared) to every listener they are allowed on.
 
+mod backend_tls;
 mod backends;
 mod grpc_route;
 pub(crate) mod http_route;
@@ -223,7 +224,8 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     attach_l4(&mut fleets, &gateways, snapshot, snapshot.tcp_routes.values(), &mut diagnostics);
     attach_l4(&mut fleets, &gateways, snapshot, snapshot.udp_routes.values(), &mut diagnostics);
 
-    Translation { ir: ir::Ir { fleets: fleets.into_iter().map(|(_, f)| f).collect() }, diagnostics }
+    let backend_tls = backend_tls::evaluate(snapshot).applied;
+    Translation { ir: ir::Ir { fleets: fleets.into_iter().map(|(_, f)| f).collect(), backend_tls }, diagnostics }
 }
 
 /// Translates TCPRoutes or UDPRoutes and attaches them, oldest first, to the listeners they may

@@ -317,7 +317,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     } else {
         vec![ir::Fleet { id: ir::DEFAULT_FLEET.into(), address: None, origin: None, listeners, extensions: Vec::new() }]
     };
-    Translation { ir: ir::Ir { fleets }, diagnostics }
+    Translation { ir: ir::Ir { fleets, ..Default::default() }, diagnostics }
 }
 
 /// The origin of an HTTPProxy.

@@ -150,7 +150,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     } else {
         vec![ir::Fleet { id: ir::DEFAULT_FLEET.into(), address: None, origin: None, listeners, extensions: Vec::new() }]
     };
-    Translation { ir: ir::Ir { fleets }, diagnostics }
+    Translation { ir: ir::Ir { fleets, ..Default::default() }, diagnostics }
 }
 
 /// What one Ingress contributes: plain-HTTP routes, and per TLS host its TLS and routes.

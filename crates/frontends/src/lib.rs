@@ -54,6 +54,8 @@ impl Translation {
             }
         }
         self.ir.fleets.sort_by(|a, b| a.id.cmp(&b.id));
+        self.ir.backend_tls.extend(other.ir.backend_tls);
+        self.ir.backend_tls.sort();
         self.diagnostics.extend(other.diagnostics);
     }
 }

@@ -14,11 +14,12 @@ pub use http::{
     Redirect, RequestMirror, StringMatch, UrlRewrite, regex_escape,
 };
 pub use policy::{
-    Authorization, AuthorizationBody, BackendOptions, ClusterPolicy, CookieRewrite, Cors, CrossScheme, DescriptorEntry,
-    ExtensionService, GeoDatabases, GeoDimension, GeoRule, GlobalRateLimit, HashPolicy, HeaderNameMatch, HealthCheck,
-    HttpAuthorization, InternalRedirect, IpFilter, IpRule, Jwks, JwtProvider, LoadBalancer, LocalRateLimit,
-    OriginMatch, RemoteJwks, RetryPolicy, RouteAuthorization, RoutePolicy, SharedBackendOptions, SlowStart,
-    UpstreamProtocol, UpstreamValidation, VirtualHostPolicy, extension_cluster_name, merge_cookie_rewrites,
+    Authorization, AuthorizationBody, BackendOptions, BackendTls, BackendTlsPolicy, ClusterPolicy, CookieRewrite, Cors,
+    CrossScheme, DescriptorEntry, ExtensionService, GeoDatabases, GeoDimension, GeoRule, GlobalRateLimit, HashPolicy,
+    HeaderNameMatch, HealthCheck, HttpAuthorization, InternalRedirect, IpFilter, IpRule, Jwks, JwtProvider,
+    LoadBalancer, LocalRateLimit, OriginMatch, RemoteJwks, RetryPolicy, RouteAuthorization, RoutePolicy,
+    SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation, VirtualHostPolicy, extension_cluster_name,
+    merge_cookie_rewrites,
 };
 
 use std::net::IpAddr;
@@ -32,6 +33,8 @@ pub const DEFAULT_FLEET: &str = "contour";
 pub struct Ir {
     /// Fleets, sorted by id.
     pub fleets: Vec<Fleet>,
+    /// The BackendTLSPolicies that apply, sorted (Gateway API routes' backends only).
+    pub backend_tls: Vec<BackendTlsPolicy>,
 }
 
 /// A set of Envoys sharing one configuration: a Gateway (`namespace/name`) or the default fleet.

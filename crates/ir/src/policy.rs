@@ -2,6 +2,7 @@
 //! timeouts, retries, websockets, load balancing, active health checks, upstream protocols, and
 //! the access and traffic policies of virtual hosts and routes (one module each).
 
+mod backend_tls;
 mod cookie;
 mod cors;
 mod ext_authz;
@@ -10,6 +11,7 @@ mod ip_filter;
 mod jwt;
 mod rate_limit;
 
+pub use backend_tls::{BackendTls, BackendTlsPolicy};
 pub use cookie::{CookieRewrite, merge_cookie_rewrites};
 pub use cors::{Cors, OriginMatch};
 pub use ext_authz::{Authorization, AuthorizationBody, HeaderNameMatch, HttpAuthorization, RouteAuthorization};
@@ -212,8 +214,11 @@ pub enum UpstreamProtocol {
 pub struct UpstreamValidation {
     /// The Secret (or ConfigMap) holding `ca.crt`, already checked for permission.
     pub ca: ObjectRef,
-    /// Names the certificate must carry (any of them).
+    /// DNS names the certificate must carry (it must carry one of these or of `subject_uris`).
     pub subject_names: Vec<String>,
+    /// URI subject alternative names the certificate may carry instead (BackendTLSPolicy's
+    /// `subjectAltNames` of type URI).
+    pub subject_uris: Vec<String>,
 }
 
 /// Per-backend settings beyond the target and weight.

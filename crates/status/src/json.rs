@@ -59,13 +59,23 @@ pub(crate) fn gateway(desired: &GatewayStatus, current: &Value, now: &str) -> Va
 
 /// A route's `status.parents`: other controllers' entries as they are, ours replaced.
 pub(crate) fn parents(desired: &[RouteParentStatus], current: &Value, controller: &str, now: &str) -> Value {
-    let mut out: Vec<Value> = current["parents"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["controllerName"] != controller)
-        .cloned()
-        .collect();
+    entries(desired, current, controller, now, ("parents", "parentRef"))
+}
+
+/// A policy's `status.ancestors`, as [`parents`] (the same shape under other names).
+pub(crate) fn ancestors(desired: &[RouteParentStatus], current: &Value, controller: &str, now: &str) -> Value {
+    entries(desired, current, controller, now, ("ancestors", "ancestorRef"))
+}
+
+fn entries(
+    desired: &[RouteParentStatus],
+    current: &Value,
+    controller: &str,
+    now: &str,
+    (list, reference): (&str, &str),
+) -> Value {
+    let mut out: Vec<Value> =
+        current[list].as_array().into_iter().flatten().filter(|p| p["controllerName"] != controller).cloned().collect();
     for entry in desired {
         let p = &entry.parent;
         let mut parent_ref = json!({"group": p.group, "kind": p.kind, "namespace": p.namespace, "name": p.name});
@@ -75,11 +85,11 @@ pub(crate) fn parents(desired: &[RouteParentStatus], current: &Value, controller
         if let Some(port) = p.port {
             parent_ref["port"] = json!(port);
         }
-        let old = current["parents"].as_array().and_then(|a| {
-            a.iter().find(|x| x["controllerName"] == controller && same_ref(&x["parentRef"], &parent_ref))
-        });
+        let old = current[list]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["controllerName"] == controller && same_ref(&x[reference], &parent_ref)));
         out.push(json!({
-            "parentRef": parent_ref,
+            reference: parent_ref,
             "controllerName": controller,
             "conditions": conditions(&entry.conditions, old.map(|o| &o["conditions"]), now),
         }));

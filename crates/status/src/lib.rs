@@ -34,13 +34,14 @@ pub struct Options {
 pub use writer::StatusWriter;
 
 /// The kinds whose status the writer writes, in counter order.
-pub const KINDS: [&str; 9] = [
+pub const KINDS: [&str; 10] = [
     "Gateway",
     "HTTPRoute",
     "GRPCRoute",
     "TLSRoute",
     "TCPRoute",
     "UDPRoute",
+    "BackendTLSPolicy",
     "Ingress",
     "HTTPProxy",
     "ExtensionService",

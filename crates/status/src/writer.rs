@@ -71,6 +71,7 @@ impl Written {
         let rendered = match desired {
             Desired::Gateway(g) => json::gateway(g, &Value::Null, ""),
             Desired::Route(parents) => json::parents(parents, &Value::Null, controller, ""),
+            Desired::Ancestors(ancestors) => json::ancestors(ancestors, &Value::Null, controller, ""),
             Desired::LoadBalancer(lb) => lb.clone(),
             Desired::Proxy(p, lb) => json::proxy(p, lb.as_ref(), base, ""),
             Desired::Extension(e) => json::extension(e, base, ""),
@@ -91,6 +92,8 @@ struct Write {
 enum Desired {
     Gateway(frontends::gateway_api::status::GatewayStatus),
     Route(Vec<frontends::gateway_api::status::RouteParentStatus>),
+    /// A policy's `status.ancestors` entries of ours.
+    Ancestors(Vec<frontends::gateway_api::status::RouteParentStatus>),
     /// An Ingress's `status.loadBalancer`.
     LoadBalancer(Value),
     /// An HTTPProxy's status, and its `loadBalancer` when an address is known.
@@ -146,6 +149,16 @@ impl StatusWriter {
                 desired: Desired::Route(r.parents.clone()),
             });
         }
+        for p in &set.policies {
+            seen.push((p.kind, p.key.namespace.clone(), p.key.name.clone()));
+            writes.push(Write {
+                kind: p.kind,
+                uid: Some(p.uid.clone()),
+                namespace: p.key.namespace.clone(),
+                name: p.key.name.clone(),
+                desired: Desired::Ancestors(p.parents.clone()),
+            });
+        }
         for (key, lb) in ingresses {
             writes.push(Write {
                 kind: "Ingress",
@@ -183,7 +196,12 @@ impl StatusWriter {
             .collect();
         for (kind, namespace, name) in gone {
             if self.last.get(&(kind, namespace.clone(), name.clone())).is_some_and(|w| w.entries) {
-                writes.push(Write { kind, uid: None, namespace, name, desired: Desired::Route(Vec::new()) });
+                let desired = if kind == "BackendTLSPolicy" {
+                    Desired::Ancestors(Vec::new())
+                } else {
+                    Desired::Route(Vec::new())
+                };
+                writes.push(Write { kind, uid: None, namespace, name, desired });
             }
         }
 
@@ -251,6 +269,7 @@ fn versions(kind: &str) -> &'static [&'static str] {
         "ExtensionService" => &["v1alpha1"],
         "TLSRoute" => &["v1", "v1alpha3", "v1alpha2"],
         "TCPRoute" | "UDPRoute" => &["v1", "v1alpha2"],
+        "BackendTLSPolicy" => &["v1", "v1alpha3"],
         _ => &["v1"],
     }
 }
@@ -265,6 +284,7 @@ fn api_resource(kind: &str, version: &str) -> ApiResource {
         "GRPCRoute" => ("gateway.networking.k8s.io", "grpcroutes"),
         "TCPRoute" => ("gateway.networking.k8s.io", "tcproutes"),
         "UDPRoute" => ("gateway.networking.k8s.io", "udproutes"),
+        "BackendTLSPolicy" => ("gateway.networking.k8s.io", "backendtlspolicies"),
         _ => ("gateway.networking.k8s.io", "tlsroutes"),
     };
     ApiResource {
@@ -333,16 +353,13 @@ async fn write_one(
             }
             Desired::Route(parents) => {
                 let merged = json::parents(parents, &current, controller, &now);
-                let ours = Value::Array(
-                    merged
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter(|p| p["controllerName"] == controller)
-                        .cloned()
-                        .collect(),
-                );
+                let ours = of_controller(&merged, controller);
                 (json!({"parents": merged}), ours)
+            }
+            Desired::Ancestors(ancestors) => {
+                let merged = json::ancestors(ancestors, &current, controller, &now);
+                let ours = of_controller(&merged, controller);
+                (json!({"ancestors": merged}), ours)
             }
             Desired::LoadBalancer(lb) => (json!({"loadBalancer": lb}), lb.clone()),
             Desired::Proxy(p, lb) => {
@@ -397,15 +414,8 @@ fn current_part(current: &Value, desired: &Desired, controller: &str) -> Value {
             }
             part
         }
-        Desired::Route(_) => Value::Array(
-            current["parents"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|p| p["controllerName"] == controller)
-                .cloned()
-                .collect(),
-        ),
+        Desired::Route(_) => of_controller(&current["parents"], controller),
+        Desired::Ancestors(_) => of_controller(&current["ancestors"], controller),
         Desired::LoadBalancer(_) => current["loadBalancer"].clone(),
         Desired::Extension(_) => json!({"conditions": current["conditions"]}),
         Desired::Proxy(_, lb) => {
@@ -425,6 +435,13 @@ fn current_part(current: &Value, desired: &Desired, controller: &str) -> Value {
 fn now() -> String {
     k8s_openapi::jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%SZ", k8s_openapi::jiff::Timestamp::now())
         .unwrap_or_default()
+}
+
+/// The entries of a `parents` or `ancestors` list that `controller` wrote.
+fn of_controller(entries: &Value, controller: &str) -> Value {
+    Value::Array(
+        entries.as_array().into_iter().flatten().filter(|p| p["controllerName"] == controller).cloned().collect(),
+    )
 }
 
 #[cfg(test)]

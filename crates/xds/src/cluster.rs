@@ -203,25 +203,26 @@ fn upstream_tls(c: &dag::Cluster, tls: &TlsOptions) -> Option<TransportSocket> {
     if !matches!(c.protocol, Some(UpstreamProtocol::Tls | UpstreamProtocol::H2)) && c.validation.is_none() {
         return None;
     }
-    let validation_context_type = c.validation.as_ref().map(|(ca, names)| {
+    let validation_context_type = c.validation.as_ref().map(|v| {
+        let san = |san_type: subject_alt_name_matcher::SanType, name: &String| SubjectAltNameMatcher {
+            san_type: san_type as i32,
+            matcher: Some(StringMatcher {
+                match_pattern: Some(string_matcher::MatchPattern::Exact(name.clone())),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        // Any one name matches (Envoy's rule for the list).
+        let names = v.names.iter().map(|n| san(subject_alt_name_matcher::SanType::Dns, n));
+        let uris = v.uris.iter().map(|n| san(subject_alt_name_matcher::SanType::Uri, n));
         common_tls_context::ValidationContextType::CombinedValidationContext(
             common_tls_context::CombinedCertificateValidationContext {
                 default_validation_context: Some(CertificateValidationContext {
-                    match_typed_subject_alt_names: names
-                        .iter()
-                        .map(|n| SubjectAltNameMatcher {
-                            san_type: subject_alt_name_matcher::SanType::Dns as i32,
-                            matcher: Some(StringMatcher {
-                                match_pattern: Some(string_matcher::MatchPattern::Exact(n.clone())),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        })
-                        .collect(),
+                    match_typed_subject_alt_names: names.chain(uris).collect(),
                     ..Default::default()
                 }),
                 validation_context_sds_secret_config: Some(SdsSecretConfig {
-                    name: ca.clone(),
+                    name: v.ca.clone(),
                     sds_config: Some(ads()),
                 }),
                 ..Default::default()

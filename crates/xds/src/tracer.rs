@@ -100,6 +100,7 @@ mod tests {
             validation: subject.map(|s| ir::UpstreamValidation {
                 ca: ir::ObjectRef { namespace: "obs".into(), name: "ca".into() },
                 subject_names: vec![s.into()],
+                subject_uris: Vec::new(),
             }),
             response_timeout_ms: timeout,
             idle_connection_timeout_ms: None,

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
     pub(super) fn cluster(
         &mut self,
         origin: &Origin,
@@ -44,14 +44,27 @@ impl Builder<'_> {
             );
             return None;
         };
-        let protocol = options.and_then(|o| o.protocol).or_else(|| {
+        let mut protocol = options.and_then(|o| o.protocol).or_else(|| {
             objects::services::app_protocol(service, port).map(|p| match p {
                 objects::services::AppProtocol::H2 => UpstreamProtocol::H2,
                 objects::services::AppProtocol::H2c => UpstreamProtocol::H2c,
                 objects::services::AppProtocol::Tls => UpstreamProtocol::Tls,
             })
         });
-        let validation = match options.and_then(|o| o.validation.as_ref()) {
+        // A BackendTLSPolicy on the Service (port) makes Gateway API routes speak TLS to it.
+        let mut sni = options.and_then(|o| o.sni.clone());
+        let mut validation = options.and_then(|o| o.validation.as_ref());
+        if matches!(origin.kind, "HTTPRoute" | "GRPCRoute")
+            && let Some(policy) = self.backend_tls_of(sp, port.name.as_deref())
+        {
+            // A policy without a usable CA: no cluster, so requests to it fail (500).
+            let tls = policy.tls.as_ref()?;
+            let http2 = matches!(protocol, Some(UpstreamProtocol::H2 | UpstreamProtocol::H2c));
+            protocol = Some(if http2 { UpstreamProtocol::H2 } else { UpstreamProtocol::Tls });
+            sni = Some(tls.sni.clone());
+            validation = Some(&tls.validation);
+        }
+        let validation = match validation {
             None => None,
             Some(v) => {
                 let Some(bundle) = self.ca_bundle(&v.ca) else {
@@ -65,7 +78,7 @@ impl Builder<'_> {
                 };
                 let key = bundle.name.clone();
                 out.validation.entry(key.clone()).or_insert(bundle);
-                Some((key, v.subject_names.clone()))
+                Some(Verify { ca: key, names: v.subject_names.clone(), uris: v.subject_uris.clone() })
             }
         };
         let mut cluster = Cluster {
@@ -84,7 +97,7 @@ impl Builder<'_> {
                     .unwrap_or_default()
             }),
             circuit_breakers: circuit_breakers(service),
-            sni: options.and_then(|o| o.sni.clone()),
+            sni,
             external_name,
             client_certificate: None,
             dns_lookup_family: None,
@@ -227,7 +240,7 @@ impl Builder<'_> {
                 let Some(bundle) = self.ca_bundle(&v.ca) else { return };
                 let key = bundle.name.clone();
                 out.validation.entry(key.clone()).or_insert(bundle);
-                Some((key, v.subject_names.clone()))
+                Some(Verify { ca: key, names: v.subject_names.clone(), uris: v.subject_uris.clone() })
             }
         };
         let cluster = Cluster {
@@ -285,6 +298,18 @@ impl Builder<'_> {
             crl_only_leaf: false,
             accept_untrusted: false,
         })
+    }
+
+    /// The BackendTLSPolicy for a Service port: the port's own (by name), else the Service's.
+    fn backend_tls_of(&self, sp: &ir::ServicePort, port_name: Option<&str>) -> Option<&'a ir::BackendTlsPolicy> {
+        let policies: &'a [ir::BackendTlsPolicy] = self.backend_tls;
+        let find = |section: Option<&str>| {
+            let key = (sp.namespace.as_str(), sp.name.as_str(), section);
+            let at =
+                policies.partition_point(|p| (p.namespace.as_str(), p.service.as_str(), p.section.as_deref()) < key);
+            policies.get(at).filter(|p| (p.namespace.as_str(), p.service.as_str(), p.section.as_deref()) == key)
+        };
+        port_name.filter(|n| !n.is_empty()).and_then(|n| find(Some(n))).or_else(|| find(None))
     }
 
     /// Records that the route being built read an object (outside routes: nothing to record).

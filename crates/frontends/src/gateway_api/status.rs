@@ -99,6 +99,9 @@ pub struct StatusSet {
     pub gateways: Vec<GatewayStatus>,
     /// Routes with at least one parentRef to one of those Gateways.
     pub routes: Vec<RouteStatus>,
+    /// BackendTLSPolicies those Gateways' routes reach: their `status.ancestors` entries (kind
+    /// `BackendTLSPolicy`, the ancestors as parents).
+    pub policies: Vec<RouteStatus>,
 }
 
 /// Whether a fleet's Envoys run its configuration.
@@ -334,6 +337,7 @@ pub fn compute(
             out.routes.push(RouteStatus { kind, key: key.clone(), uid, parents: entries });
         }
     }
+    out.policies = super::backend_tls::status(snapshot, &ours);
     out
 }
 

@@ -151,7 +151,7 @@ pub(super) fn providers(
                     }
                 };
                 let ca = ir::ObjectRef { namespace: namespace.into(), name: name.into() };
-                Some(ir::UpstreamValidation { ca, subject_names })
+                Some(ir::UpstreamValidation { ca, subject_names, subject_uris: Vec::new() })
             }
         };
         let duration = |text: &Option<String>| -> Result<Option<u64>, String> {

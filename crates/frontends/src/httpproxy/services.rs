@@ -255,7 +255,11 @@ fn validation(
         Ok(names) => names,
         Err(detail) => return fail(t, detail),
     };
-    Ok(UpstreamValidation { ca: ObjectRef { namespace: namespace.into(), name: name.into() }, subject_names })
+    Ok(UpstreamValidation {
+        ca: ObjectRef { namespace: namespace.into(), name: name.into() },
+        subject_names,
+        subject_uris: Vec::new(),
+    })
 }
 
 /// A root's tcpproxy as a listener of the HTTPS port: passthrough by SNI, or TLS terminated and

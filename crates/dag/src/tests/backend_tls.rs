@@ -1,0 +1,114 @@
+//! BackendTLSPolicy in the DAG: TLS, SNI and names on the clusters of Gateway API routes only.
+
+use super::*;
+
+const FIXTURE: &str = r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: contour
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: infra}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /a}}]
+    backendRefs: [{name: tls, port: 443}]
+  - matches: [{path: {type: PathPrefix, value: /b}}]
+    backendRefs: [{name: tls, port: 8443}]
+  - matches: [{path: {type: PathPrefix, value: /c}}]
+    backendRefs: [{name: broken, port: 443}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: tls, namespace: infra}
+spec: {ports: [{name: https, port: 443}, {name: other, port: 8443}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: broken, namespace: infra}
+spec: {ports: [{name: https, port: 443}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ca, namespace: infra}
+data: {ca.crt: "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n"}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: service, namespace: infra}
+spec:
+  targetRefs: [{group: '', kind: Service, name: tls}]
+  validation: {caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}], hostname: service.example.com}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: port, namespace: infra}
+spec:
+  targetRefs: [{group: '', kind: Service, name: tls, sectionName: https}]
+  validation:
+    caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}]
+    hostname: port.example.com
+    subjectAltNames: [{type: URI, uri: 'spiffe://port/x'}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: broken, namespace: infra}
+spec:
+  targetRefs: [{group: '', kind: Service, name: broken}]
+  validation: {caCertificateRefs: [{group: '', kind: ConfigMap, name: absent}], hostname: broken.example.com}
+"#;
+
+#[test]
+fn routes_speak_tls_to_the_services_their_policies_target() {
+    let dag = dag(&format!("{CLASS}{FIXTURE}"));
+    let fleet = &dag.fleets["infra/gw"];
+    let ListenerKind::Http(table) = &fleet.listeners[0].kind else { panic!("http") };
+    let backend = |prefix: &str| {
+        let route = table.virtual_hosts[0]
+            .routes
+            .iter()
+            .find(|r| r.matcher.path == ir::PathMatch::Prefix(prefix.into()))
+            .expect(prefix);
+        match &route.action {
+            RouteAction::Forward { backends, .. } => backends[0].cluster.clone(),
+            RouteAction::Direct { status, .. } => Some(format!("direct {status}")),
+            other => panic!("{other:?}"),
+        }
+    };
+    let port = &fleet.clusters[&backend("/a").expect("a cluster")];
+    assert_eq!(port.protocol, Some(ir::UpstreamProtocol::Tls));
+    assert_eq!(port.sni.as_deref(), Some("port.example.com"), "the port's own policy");
+    let verify = port.validation.as_ref().expect("verified");
+    assert_eq!((verify.names.as_slice(), verify.uris.as_slice()), (&[][..], &["spiffe://port/x".to_string()][..]));
+    assert!(fleet.validation.contains_key(&verify.ca), "the CA bundle is the fleet's");
+
+    let service = &fleet.clusters[&backend("/b").expect("a cluster")];
+    assert_eq!(service.sni.as_deref(), Some("service.example.com"), "the Service's policy for its other ports");
+    assert_eq!(service.validation.as_ref().unwrap().names, ["service.example.com"]);
+
+    assert_eq!(backend("/c").as_deref(), Some("direct 500"), "no usable CA: a 500, never plain text");
+}
+
+#[test]
+fn a_policy_change_rebuilds_cached_routes() {
+    let with = snapshot(&format!("{CLASS}{FIXTURE}"));
+    let without = snapshot(&format!(
+        "{CLASS}{}",
+        FIXTURE.split("---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy").next().unwrap()
+    ));
+    let mut cache = Cache::default();
+    let mut protocols = Vec::new();
+    for s in [&without, &with, &without] {
+        let t = frontends::gateway_api::translate(s, &Default::default());
+        let dag = build_cached(&t.ir, s, t.diagnostics, &mut cache);
+        let fleet = &dag.fleets["infra/gw"];
+        protocols.push(fleet.clusters.values().find(|c| c.service.name == "tls").and_then(|c| c.protocol));
+    }
+    assert_eq!(protocols, [None, Some(ir::UpstreamProtocol::Tls), None]);
+}

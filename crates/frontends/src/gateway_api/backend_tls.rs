@@ -1,0 +1,220 @@
+//! BackendTLSPolicy: which policy applies to which Service (or Service port), whether its CA
+//! certificates resolve, and the conditions its status carries.
+//!
+//! Policies for the same target (a Service, or a Service port by `sectionName`) conflict: the
+//! oldest wins, then the first by namespace and name, as the Gateway API settles conflicts. A
+//! port's own policy overrides the whole Service's. A policy whose CA certificates all fail to
+//! resolve still claims its targets, so requests to them fail instead of going out unverified.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use ir::{BackendTls, BackendTlsPolicy, ObjectRef, UpstreamValidation};
+use objects::types::BackendTLSPolicy;
+use objects::{ObjectKey, Snapshot};
+
+use super::status::{Condition, ParentRefStatus, RouteParentStatus, RouteStatus};
+use super::{GROUP, ParentRef, origin};
+
+/// A condition of a policy: status, reason, message.
+pub type Verdict = (bool, &'static str, String);
+
+/// What a policy's status says: `Accepted` and `ResolvedRefs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyVerdict {
+    pub accepted: Verdict,
+    pub resolved: Verdict,
+}
+
+/// The policies that apply, and every policy's verdict.
+#[derive(Debug, Default)]
+pub struct Evaluation {
+    pub applied: Vec<BackendTlsPolicy>,
+    pub verdicts: BTreeMap<ObjectKey, PolicyVerdict>,
+}
+
+/// Evaluates every BackendTLSPolicy of the snapshot.
+pub fn evaluate(snapshot: &Snapshot) -> Evaluation {
+    let mut policies: Vec<(&ObjectKey, &Arc<BackendTLSPolicy>)> = snapshot.backend_tls_policies.iter().collect();
+    policies.sort_by_cached_key(|(key, p)| (p.metadata.creation_timestamp.as_ref().map(|t| t.0), (*key).clone()));
+    let mut out = Evaluation::default();
+    let mut claimed: BTreeSet<(String, String, Option<String>)> = BTreeSet::new();
+    for (key, policy) in policies {
+        let (tls, mut verdict) = validation(snapshot, key, policy);
+        let mut targets = Vec::new();
+        let mut conflicted = false;
+        for target in &policy.spec.target_refs {
+            if !target.group.is_empty() || target.kind != "Service" {
+                continue;
+            }
+            let section = target.section_name.clone().filter(|s| !s.is_empty());
+            if claimed.contains(&(key.namespace.clone(), target.name.clone(), section.clone())) {
+                conflicted = true;
+            } else {
+                targets.push((target.name.clone(), section));
+            }
+        }
+        if conflicted {
+            // One policy per target: a policy that loses any of its targets applies to none.
+            let message = "an older BackendTLSPolicy targets the same Service and section".to_string();
+            verdict.accepted = (false, "Conflicted", message);
+            out.verdicts.insert(key.clone(), verdict);
+            continue;
+        }
+        if targets.is_empty() {
+            let message = "no targetRef names a core Service".to_string();
+            verdict.accepted = (false, "TargetNotFound", message);
+            out.verdicts.insert(key.clone(), verdict);
+            continue;
+        }
+        for (service, section) in targets {
+            claimed.insert((key.namespace.clone(), service.clone(), section.clone()));
+            out.applied.push(BackendTlsPolicy {
+                namespace: key.namespace.clone(),
+                service,
+                section,
+                origin: origin("BackendTLSPolicy", &policy.metadata),
+                tls: tls.clone(),
+            });
+        }
+        out.verdicts.insert(key.clone(), verdict);
+    }
+    out.applied.sort();
+    out
+}
+
+/// The TLS a policy asks for (`None` when no CA certificate resolves) and its conditions.
+fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -> (Option<BackendTls>, PolicyVerdict) {
+    let v = &policy.spec.validation;
+    let mut usable: Vec<ObjectRef> = Vec::new();
+    let mut problem: Option<(&'static str, String)> = None;
+    for (i, r) in v.ca_certificate_refs.iter().flatten().enumerate() {
+        let field = format!("spec.validation.caCertificateRefs[{i}]");
+        let object = ObjectKey::new(&key.namespace, &r.name);
+        let found = match (r.group.as_str(), r.kind.as_str()) {
+            ("", "ConfigMap") => snapshot
+                .config_maps
+                .get(&object)
+                .and_then(|c| c.data.as_ref()?.get("ca.crt"))
+                .is_some_and(|pem| pem.contains("-----BEGIN CERTIFICATE-----")),
+            ("", "Secret") => objects::secrets::ca_bundle(snapshot.secrets.get(&object).map(|s| &**s)).is_ok(),
+            (group, kind) => {
+                let message = format!("{field}: {group}/{kind} is not a ConfigMap or Secret");
+                problem.get_or_insert(("InvalidKind", message));
+                continue;
+            }
+        };
+        if found {
+            usable.push(ObjectRef { namespace: key.namespace.clone(), name: r.name.clone() });
+        } else {
+            let message = format!("{field}: {} {} has no PEM CA certificate under ca.crt", r.kind, r.name);
+            problem.get_or_insert(("InvalidCACertificateRef", message));
+        }
+    }
+    let accepted = (true, "Accepted", "Accepted".to_string());
+    let resolved = match &problem {
+        Some((reason, message)) => (false, *reason, message.clone()),
+        None => (true, "ResolvedRefs", "Resolved all the object references".to_string()),
+    };
+    if let Some(known) = v.well_known_ca_certificates.as_deref().filter(|_| usable.is_empty()) {
+        let message =
+            format!("spec.validation.wellKnownCACertificates: {known:?} is not supported; name a CA ConfigMap");
+        return (None, PolicyVerdict { accepted: (false, "Invalid", message), resolved });
+    }
+    // Several usable CAs: the first one verifies (Envoy takes one bundle per cluster).
+    let Some(ca) = usable.into_iter().next() else {
+        let message = "no CA certificate reference resolves".to_string();
+        return (None, PolicyVerdict { accepted: (false, "NoValidCACertificate", message), resolved });
+    };
+    let hostname = v.hostname.to_ascii_lowercase();
+    let sans = v.subject_alt_names.iter().flatten();
+    let mut subject_names: Vec<String> = sans.clone().filter_map(|s| s.hostname.clone()).collect();
+    let subject_uris: Vec<String> = sans.filter_map(|s| s.uri.clone()).collect();
+    // Without subjectAltNames the certificate must carry the hostname; with them, only them.
+    if subject_names.is_empty() && subject_uris.is_empty() {
+        subject_names.push(hostname.clone());
+    }
+    let tls = BackendTls { validation: UpstreamValidation { ca, subject_names, subject_uris }, sni: hostname };
+    (Some(tls), PolicyVerdict { accepted, resolved })
+}
+
+/// The status of every BackendTLSPolicy that one of `gateways` (ours) reaches: an ancestor entry
+/// per Gateway with an HTTPRoute or GRPCRoute sending to a Service the policy targets.
+pub(super) fn status(snapshot: &Snapshot, gateways: &[&ObjectKey]) -> Vec<RouteStatus> {
+    // (namespace, Service) -> our Gateways whose routes send to it.
+    let mut reached: BTreeMap<(String, String), BTreeSet<ObjectKey>> = BTreeMap::new();
+    let mut reach = |route_namespace: &str, parents: Vec<ParentRef>, services: Vec<(Option<&str>, &str)>| {
+        let ours: Vec<ObjectKey> = parents
+            .iter()
+            .filter(|p| p.group == GROUP && p.kind == "Gateway")
+            .map(|p| ObjectKey::new(&p.namespace, &p.name))
+            .filter(|k| gateways.contains(&k))
+            .collect();
+        if ours.is_empty() {
+            return;
+        }
+        for (namespace, name) in services {
+            let key = (namespace.unwrap_or(route_namespace).to_string(), name.to_string());
+            reached.entry(key).or_default().extend(ours.iter().cloned());
+        }
+    };
+    let is_service = |group: Option<&str>, kind: Option<&str>| {
+        group.unwrap_or("").is_empty() && kind.unwrap_or("Service") == "Service"
+    };
+    // The two kinds' generated types differ but share these fields.
+    macro_rules! reach_all {
+        ($routes:expr, $parents:path) => {
+            for r in $routes.values() {
+                let rules = r.spec.rules.iter().flatten();
+                let backends = rules.flat_map(|rule| rule.backend_refs.iter().flatten());
+                let services = backends
+                    .filter(|b| is_service(b.group.as_deref(), b.kind.as_deref()))
+                    .map(|b| (b.namespace.as_deref(), b.name.as_str()))
+                    .collect();
+                reach(r.metadata.namespace.as_deref().unwrap_or_default(), $parents(r), services);
+            }
+        };
+    }
+    reach_all!(snapshot.http_routes, super::http_route::parent_refs);
+    reach_all!(snapshot.grpc_routes, super::grpc_route::parent_refs);
+    let evaluation = evaluate(snapshot);
+    let mut out = Vec::new();
+    for (key, policy) in snapshot.backend_tls_policies.iter() {
+        let Some(verdict) = evaluation.verdicts.get(key) else { continue };
+        let mut ancestors: BTreeSet<&ObjectKey> = BTreeSet::new();
+        for target in policy.spec.target_refs.iter().filter(|t| t.group.is_empty() && t.kind == "Service") {
+            ancestors.extend(reached.get(&(key.namespace.clone(), target.name.clone())).into_iter().flatten());
+        }
+        if ancestors.is_empty() {
+            continue;
+        }
+        let generation = policy.metadata.generation.unwrap_or(0);
+        let condition = |type_: &'static str, (status, reason, message): &Verdict| Condition {
+            type_,
+            status: *status,
+            reason,
+            message: message.clone(),
+            observed_generation: generation,
+        };
+        let parents = ancestors
+            .into_iter()
+            .map(|gateway| RouteParentStatus {
+                parent: ParentRefStatus {
+                    group: GROUP.into(),
+                    kind: "Gateway".into(),
+                    namespace: gateway.namespace.clone(),
+                    name: gateway.name.clone(),
+                    section_name: None,
+                    port: None,
+                },
+                conditions: vec![
+                    condition("Accepted", &verdict.accepted),
+                    condition("ResolvedRefs", &verdict.resolved),
+                ],
+            })
+            .collect();
+        let uid = policy.metadata.uid.clone().unwrap_or_default();
+        out.push(RouteStatus { kind: "BackendTLSPolicy", key: key.clone(), uid, parents });
+    }
+    out
+}

@@ -1,0 +1,132 @@
+//! BackendTLSPolicy: conflicts, CA references, subject names and ancestors.
+
+use super::*;
+
+const PEM: &str = "-----BEGIN CERTIFICATE-----\\nx\\n-----END CERTIFICATE-----\\n";
+
+fn policy(name: &str, created: &str, target: &str, validation: &str) -> String {
+    format!(
+        r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {{name: {name}, namespace: infra, creationTimestamp: "{created}", generation: 2}}
+spec:
+  targetRefs: [{target}]
+  validation: {validation}
+"#
+    )
+}
+
+fn fixture() -> String {
+    format!(
+        r#"{CLASS}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: infra}}
+spec:
+  gatewayClassName: contour
+  listeners: [{{name: http, port: 80, protocol: HTTP}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: web, namespace: infra}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules: [{{backendRefs: [{{name: tls, port: 443}}]}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: ca, namespace: infra}}
+data: {{ca.crt: "{PEM}"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: empty, namespace: infra}}
+data: {{}}
+{}{}{}{}{}"#,
+        policy(
+            "older",
+            "2026-01-01T00:00:00Z",
+            "{group: '', kind: Service, name: tls}",
+            "{caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}], hostname: Abc.example.com}"
+        ),
+        policy(
+            "newer",
+            "2026-01-02T00:00:00Z",
+            "{group: '', kind: Service, name: tls}",
+            "{caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}], hostname: other.example.com}"
+        ),
+        policy(
+            "port",
+            "2026-01-03T00:00:00Z",
+            "{group: '', kind: Service, name: tls, sectionName: https}",
+            "{caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}], hostname: abc.example.com, subjectAltNames: [{type: URI, uri: 'spiffe://abc/x'}, {type: Hostname, hostname: san.example.com}]}"
+        ),
+        policy(
+            "missing",
+            "2026-01-01T00:00:00Z",
+            "{group: '', kind: Service, name: missing}",
+            "{caCertificateRefs: [{group: '', kind: ConfigMap, name: empty}, {group: '', kind: ConfigMap, name: absent}], hostname: abc.example.com}"
+        ),
+        policy(
+            "kind",
+            "2026-01-01T00:00:00Z",
+            "{group: '', kind: Service, name: kind}",
+            "{caCertificateRefs: [{group: invalid.io, kind: InvalidKind, name: x}], hostname: abc.example.com}"
+        ),
+    )
+}
+
+#[test]
+fn the_oldest_policy_of_a_target_applies_and_a_port_has_its_own() {
+    let s = snapshot(&fixture());
+    let evaluation = crate::gateway_api::backend_tls::evaluate(&s);
+    let applied: Vec<_> = evaluation
+        .applied
+        .iter()
+        .map(|p| (p.service.as_str(), p.section.as_deref(), p.origin.name.as_str(), p.tls.is_some()))
+        .collect();
+    assert_eq!(
+        applied,
+        [
+            ("kind", None, "kind", false),
+            ("missing", None, "missing", false),
+            ("tls", None, "older", true),
+            ("tls", Some("https"), "port", true),
+        ]
+    );
+    let older = evaluation.applied[2].tls.as_ref().unwrap();
+    assert_eq!(older.sni, "abc.example.com");
+    assert_eq!(older.validation.subject_names, ["abc.example.com"], "without SANs, the hostname is checked");
+    let port = evaluation.applied[3].tls.as_ref().unwrap();
+    assert_eq!(port.validation.subject_names, ["san.example.com"], "with SANs, only they are");
+    assert_eq!(port.validation.subject_uris, ["spiffe://abc/x"]);
+    assert_eq!(port.sni, "abc.example.com", "the hostname is still the SNI");
+
+    let verdict = |name: &str| {
+        let v = &evaluation.verdicts[&objects::ObjectKey::new("infra", name)];
+        ((v.accepted.0, v.accepted.1), (v.resolved.0, v.resolved.1))
+    };
+    assert_eq!(verdict("older"), ((true, "Accepted"), (true, "ResolvedRefs")));
+    assert_eq!(verdict("newer"), ((false, "Conflicted"), (true, "ResolvedRefs")));
+    assert_eq!(verdict("port"), ((true, "Accepted"), (true, "ResolvedRefs")), "a port and its Service do not conflict");
+    assert_eq!(verdict("missing"), ((false, "NoValidCACertificate"), (false, "InvalidCACertificateRef")));
+    assert_eq!(verdict("kind"), ((false, "NoValidCACertificate"), (false, "InvalidKind")));
+}
+
+#[test]
+fn a_policy_reports_to_the_gateways_whose_routes_reach_its_service() {
+    let (_, set) = translate_with_status(&fixture(), &Options::default());
+    let names: Vec<_> = set.policies.iter().map(|p| (p.kind, p.key.name.as_str())).collect();
+    assert_eq!(
+        names,
+        [("BackendTLSPolicy", "newer"), ("BackendTLSPolicy", "older"), ("BackendTLSPolicy", "port")],
+        "policies of Services no route of ours reaches get no status"
+    );
+    let newer = &set.policies[0];
+    assert_eq!((newer.parents[0].parent.namespace.as_str(), newer.parents[0].parent.name.as_str()), ("infra", "gw"));
+    let accepted = &newer.parents[0].conditions[0];
+    assert_eq!((accepted.type_, accepted.status, accepted.reason), ("Accepted", false, "Conflicted"));
+    assert_eq!(accepted.observed_generation, 2);
+}
