@@ -191,11 +191,13 @@ impl Builder<'_> {
                     // served; the others are checked for status.
                     let listener = listeners[0].1;
                     let Some((route, waiting)) = listener.l4_routes.split_first() else { continue };
+                    self.udp = listener.protocol == Protocol::Udp;
                     for other in waiting {
                         for (i, j, b) in other.backends() {
                             self.check_service(&other.origin, b, format!("spec.rules[{i}].backendRefs[{j}]"));
                         }
                     }
+                    self.udp = false;
                     if listener.protocol == Protocol::Udp {
                         ("udp", ListenerKind::Udp(self.udp_cluster(route, &mut out)))
                     } else {
@@ -243,21 +245,22 @@ impl Builder<'_> {
                 self.check_service(&route.origin, b, format!("spec.rules[0].backendRefs[{j}]"));
             }
         }
+        self.udp = l.protocol == Protocol::Udp;
         for route in l.l4_routes.iter() {
             for (i, j, b) in route.backends() {
                 self.check_service(&route.origin, b, format!("spec.rules[{i}].backendRefs[{j}]"));
             }
         }
+        self.udp = false;
     }
 
     /// Reports a backend whose Service or port does not exist, without building anything.
     fn check_service(&mut self, origin: &Origin, backend: &ir::Backend, field: String) {
         let ir::BackendTarget::Service(sp) = &backend.target else { return };
         let service = self.snapshot.services.get(&ObjectKey::new(&sp.namespace, &sp.name));
-        let has_port = service
-            .and_then(|s| s.spec.as_ref())
-            .and_then(|s| s.ports.as_ref())
-            .is_some_and(|ports| ports.iter().any(|p| p.port == i32::from(sp.port)));
+        let has_port = service.and_then(|s| s.spec.as_ref()).and_then(|s| s.ports.as_ref()).is_some_and(|ports| {
+            ports.iter().any(|p| p.port == i32::from(sp.port) && clusters::transport_matches(p, self.udp))
+        });
         if !has_port {
             let message = match service {
                 None => format!("Service {}/{} does not exist", sp.namespace, sp.name),

@@ -143,7 +143,7 @@ fn check(
                 out.errors.push(issue("SpecError", "spec.validation", "InconsistentProtocol", message));
             }
             let ca = ObjectRef { namespace: ca_namespace.into(), name: ca_name.into() };
-            Some(ir::UpstreamValidation { ca, subject_names, subject_uris: Vec::new() })
+            Some(ir::UpstreamValidation { ca, ca_kind: ir::CaKind::Secret, subject_names, subject_uris: Vec::new() })
         }
     };
     let mut services = Vec::new();

@@ -14,12 +14,12 @@ pub use http::{
     Redirect, RequestMirror, StringMatch, UrlRewrite, regex_escape,
 };
 pub use policy::{
-    Authorization, AuthorizationBody, BackendOptions, BackendTls, BackendTlsPolicy, ClusterPolicy, CookieRewrite, Cors,
-    CrossScheme, DescriptorEntry, ExtensionService, GeoDatabases, GeoDimension, GeoRule, GlobalRateLimit, HashPolicy,
-    HeaderNameMatch, HealthCheck, HttpAuthorization, InternalRedirect, IpFilter, IpRule, Jwks, JwtProvider,
-    LoadBalancer, LocalRateLimit, OriginMatch, RemoteJwks, RetryPolicy, RouteAuthorization, RoutePolicy,
-    SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation, VirtualHostPolicy, extension_cluster_name,
-    merge_cookie_rewrites,
+    Authorization, AuthorizationBody, BackendOptions, BackendTls, BackendTlsPolicy, CaKind, ClusterPolicy,
+    CookieRewrite, Cors, CrossScheme, DescriptorEntry, ExtensionService, GeoDatabases, GeoDimension, GeoRule,
+    GlobalRateLimit, HashPolicy, HeaderNameMatch, HealthCheck, HttpAuthorization, InternalRedirect, IpFilter, IpRule,
+    Jwks, JwtProvider, LoadBalancer, LocalRateLimit, OriginMatch, RemoteJwks, RetryPolicy, RouteAuthorization,
+    RoutePolicy, SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation, VirtualHostPolicy,
+    extension_cluster_name, merge_cookie_rewrites,
 };
 
 use std::net::IpAddr;

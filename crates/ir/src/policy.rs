@@ -209,11 +209,23 @@ pub enum UpstreamProtocol {
     Tls,
 }
 
+/// The kind of object a CA bundle (`ca.crt`) is read from.
+#[derive(Debug, serde::Serialize, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CaKind {
+    /// A Secret (HTTPProxy, ExtensionService, JWKS: upstream's `caSecret`).
+    #[default]
+    Secret,
+    /// A ConfigMap (BackendTLSPolicy's `caCertificateRefs`).
+    ConfigMap,
+}
+
 /// How the backend's certificate is verified when Envoy speaks TLS to it.
 #[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct UpstreamValidation {
-    /// The Secret (or ConfigMap) holding `ca.crt`, already checked for permission.
+    /// The object holding `ca.crt`, already checked for permission.
     pub ca: ObjectRef,
+    /// Whether `ca` is a Secret or a ConfigMap.
+    pub ca_kind: CaKind,
     /// DNS names the certificate must carry (it must carry one of these or of `subject_uris`).
     pub subject_names: Vec<String>,
     /// URI subject alternative names the certificate may carry instead (BackendTLSPolicy's

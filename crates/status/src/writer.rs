@@ -307,7 +307,9 @@ async fn resource(client: &kube::Client, kind: &'static str) -> Option<ApiResour
         let resource = api_resource(kind, version);
         match client.list_api_group_resources(&resource.api_version).await {
             Ok(list) if list.resources.iter().any(|r| r.name == resource.plural) => return Some(resource),
-            Ok(_) | Err(kube::Error::Api(_)) => continue,
+            // Not served at this version: try the next.
+            Ok(_) => continue,
+            Err(kube::Error::Api(s)) if s.code == 404 => continue,
             Err(e) => {
                 debug!(kind, error = %e, "discovery failed; trying again on the next pass");
                 return None;

@@ -99,6 +99,7 @@ mod tests {
             protocol: ir::UpstreamProtocol::H2c,
             validation: subject.map(|s| ir::UpstreamValidation {
                 ca: ir::ObjectRef { namespace: "obs".into(), name: "ca".into() },
+                ca_kind: ir::CaKind::Secret,
                 subject_names: vec![s.into()],
                 subject_uris: Vec::new(),
             }),

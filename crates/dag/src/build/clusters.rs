@@ -33,9 +33,10 @@ impl<'a> Builder<'a> {
             }
         };
         let udp = self.udp;
-        let Some(port) = spec.and_then(|s| s.ports.as_ref()).and_then(|ports| {
-            ports.iter().find(|p| p.port == i32::from(sp.port) && (p.protocol.as_deref() == Some("UDP")) == udp)
-        }) else {
+        let Some(port) = spec
+            .and_then(|s| s.ports.as_ref())
+            .and_then(|ports| ports.iter().find(|p| p.port == i32::from(sp.port) && transport_matches(p, udp)))
+        else {
             self.error(
                 origin,
                 field,
@@ -67,7 +68,7 @@ impl<'a> Builder<'a> {
         let validation = match validation {
             None => None,
             Some(v) => {
-                let Some(bundle) = self.ca_bundle(&v.ca) else {
+                let Some(bundle) = self.ca_bundle(&v.ca, v.ca_kind) else {
                     self.error(
                         origin,
                         field,
@@ -150,7 +151,16 @@ impl<'a> Builder<'a> {
             let BackendTarget::Service(sp) = &backend.target else { continue };
             let field = format!("spec.rules[{i}].backendRefs[{j}]");
             let policy = ClusterPolicy::default();
-            let Some(built) = self.cluster(&route.origin, sp, None, &policy, field, &mut scratch) else { continue };
+            let Some(built) = self.cluster(&route.origin, sp, None, &policy, field.clone(), &mut scratch) else {
+                continue;
+            };
+            if scratch.clusters.get(&built).is_some_and(|c| c.external_name.is_some()) {
+                // Envoy resolves an ExternalName itself, one name per cluster: it cannot be one
+                // weighted locality among others.
+                let message = format!("Service {}/{} is an ExternalName Service", sp.namespace, sp.name);
+                self.error(&route.origin, field, "InvalidKind", format!("{message}, which a UDPRoute cannot use"));
+                continue;
+            }
             let port_name = scratch.clusters.get(&built).map(|c| c.port_name.clone()).unwrap_or_default();
             if backend.weight > 0 {
                 parts.push((sp.clone(), port_name, backend.weight));
@@ -237,7 +247,7 @@ impl<'a> Builder<'a> {
             Some(v) => {
                 // Checked by the front end; a CA gone since is a cluster without verification
                 // no more than it is a broken one: leave the cluster out.
-                let Some(bundle) = self.ca_bundle(&v.ca) else { return };
+                let Some(bundle) = self.ca_bundle(&v.ca, v.ca_kind) else { return };
                 let key = bundle.name.clone();
                 out.validation.entry(key.clone()).or_insert(bundle);
                 Some(Verify { ca: key, names: v.subject_names.clone(), uris: v.subject_uris.clone() })
@@ -281,23 +291,24 @@ impl<'a> Builder<'a> {
         Some(name)
     }
 
-    /// A CA bundle from a Secret's `ca.crt`, or a ConfigMap's when no such Secret exists.
-    pub(super) fn ca_bundle(&mut self, r: &ir::ObjectRef) -> Option<CaBundle> {
+    /// A CA bundle from the `ca.crt` of a Secret or of a ConfigMap, as `kind` says.
+    pub(super) fn ca_bundle(&mut self, r: &ir::ObjectRef, kind: ir::CaKind) -> Option<CaBundle> {
         let key = ObjectKey::new(&r.namespace, &r.name);
-        self.read(Kind::Secret, &key);
-        self.read(Kind::ConfigMap, &key);
-        let from_secret = objects::secrets::ca_bundle(self.snapshot.secrets.get(&key).map(|s| &**s)).ok();
-        let ca = from_secret.map(<[u8]>::to_vec).or_else(|| {
-            let text = self.snapshot.config_maps.get(&key)?.data.as_ref()?.get("ca.crt")?;
-            text.contains("-----BEGIN CERTIFICATE-----").then(|| text.clone().into_bytes())
-        })?;
-        Some(CaBundle {
-            name: format!("{}/{}/ca", r.namespace, r.name),
-            ca,
-            crl: None,
-            crl_only_leaf: false,
-            accept_untrusted: false,
-        })
+        let (ca, name) = match kind {
+            ir::CaKind::Secret => {
+                self.read(Kind::Secret, &key);
+                let pem = objects::secrets::ca_bundle(self.snapshot.secrets.get(&key).map(|s| &**s)).ok()?;
+                (pem.to_vec(), format!("{}/{}/ca", r.namespace, r.name))
+            }
+            ir::CaKind::ConfigMap => {
+                self.read(Kind::ConfigMap, &key);
+                let text = self.snapshot.config_maps.get(&key)?.data.as_ref()?.get("ca.crt")?;
+                let pem = text.contains("-----BEGIN CERTIFICATE-----").then(|| text.clone().into_bytes())?;
+                // Named apart from a Secret's bundle of the same name.
+                (pem, format!("{}/{}/configmap/ca", r.namespace, r.name))
+            }
+        };
+        Some(CaBundle { name, ca, crl: None, crl_only_leaf: false, accept_untrusted: false })
     }
 
     /// The BackendTLSPolicy for a Service port: the port's own (by name), else the Service's.
@@ -318,6 +329,11 @@ impl<'a> Builder<'a> {
             reads.record(self.snapshot, kind, key);
         }
     }
+}
+
+/// Whether a Service port carries UDP (`udp`) or TCP (no protocol means TCP; SCTP neither).
+pub(super) fn transport_matches(port: &k8s_openapi::api::core::v1::ServicePort, udp: bool) -> bool {
+    port.protocol.as_deref().unwrap_or("TCP") == if udp { "UDP" } else { "TCP" }
 }
 
 /// Ten hex digits of the SHA-1 of `settings`, as upstream names clusters.

@@ -37,7 +37,12 @@ spec: {ports: [{name: https, port: 443}]}
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: ca, namespace: infra}
-data: {ca.crt: "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n"}
+data: {ca.crt: "-----BEGIN CERTIFICATE-----\nconfigmap\n-----END CERTIFICATE-----\n"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: ca, namespace: infra}
+stringData: {ca.crt: "-----BEGIN CERTIFICATE-----\nsecret\n-----END CERTIFICATE-----\n"}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: BackendTLSPolicy
@@ -86,7 +91,8 @@ fn routes_speak_tls_to_the_services_their_policies_target() {
     assert_eq!(port.sni.as_deref(), Some("port.example.com"), "the port's own policy");
     let verify = port.validation.as_ref().expect("verified");
     assert_eq!((verify.names.as_slice(), verify.uris.as_slice()), (&[][..], &["spiffe://port/x".to_string()][..]));
-    assert!(fleet.validation.contains_key(&verify.ca), "the CA bundle is the fleet's");
+    assert_eq!(verify.ca, "infra/ca/configmap/ca", "the ConfigMap's CA, never a Secret of the same name");
+    assert!(String::from_utf8_lossy(&fleet.validation[&verify.ca].ca).contains("configmap"));
 
     let service = &fleet.clusters[&backend("/b").expect("a cluster")];
     assert_eq!(service.sni.as_deref(), Some("service.example.com"), "the Service's policy for its other ports");

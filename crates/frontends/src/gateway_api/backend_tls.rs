@@ -9,12 +9,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use ir::{BackendTls, BackendTlsPolicy, ObjectRef, UpstreamValidation};
+use ir::{BackendTls, BackendTlsPolicy, CaKind, ObjectRef, UpstreamValidation};
 use objects::types::BackendTLSPolicy;
 use objects::{ObjectKey, Snapshot};
 
 use super::status::{Condition, ParentRefStatus, RouteParentStatus, RouteStatus};
 use super::{GROUP, ParentRef, origin};
+
+/// How many `status.ancestors` entries a policy may have (the CRD's `maxItems`).
+const MAX_ANCESTORS: usize = 16;
 
 /// A condition of a policy: status, reason, message.
 pub type Verdict = (bool, &'static str, String);
@@ -86,18 +89,19 @@ pub fn evaluate(snapshot: &Snapshot) -> Evaluation {
 /// The TLS a policy asks for (`None` when no CA certificate resolves) and its conditions.
 fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -> (Option<BackendTls>, PolicyVerdict) {
     let v = &policy.spec.validation;
-    let mut usable: Vec<ObjectRef> = Vec::new();
+    let mut usable: Vec<(ObjectRef, CaKind)> = Vec::new();
     let mut problem: Option<(&'static str, String)> = None;
     for (i, r) in v.ca_certificate_refs.iter().flatten().enumerate() {
         let field = format!("spec.validation.caCertificateRefs[{i}]");
         let object = ObjectKey::new(&key.namespace, &r.name);
-        let found = match (r.group.as_str(), r.kind.as_str()) {
-            ("", "ConfigMap") => snapshot
-                .config_maps
-                .get(&object)
-                .and_then(|c| c.data.as_ref()?.get("ca.crt"))
-                .is_some_and(|pem| pem.contains("-----BEGIN CERTIFICATE-----")),
-            ("", "Secret") => objects::secrets::ca_bundle(snapshot.secrets.get(&object).map(|s| &**s)).is_ok(),
+        let (found, kind) = match (r.group.as_str(), r.kind.as_str()) {
+            ("", "ConfigMap") => {
+                let pem = snapshot.config_maps.get(&object).and_then(|c| c.data.as_ref()?.get("ca.crt"));
+                (pem.is_some_and(|pem| pem.contains("-----BEGIN CERTIFICATE-----")), CaKind::ConfigMap)
+            }
+            ("", "Secret") => {
+                (objects::secrets::ca_bundle(snapshot.secrets.get(&object).map(|s| &**s)).is_ok(), CaKind::Secret)
+            }
             (group, kind) => {
                 let message = format!("{field}: {group}/{kind} is not a ConfigMap or Secret");
                 problem.get_or_insert(("InvalidKind", message));
@@ -105,7 +109,7 @@ fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -
             }
         };
         if found {
-            usable.push(ObjectRef { namespace: key.namespace.clone(), name: r.name.clone() });
+            usable.push((ObjectRef { namespace: key.namespace.clone(), name: r.name.clone() }, kind));
         } else {
             let message = format!("{field}: {} {} has no PEM CA certificate under ca.crt", r.kind, r.name);
             problem.get_or_insert(("InvalidCACertificateRef", message));
@@ -122,25 +126,35 @@ fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -
         return (None, PolicyVerdict { accepted: (false, "Invalid", message), resolved });
     }
     // Several usable CAs: the first one verifies (Envoy takes one bundle per cluster).
-    let Some(ca) = usable.into_iter().next() else {
+    let Some((ca, ca_kind)) = usable.into_iter().next() else {
         let message = "no CA certificate reference resolves".to_string();
         return (None, PolicyVerdict { accepted: (false, "NoValidCACertificate", message), resolved });
     };
     let hostname = v.hostname.to_ascii_lowercase();
-    let sans = v.subject_alt_names.iter().flatten();
-    let mut subject_names: Vec<String> = sans.clone().filter_map(|s| s.hostname.clone()).collect();
-    let subject_uris: Vec<String> = sans.filter_map(|s| s.uri.clone()).collect();
+    use gateway_api::backendtlspolicies::BackendTlsPolicyValidationSubjectAltNamesType as SanType;
+    let (mut subject_names, mut subject_uris) = (Vec::new(), Vec::new());
+    // The field of the SAN's type counts; the other is ignored, as the spec says.
+    for san in v.subject_alt_names.iter().flatten() {
+        match san.r#type {
+            SanType::Hostname => subject_names.extend(san.hostname.clone()),
+            SanType::Uri => subject_uris.extend(san.uri.clone()),
+        }
+    }
     // Without subjectAltNames the certificate must carry the hostname; with them, only them.
     if subject_names.is_empty() && subject_uris.is_empty() {
         subject_names.push(hostname.clone());
     }
-    let tls = BackendTls { validation: UpstreamValidation { ca, subject_names, subject_uris }, sni: hostname };
+    let validation = UpstreamValidation { ca, ca_kind, subject_names, subject_uris };
+    let tls = BackendTls { validation, sni: hostname };
     (Some(tls), PolicyVerdict { accepted, resolved })
 }
 
 /// The status of every BackendTLSPolicy that one of `gateways` (ours) reaches: an ancestor entry
 /// per Gateway with an HTTPRoute or GRPCRoute sending to a Service the policy targets.
 pub(super) fn status(snapshot: &Snapshot, gateways: &[&ObjectKey]) -> Vec<RouteStatus> {
+    if snapshot.backend_tls_policies.is_empty() {
+        return Vec::new();
+    }
     // (namespace, Service) -> our Gateways whose routes send to it.
     let mut reached: BTreeMap<(String, String), BTreeSet<ObjectKey>> = BTreeMap::new();
     let mut reach = |route_namespace: &str, parents: Vec<ParentRef>, services: Vec<(Option<&str>, &str)>| {
@@ -196,8 +210,10 @@ pub(super) fn status(snapshot: &Snapshot, gateways: &[&ObjectKey]) -> Vec<RouteS
             message: message.clone(),
             observed_generation: generation,
         };
+        // The CRD allows 16 ancestors; the first 16 Gateways by name are reported.
         let parents = ancestors
             .into_iter()
+            .take(MAX_ANCESTORS)
             .map(|gateway| RouteParentStatus {
                 parent: ParentRefStatus {
                     group: GROUP.into(),

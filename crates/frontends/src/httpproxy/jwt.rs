@@ -151,7 +151,12 @@ pub(super) fn providers(
                     }
                 };
                 let ca = ir::ObjectRef { namespace: namespace.into(), name: name.into() };
-                Some(ir::UpstreamValidation { ca, subject_names, subject_uris: Vec::new() })
+                Some(ir::UpstreamValidation {
+                    ca,
+                    ca_kind: ir::CaKind::Secret,
+                    subject_names,
+                    subject_uris: Vec::new(),
+                })
             }
         };
         let duration = |text: &Option<String>| -> Result<Option<u64>, String> {

@@ -257,6 +257,7 @@ fn validation(
     };
     Ok(UpstreamValidation {
         ca: ObjectRef { namespace: namespace.into(), name: name.into() },
+        ca_kind: ir::CaKind::Secret,
         subject_names,
         subject_uris: Vec::new(),
     })
