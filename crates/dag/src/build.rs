@@ -191,13 +191,7 @@ impl Builder<'_> {
                     // served; the others are checked for status.
                     let listener = listeners[0].1;
                     let Some((route, waiting)) = listener.l4_routes.split_first() else { continue };
-                    self.udp = listener.protocol == Protocol::Udp;
-                    for other in waiting {
-                        for (i, j, b) in other.backends() {
-                            self.check_service(&other.origin, b, format!("spec.rules[{i}].backendRefs[{j}]"));
-                        }
-                    }
-                    self.udp = false;
+                    self.check_l4(waiting, listener.protocol == Protocol::Udp);
                     if listener.protocol == Protocol::Udp {
                         ("udp", ListenerKind::Udp(self.udp_cluster(route, &mut out)))
                     } else {
@@ -245,8 +239,14 @@ impl Builder<'_> {
                 self.check_service(&route.origin, b, format!("spec.rules[0].backendRefs[{j}]"));
             }
         }
-        self.udp = l.protocol == Protocol::Udp;
-        for route in l.l4_routes.iter() {
+        self.check_l4(&l.l4_routes, l.protocol == Protocol::Udp);
+    }
+
+    /// Checks the Services of TCP or UDP routes that are not served, on the ports of the
+    /// listener's transport.
+    fn check_l4(&mut self, routes: &[Arc<ir::L4Route>], udp: bool) {
+        self.udp = udp;
+        for route in routes {
             for (i, j, b) in route.backends() {
                 self.check_service(&route.origin, b, format!("spec.rules[{i}].backendRefs[{j}]"));
             }

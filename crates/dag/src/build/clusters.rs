@@ -145,7 +145,8 @@ impl<'a> Builder<'a> {
             return Some(name);
         }
         let mut scratch = FleetDag::default();
-        let mut parts: Vec<(ir::ServicePort, String, u32)> = Vec::new();
+        // The built clusters of the backends with a weight, and their weights.
+        let mut parts: Vec<(String, u32)> = Vec::new();
         self.udp = true;
         for (i, j, backend) in route.backends() {
             let BackendTarget::Service(sp) = &backend.target else { continue };
@@ -161,21 +162,22 @@ impl<'a> Builder<'a> {
                 self.error(&route.origin, field, "InvalidKind", format!("{message}, which a UDPRoute cannot use"));
                 continue;
             }
-            let port_name = scratch.clusters.get(&built).map(|c| c.port_name.clone()).unwrap_or_default();
             if backend.weight > 0 {
-                parts.push((sp.clone(), port_name, backend.weight));
+                parts.push((built, backend.weight));
             }
         }
         self.udp = false;
-        let ((service, port_name, weight), rest) = parts.split_first()?;
-        let first = scratch.clusters.values().find(|c| c.service == *service)?;
-        let mut cluster = first.clone();
+        let ((first, _), rest) = parts.split_first()?;
+        let mut cluster = scratch.clusters.get(first)?.clone();
         cluster.name = name.clone();
-        cluster.port_name = port_name.clone();
         // Datagrams: no HTTP protocol or TLS towards the backends.
         (cluster.protocol, cluster.validation, cluster.sni, cluster.client_certificate) = (None, None, None, None);
-        cluster.more_services = rest.iter().map(|(sp, port, _)| (sp.clone(), port.clone())).collect();
-        cluster.locality_weights = std::iter::once(*weight).chain(rest.iter().map(|(_, _, w)| *w)).collect();
+        cluster.more_services = rest
+            .iter()
+            .filter_map(|(built, _)| scratch.clusters.get(built))
+            .map(|c| (c.service.clone(), c.port_name.clone()))
+            .collect();
+        cluster.locality_weights = parts.iter().map(|(_, weight)| *weight).collect();
         out.clusters.insert(name.clone(), cluster);
         Some(name)
     }

@@ -15,6 +15,21 @@ pub(super) struct BackendRef<'a> {
     pub weight: Option<i32>,
 }
 
+/// The [`BackendRef`] of any route kind's generated backendRef type (they share these fields).
+macro_rules! backend_ref {
+    ($b:expr) => {
+        $crate::gateway_api::backends::BackendRef {
+            group: $b.group.as_deref(),
+            kind: $b.kind.as_deref(),
+            name: &$b.name,
+            namespace: $b.namespace.as_deref(),
+            port: $b.port,
+            weight: $b.weight,
+        }
+    };
+}
+pub(super) use backend_ref;
+
 /// The IR backend for a backendRef. A reference that cannot be used becomes
 /// [`BackendTarget::Invalid`] (its share of requests gets 500) and a diagnostic.
 pub(super) fn translate(

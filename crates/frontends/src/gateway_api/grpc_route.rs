@@ -12,7 +12,7 @@ use ir::{Diagnostic, HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRul
 use objects::Snapshot;
 use objects::types::GRPCRoute;
 
-use super::backends::{self, BackendRef};
+use super::backends;
 use super::http_route::{broken_answers_500, check_regex, header_modifier, rule_matches};
 use super::{ParentRef, error, origin};
 
@@ -55,14 +55,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &GRPCRoute, diagnostics: &mu
             .flatten()
             .enumerate()
             .map(|(j, b)| {
-                let r = BackendRef {
-                    group: b.group.as_deref(),
-                    kind: b.kind.as_deref(),
-                    name: &b.name,
-                    namespace: b.namespace.as_deref(),
-                    port: b.port,
-                    weight: b.weight,
-                };
+                let r = backends::backend_ref!(b);
                 let mut backend = backends::translate(
                     snapshot,
                     &origin,

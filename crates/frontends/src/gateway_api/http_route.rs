@@ -47,14 +47,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
             .flatten()
             .enumerate()
             .map(|(j, b)| {
-                let r = BackendRef {
-                    group: b.group.as_deref(),
-                    kind: b.kind.as_deref(),
-                    name: &b.name,
-                    namespace: b.namespace.as_deref(),
-                    port: b.port,
-                    weight: b.weight,
-                };
+                let r = backends::backend_ref!(b);
                 let field = format!("{field}.backendRefs[{j}]");
                 let mut backend = backends::translate(snapshot, &origin, "HTTPRoute", r, field.clone(), diagnostics);
                 let mut options = ir::BackendOptions::default();

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use objects::Snapshot;
 use objects::types::{TCPRoute, UDPRoute};
 
-use super::backends::{self, BackendRef};
+use super::backends;
 use super::{ParentRef, origin};
 
 /// What the front end reads of either kind.
@@ -39,14 +39,7 @@ macro_rules! l4_kind {
                 for (i, rule) in self.spec.rules.iter().enumerate() {
                     let mut out = Vec::with_capacity(rule.backend_refs.len());
                     for (j, b) in rule.backend_refs.iter().enumerate() {
-                        let r = BackendRef {
-                            group: b.group.as_deref(),
-                            kind: b.kind.as_deref(),
-                            name: &b.name,
-                            namespace: b.namespace.as_deref(),
-                            port: b.port,
-                            weight: b.weight,
-                        };
+                        let r = backends::backend_ref!(b);
                         let field = format!("spec.rules[{i}].backendRefs[{j}]");
                         out.push(backends::translate(snapshot, &origin, $kind, r, field, diagnostics));
                     }

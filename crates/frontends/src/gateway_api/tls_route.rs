@@ -4,7 +4,7 @@ use ir::Diagnostic;
 use objects::Snapshot;
 use objects::types::TLSRoute;
 
-use super::backends::{self, BackendRef};
+use super::backends;
 use super::{ParentRef, origin};
 
 /// The route's parentRefs, defaulted.
@@ -18,14 +18,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &TLSRoute, diagnostics: &mut
     let mut backends_out = Vec::new();
     for (i, rule) in route.spec.rules.iter().enumerate() {
         for (j, b) in rule.backend_refs.iter().enumerate() {
-            let r = BackendRef {
-                group: b.group.as_deref(),
-                kind: b.kind.as_deref(),
-                name: &b.name,
-                namespace: b.namespace.as_deref(),
-                port: b.port,
-                weight: b.weight,
-            };
+            let r = backends::backend_ref!(b);
             let field = format!("spec.rules[{i}].backendRefs[{j}]");
             backends_out.push(backends::translate(snapshot, &origin, "TLSRoute", r, field, diagnostics));
         }
