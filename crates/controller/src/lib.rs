@@ -122,16 +122,7 @@ impl Pipeline {
         // The default fleet always exists, empty or not, as upstream's single configuration does:
         // its Envoys get their stats and admin listeners (and so turn ready) before any route.
         translation.merge(frontends::Translation {
-            ir: ir::Ir {
-                fleets: vec![ir::Fleet {
-                    id: ir::DEFAULT_FLEET.into(),
-                    address: None,
-                    origin: None,
-                    listeners: Vec::new(),
-                    extensions: Vec::new(),
-                }],
-                backend_tls: Vec::new(),
-            },
+            ir: ir::Ir { fleets: vec![ir::Fleet::default_fleet(Vec::new(), Vec::new())], backend_tls: Vec::new() },
             diagnostics: Vec::new(),
         });
         let translate = clock.elapsed();

@@ -222,7 +222,22 @@ impl Builder<'_> {
                 out.extensions.insert(ext.cluster_name(), std::sync::Arc::clone(ext));
             }
         }
+        if let Some(certificate) = &fleet.backend_certificate {
+            self.present_to_backends(certificate, &mut out);
+        }
         out
+    }
+
+    /// Makes every TLS cluster of a fleet present the fleet's own client certificate (a
+    /// Gateway's `spec.tls.backend.clientCertificateRef`) instead of the controller-wide one.
+    /// Cluster names are per fleet, so clusters shared with other fleets keep their names.
+    fn present_to_backends(&mut self, certificate: &ir::ObjectRef, out: &mut FleetDag) {
+        let Some(name) = self.tls_secret(certificate, out) else { return };
+        for cluster in out.clusters.values_mut() {
+            if cluster.speaks_tls() {
+                cluster.client_certificate = Some(name.clone());
+            }
+        }
     }
 
     /// Checks the Services of a listener's routes when the listener is not served.

@@ -309,6 +309,11 @@ impl Cluster {
         std::iter::once((&self.service, self.port_name.as_str()))
             .chain(self.more_services.iter().map(|(s, name)| (s, name.as_str())))
     }
+
+    /// Whether Envoy speaks TLS to the cluster's endpoints (and so may present a certificate).
+    pub fn speaks_tls(&self) -> bool {
+        matches!(self.protocol, Some(UpstreamProtocol::Tls | UpstreamProtocol::H2)) || self.validation.is_some()
+    }
 }
 
 /// Connection and request limits of a cluster (upstream's Service annotations); `None` keeps

@@ -54,11 +54,8 @@ pub fn translate(snapshot: &Snapshot) -> Translation {
             extensions.push(Arc::new(ext));
         }
     }
-    let fleets = if extensions.is_empty() {
-        Vec::new()
-    } else {
-        vec![ir::Fleet { id: ir::DEFAULT_FLEET.into(), address: None, origin: None, listeners: Vec::new(), extensions }]
-    };
+    let fleets =
+        if extensions.is_empty() { Vec::new() } else { vec![ir::Fleet::default_fleet(Vec::new(), extensions)] };
     Translation { ir: ir::Ir { fleets, ..Default::default() }, diagnostics }
 }
 

@@ -312,11 +312,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
             l4_routes: Vec::new(),
         });
     }
-    let fleets = if listeners.is_empty() {
-        Vec::new()
-    } else {
-        vec![ir::Fleet { id: ir::DEFAULT_FLEET.into(), address: None, origin: None, listeners, extensions: Vec::new() }]
-    };
+    let fleets = if listeners.is_empty() { Vec::new() } else { vec![ir::Fleet::default_fleet(listeners, Vec::new())] };
     Translation { ir: ir::Ir { fleets, ..Default::default() }, diagnostics }
 }
 

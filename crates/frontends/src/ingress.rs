@@ -145,11 +145,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
         });
     }
     listeners.extend(secure);
-    let fleets = if listeners.is_empty() {
-        Vec::new()
-    } else {
-        vec![ir::Fleet { id: ir::DEFAULT_FLEET.into(), address: None, origin: None, listeners, extensions: Vec::new() }]
-    };
+    let fleets = if listeners.is_empty() { Vec::new() } else { vec![ir::Fleet::default_fleet(listeners, Vec::new())] };
     Translation { ir: ir::Ir { fleets, ..Default::default() }, diagnostics }
 }
 

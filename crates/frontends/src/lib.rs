@@ -40,6 +40,7 @@ impl Translation {
                 None => self.ir.fleets.push(fleet),
                 Some(into) => {
                     into.extensions.extend(fleet.extensions);
+                    into.backend_certificate = into.backend_certificate.take().or(fleet.backend_certificate);
                     for listener in fleet.listeners {
                         match into.listeners.iter_mut().find(|l| l.name == listener.name) {
                             None => into.listeners.push(listener),

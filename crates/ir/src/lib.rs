@@ -50,6 +50,24 @@ pub struct Fleet {
     pub listeners: Vec<Listener>,
     /// ExtensionServices the fleet's Envoys call (the default fleet's), sorted by name.
     pub extensions: Vec<Arc<ExtensionService>>,
+    /// The certificate (a `kubernetes.io/tls` Secret, already checked) the fleet's Envoys present
+    /// to every backend they speak TLS to (a Gateway's `spec.tls.backend.clientCertificateRef`);
+    /// `None` leaves the controller-wide one.
+    pub backend_certificate: Option<ObjectRef>,
+}
+
+impl Fleet {
+    /// The default fleet (upstream's single configuration) with these listeners and extensions.
+    pub fn default_fleet(listeners: Vec<Listener>, extensions: Vec<Arc<ExtensionService>>) -> Self {
+        Fleet {
+            id: DEFAULT_FLEET.into(),
+            address: None,
+            origin: None,
+            listeners,
+            extensions,
+            backend_certificate: None,
+        }
+    }
 }
 
 /// One listener of a fleet: a port, a protocol, an optional hostname and the routes attached to it.
@@ -124,8 +142,10 @@ pub enum TlsVersion {
 /// How client certificates are asked for and checked (downstream mTLS).
 #[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq)]
 pub struct ClientValidation {
-    /// The Secret whose `ca.crt` client certificates must chain to; `None` with `skip_verify`.
+    /// The object whose `ca.crt` client certificates must chain to; `None` with `skip_verify`.
     pub ca: Option<ObjectRef>,
+    /// Whether `ca` is a Secret (HTTPProxy) or a ConfigMap (a Gateway's frontend validation).
+    pub ca_kind: CaKind,
     /// The Secret whose `crl.pem` lists revoked certificates.
     pub crl: Option<ObjectRef>,
     /// Check only the leaf certificate against the CRL.

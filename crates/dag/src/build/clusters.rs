@@ -105,9 +105,7 @@ impl<'a> Builder<'a> {
             more_services: Vec::new(),
             locality_weights: Vec::new(),
         };
-        if matches!(cluster.protocol, Some(UpstreamProtocol::Tls | UpstreamProtocol::H2))
-            || cluster.validation.is_some()
-        {
+        if cluster.speaks_tls() {
             cluster.client_certificate = self.client_certificate(out);
         }
         // Upstream's cluster names: `namespace/service/port/` and ten hex digits of the SHA-1 of
@@ -281,6 +279,12 @@ impl<'a> Builder<'a> {
     /// without one, and a backend that requires one refuses it).
     fn client_certificate(&mut self, out: &mut FleetDag) -> Option<String> {
         let r = self.cache.options.client_certificate.clone()?;
+        self.tls_secret(&r, out)
+    }
+
+    /// A `kubernetes.io/tls` Secret added to the fleet's secrets, by its `namespace/name`; `None`
+    /// when it holds no usable pair.
+    pub(super) fn tls_secret(&mut self, r: &ir::ObjectRef, out: &mut FleetDag) -> Option<String> {
         let key = ObjectKey::new(&r.namespace, &r.name);
         self.read(Kind::Secret, &key);
         let (crt, pem_key) = objects::secrets::tls_pair(self.snapshot.secrets.get(&key).map(|s| &**s)).ok()?;

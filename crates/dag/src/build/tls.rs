@@ -81,7 +81,7 @@ impl Builder<'_> {
             // Skipping verification asks for a certificate and accepts any (upstream's
             // ACCEPT_UNTRUSTED); with a CA named, Envoy still requires one unless it is optional.
             let validation = cv.ca.as_ref().map(|ca| {
-                let mut bundle = self.ca_bundle(ca, ir::CaKind::Secret).unwrap_or_else(|| CaBundle {
+                let mut bundle = self.ca_bundle(ca, cv.ca_kind).unwrap_or_else(|| CaBundle {
                     name: format!("{}/{}/ca", ca.namespace, ca.name),
                     ca: Vec::new(),
                     crl: None,

@@ -118,3 +118,60 @@ fn a_policy_change_rebuilds_cached_routes() {
     }
     assert_eq!(protocols, [None, Some(ir::UpstreamProtocol::Tls), None]);
 }
+
+#[test]
+fn a_gateway_presents_its_own_client_certificate_to_tls_backends() {
+    let more = r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: mtls, namespace: infra}
+spec:
+  gatewayClassName: contour
+  tls: {backend: {clientCertificateRef: {name: client}}}
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: client, namespace: infra}
+type: kubernetes.io/tls
+stringData: {tls.crt: "-----BEGIN CERTIFICATE-----\nc\n-----END CERTIFICATE-----\n", tls.key: "-----BEGIN PRIVATE KEY-----\nk\n-----END PRIVATE KEY-----\n"}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: plain, namespace: infra}
+spec: {ports: [{name: http, port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: both, namespace: infra}
+spec:
+  parentRefs: [{name: gw}, {name: mtls}]
+  hostnames: [both.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /tls}}]
+    backendRefs: [{name: tls, port: 443}]
+  - backendRefs: [{name: plain, port: 80}]
+"#;
+    let dag = dag(&format!("{CLASS}{FIXTURE}{more}"));
+    let certificates = |fleet: &str| {
+        let fleet = &dag.fleets[fleet];
+        let mut of: Vec<(String, Option<String>)> = fleet
+            .clusters
+            .values()
+            .filter(|c| c.service.name != "broken")
+            .map(|c| (format!("{}/{}", c.service.name, c.service.port), c.client_certificate.clone()))
+            .collect();
+        of.sort();
+        (of, fleet.secrets.contains_key("infra/client"))
+    };
+    let mtls = Some("infra/client".to_string());
+    assert_eq!(
+        certificates("infra/mtls"),
+        (vec![("plain/80".into(), None), ("tls/443".into(), mtls)], true),
+        "TLS clusters present the Gateway's certificate, plain ones nothing"
+    );
+    let (plain_gateway, has_secret) = certificates("infra/gw");
+    assert!(plain_gateway.iter().all(|(_, c)| c.is_none()), "{plain_gateway:?}");
+    assert!(!has_secret, "another Gateway's fleet never receives the certificate");
+}

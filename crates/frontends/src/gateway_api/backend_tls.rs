@@ -13,6 +13,7 @@ use ir::{BackendTls, BackendTlsPolicy, CaKind, ObjectRef, UpstreamValidation};
 use objects::types::BackendTLSPolicy;
 use objects::{ObjectKey, Snapshot};
 
+use super::refs::{self, CaCertificate};
 use super::status::{Condition, ParentRefStatus, RouteParentStatus, RouteStatus};
 use super::{GROUP, ParentRef, origin};
 
@@ -93,26 +94,18 @@ fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -
     let mut problem: Option<(&'static str, String)> = None;
     for (i, r) in v.ca_certificate_refs.iter().flatten().enumerate() {
         let field = format!("spec.validation.caCertificateRefs[{i}]");
-        let object = ObjectKey::new(&key.namespace, &r.name);
-        let (found, kind) = match (r.group.as_str(), r.kind.as_str()) {
-            ("", "ConfigMap") => {
-                let pem = snapshot.config_maps.get(&object).and_then(|c| c.data.as_ref()?.get("ca.crt"));
-                (pem.is_some_and(|pem| pem.contains("-----BEGIN CERTIFICATE-----")), CaKind::ConfigMap)
+        match refs::ca_certificate(snapshot, &r.group, &r.kind, &key.namespace, &r.name) {
+            CaCertificate::Usable(kind) => {
+                usable.push((ObjectRef { namespace: key.namespace.clone(), name: r.name.clone() }, kind))
             }
-            ("", "Secret") => {
-                (objects::secrets::ca_bundle(snapshot.secrets.get(&object).map(|s| &**s)).is_ok(), CaKind::Secret)
+            CaCertificate::Unusable => {
+                let message = format!("{field}: {} {} has no PEM CA certificate under ca.crt", r.kind, r.name);
+                problem.get_or_insert(("InvalidCACertificateRef", message));
             }
-            (group, kind) => {
-                let message = format!("{field}: {group}/{kind} is not a ConfigMap or Secret");
+            CaCertificate::WrongKind => {
+                let message = format!("{field}: {}/{} is not a ConfigMap or Secret", r.group, r.kind);
                 problem.get_or_insert(("InvalidKind", message));
-                continue;
             }
-        };
-        if found {
-            usable.push((ObjectRef { namespace: key.namespace.clone(), name: r.name.clone() }, kind));
-        } else {
-            let message = format!("{field}: {} {} has no PEM CA certificate under ca.crt", r.kind, r.name);
-            problem.get_or_insert(("InvalidCACertificateRef", message));
         }
     }
     let accepted = (true, "Accepted", "Accepted".to_string());

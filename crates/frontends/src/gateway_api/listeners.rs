@@ -10,7 +10,8 @@ use ir::{Diagnostic, ListenerTls, ObjectRef, Protocol, TlsMode};
 use objects::Snapshot;
 use objects::types::Gateway;
 
-use super::{error, origin, refs};
+use super::refs::{self, CaCertificate};
+use super::{error, origin};
 
 /// Translates a Gateway into a fleet. Listeners that cannot be served are still present (so
 /// listener indices line up with the spec) but carry no TLS and are flagged by a diagnostic; the
@@ -138,7 +139,15 @@ pub(super) fn translate_gateway(
         listeners.push(listener);
     }
     flag_conflicts(&origin, &mut listeners, diagnostics);
-    ir::Fleet { id: options.fleet_id(key), address, origin: Some(origin), listeners, extensions: Vec::new() }
+    let backend_certificate = backend_certificate(snapshot, gateway, &origin, diagnostics);
+    ir::Fleet {
+        id: options.fleet_id(key),
+        address,
+        origin: Some(origin),
+        listeners,
+        extensions: Vec::new(),
+        backend_certificate,
+    }
 }
 
 /// Listeners on one port must agree on the protocol family, and their hostnames must differ. UDP
@@ -271,7 +280,157 @@ fn tls(
         ));
         return Err(());
     }
-    Ok(Some(ListenerTls::new(mode, certificates)))
+    let mut listener_tls = ListenerTls::new(mode, certificates);
+    if let Some(validation) = frontend_validation(gateway, spec.port) {
+        listener_tls.client_validation =
+            Some(client_validation(snapshot, &origin, &validation, spec, field, diagnostics)?);
+    }
+    Ok(Some(listener_tls))
+}
+
+/// A Gateway's check of client certificates on one port (`spec.tls.frontend`): the port's own
+/// (`perPort`) or else the default.
+struct FrontendValidation<'a> {
+    /// Where it is in the Gateway, for messages.
+    field: String,
+    /// `(group, kind, namespace, name)` of each CA certificate reference.
+    refs: Vec<(&'a str, &'a str, Option<&'a str>, &'a str)>,
+    /// `AllowInsecureFallback`: clients without a valid certificate are let in too.
+    insecure: bool,
+}
+
+fn frontend_validation(gateway: &Gateway, port: i32) -> Option<FrontendValidation<'_>> {
+    use gateway_api::gateways::{
+        GatewayTlsFrontendDefaultValidationMode as DefaultMode, GatewayTlsFrontendPerPortTlsValidationMode as PortMode,
+    };
+    let frontend = gateway.spec.tls.as_ref()?.frontend.as_ref()?;
+    let per_port = frontend.per_port.iter().flatten().enumerate().find(|(_, p)| p.port == port);
+    if let Some((i, p)) = per_port {
+        let v = p.tls.validation.as_ref()?;
+        return Some(FrontendValidation {
+            field: format!("spec.tls.frontend.perPort[{i}].tls.validation"),
+            refs: v
+                .ca_certificate_refs
+                .iter()
+                .map(|r| (r.group.as_str(), r.kind.as_str(), r.namespace.as_deref(), r.name.as_str()))
+                .collect(),
+            insecure: v.mode == Some(PortMode::AllowInsecureFallback),
+        });
+    }
+    let v = frontend.default.validation.as_ref()?;
+    Some(FrontendValidation {
+        field: "spec.tls.frontend.default.validation".into(),
+        refs: v
+            .ca_certificate_refs
+            .iter()
+            .map(|r| (r.group.as_str(), r.kind.as_str(), r.namespace.as_deref(), r.name.as_str()))
+            .collect(),
+        insecure: v.mode == Some(DefaultMode::AllowInsecureFallback),
+    })
+}
+
+/// Whether any of a Gateway's frontend validations lets clients in without a valid certificate
+/// (the Gateway's `InsecureFrontendValidationMode` condition).
+pub(super) fn insecure_frontend(gateway: &Gateway) -> bool {
+    use gateway_api::gateways::{
+        GatewayTlsFrontendDefaultValidationMode as DefaultMode, GatewayTlsFrontendPerPortTlsValidationMode as PortMode,
+    };
+    let Some(frontend) = gateway.spec.tls.as_ref().and_then(|t| t.frontend.as_ref()) else { return false };
+    let default = frontend.default.validation.as_ref().and_then(|v| v.mode.as_ref());
+    default == Some(&DefaultMode::AllowInsecureFallback)
+        || frontend
+            .per_port
+            .iter()
+            .flatten()
+            .any(|p| p.tls.validation.as_ref().and_then(|v| v.mode.as_ref()) == Some(&PortMode::AllowInsecureFallback))
+}
+
+/// A terminating listener's client certificate check. Every reference that does not resolve is
+/// reported; the first that does is the CA (Envoy takes one bundle per filter chain). With none,
+/// the listener is not served (`NoValidCACertificate`), so no client gets in unchecked.
+fn client_validation(
+    snapshot: &Snapshot,
+    origin: &ir::Origin,
+    validation: &FrontendValidation<'_>,
+    spec: &GatewayListeners,
+    field: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<ir::ClientValidation, ()> {
+    let mut ca = None;
+    for (i, &(group, kind, namespace, name)) in validation.refs.iter().enumerate() {
+        let at = format!("{}.caCertificateRefs[{i}]", validation.field);
+        let namespace = namespace.unwrap_or(&origin.namespace);
+        let mut problem = |reason, detail: String| {
+            let message = format!("listener {}: {at}: {detail}", spec.name);
+            diagnostics.push(error(origin, format!("{field}.tls"), reason, message));
+        };
+        let permitted = namespace == origin.namespace
+            || refs::granted(snapshot, super::GROUP, "Gateway", &origin.namespace, group, kind, namespace, name);
+        match refs::ca_certificate(snapshot, group, kind, namespace, name) {
+            CaCertificate::WrongKind => {
+                problem("InvalidCACertificateKind", format!("{group}/{kind} is not a ConfigMap or Secret"))
+            }
+            _ if !permitted => {
+                problem("RefNotPermitted", format!("no ReferenceGrant in {namespace} allows {kind} {name}"))
+            }
+            CaCertificate::Unusable => problem(
+                "InvalidCACertificateRef",
+                format!("{kind} {namespace}/{name} has no PEM CA certificate under ca.crt"),
+            ),
+            CaCertificate::Usable(ca_kind) => {
+                ca.get_or_insert((ObjectRef { namespace: namespace.to_string(), name: name.to_string() }, ca_kind));
+            }
+        }
+    }
+    let Some((ca, ca_kind)) = ca else {
+        let message = format!("listener {}: no CA certificate of {} resolves", spec.name, validation.field);
+        diagnostics.push(error(origin, format!("{field}.tls"), "NoValidCACertificate", message));
+        return Err(());
+    };
+    // The insecure fallback asks for a certificate but lets clients in without one or with one
+    // that does not verify; the backend decides (the certificate is forwarded when asked).
+    Ok(ir::ClientValidation {
+        ca: Some(ca),
+        ca_kind,
+        skip_verify: validation.insecure,
+        optional: validation.insecure,
+        ..Default::default()
+    })
+}
+
+/// The certificate a Gateway's Envoys present to TLS backends (`spec.tls.backend
+/// .clientCertificateRef`): a `kubernetes.io/tls` Secret in the Gateway's namespace or granted
+/// to it. A reference that does not resolve is reported and no certificate is presented.
+fn backend_certificate(
+    snapshot: &Snapshot,
+    gateway: &Gateway,
+    origin: &ir::Origin,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<ObjectRef> {
+    let r = gateway.spec.tls.as_ref()?.backend.as_ref()?.client_certificate_ref.as_ref()?;
+    let field = "spec.tls.backend.clientCertificateRef".to_string();
+    let group = r.group.as_deref().unwrap_or("");
+    let kind = r.kind.as_deref().unwrap_or("Secret");
+    let namespace = r.namespace.clone().unwrap_or_else(|| origin.namespace.clone());
+    if !group.is_empty() || kind != "Secret" {
+        let message = format!("{field}: {group}/{kind} is not a Secret");
+        diagnostics.push(error(origin, field, "InvalidClientCertificateRef", message));
+        return None;
+    }
+    if namespace != origin.namespace
+        && !refs::granted(snapshot, super::GROUP, "Gateway", &origin.namespace, "", "Secret", &namespace, &r.name)
+    {
+        let message = format!("{field}: no ReferenceGrant in {namespace} allows Secret {}", r.name);
+        diagnostics.push(error(origin, field, "RefNotPermitted", message));
+        return None;
+    }
+    let secret = snapshot.secrets.get(&objects::ObjectKey::new(&namespace, &r.name));
+    if let Err(why) = objects::secrets::tls_pair(secret.map(|s| &**s)) {
+        let message = format!("{field}: Secret {namespace}/{}: {why}", r.name);
+        diagnostics.push(error(origin, field, "InvalidClientCertificateRef", message));
+        return None;
+    }
+    Some(ObjectRef { namespace, name: r.name.clone() })
 }
 
 /// The route kinds a listener's protocol can carry.

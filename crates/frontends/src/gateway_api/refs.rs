@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use objects::Snapshot;
+use ir::CaKind;
+use objects::{ObjectKey, Snapshot};
 
 /// Whether a ReferenceGrant in `to_namespace` lets objects of `from_group/from_kind` in
 /// `from_namespace` refer to `to_group/to_kind` named `to_name`.
@@ -43,4 +44,37 @@ pub(crate) fn selects<'a>(
             "DoesNotExist" => !labels.contains_key(key),
             _ => false,
         })
+}
+
+/// What a CA certificate reference (`caCertificateRefs`) names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CaCertificate {
+    /// A ConfigMap or Secret with a PEM certificate under `ca.crt`.
+    Usable(CaKind),
+    /// A ConfigMap or Secret that does not exist or has no PEM `ca.crt`.
+    Unusable,
+    /// Neither a core ConfigMap nor a core Secret.
+    WrongKind,
+}
+
+/// Resolves a CA certificate reference to `group/kind` `namespace/name`.
+pub(crate) fn ca_certificate(
+    snapshot: &Snapshot,
+    group: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+) -> CaCertificate {
+    let key = ObjectKey::new(namespace, name);
+    let usable = match (group, kind) {
+        ("", "ConfigMap") => {
+            let pem = snapshot.config_maps.get(&key).and_then(|c| c.data.as_ref()?.get("ca.crt"));
+            pem.is_some_and(|pem| pem.contains("-----BEGIN CERTIFICATE-----")).then_some(CaKind::ConfigMap)
+        }
+        ("", "Secret") => {
+            objects::secrets::ca_bundle(snapshot.secrets.get(&key).map(|s| &**s)).is_ok().then_some(CaKind::Secret)
+        }
+        _ => return CaCertificate::WrongKind,
+    };
+    usable.map_or(CaCertificate::Unusable, CaCertificate::Usable)
 }

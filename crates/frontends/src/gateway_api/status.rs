@@ -152,6 +152,7 @@ pub fn compute(
         let mut listeners = Vec::new();
         let mut valid_listeners = 0;
         let mut refused_listeners = 0;
+        let mut unresolved_listeners = 0;
         for (i, spec) in gateway.spec.listeners.iter().enumerate() {
             let prefix = format!("spec.listeners[{i}]");
             let problems: Vec<&&Diagnostic> = found.iter().filter(|d| d.field.starts_with(&prefix)).collect();
@@ -163,12 +164,14 @@ pub fn compute(
                     .map(|d| (d.reason, d.message.clone()))
             };
             let mut conditions = Vec::new();
-            let unaccepted = reason_of(&["UnsupportedProtocol", "PortUnavailable"]);
+            let unaccepted = reason_of(&["UnsupportedProtocol", "PortUnavailable", "NoValidCACertificate"]);
             let conflict = reason_of(&["ProtocolConflict", "HostnameConflict"]);
             let unresolved = reason_of(&[
                 "InvalidRouteKinds",
                 "RefNotPermitted",
                 "InvalidCertificateRef",
+                "InvalidCACertificateKind",
+                "InvalidCACertificateRef",
                 "InvalidTLSConfig",
                 "UnsupportedValue",
             ]);
@@ -187,7 +190,10 @@ pub fn compute(
             match &unresolved {
                 Some((reason, message)) => {
                     let reason = match *reason {
-                        "RefNotPermitted" | "InvalidRouteKinds" => reason,
+                        "RefNotPermitted"
+                        | "InvalidRouteKinds"
+                        | "InvalidCACertificateKind"
+                        | "InvalidCACertificateRef" => reason,
                         _ => "InvalidCertificateRef",
                     };
                     conditions.push(cond("ResolvedRefs", false, reason, message.clone(), generation));
@@ -196,6 +202,9 @@ pub fn compute(
             }
             if unaccepted.is_some() || conflict.is_some() {
                 refused_listeners += 1;
+            }
+            if unresolved.is_some() {
+                unresolved_listeners += 1;
             }
             let ok = unaccepted.is_none() && conflict.is_none() && unresolved.is_none();
             if ok {
@@ -256,6 +265,20 @@ pub fn compute(
             }
         };
         conditions.push(programmed);
+        // References of the Gateway itself, and a summary of its listeners'.
+        let backend = found.iter().find(|d| d.field.starts_with("spec.tls.backend"));
+        conditions.push(match backend {
+            Some(d) => cond("ResolvedRefs", false, d.reason, d.message.clone(), generation),
+            None if unresolved_listeners > 0 => {
+                let message = format!("{unresolved_listeners} listener(s) have unresolved references");
+                cond("ResolvedRefs", false, "ListenersNotResolved", message, generation)
+            }
+            None => cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation),
+        });
+        if super::listeners::insecure_frontend(gateway) {
+            let message = "a frontend validation lets clients in without a valid certificate (AllowInsecureFallback)";
+            conditions.push(cond("InsecureFrontendValidationMode", true, "ConfigurationChanged", message, generation));
+        }
         let uid = gateway.metadata.uid.clone().unwrap_or_default();
         out.gateways.push(GatewayStatus { key: key.clone(), uid, conditions, addresses, listeners });
     }

@@ -544,4 +544,5 @@ fn static_gateway_ports_map_as_upstream() {
 }
 
 mod backend_tls;
+mod gateway_tls;
 mod l4;
