@@ -76,14 +76,18 @@ async fn a_missing_permission_stops_the_source_with_a_clear_error() -> anyhow::R
 }
 
 #[tokio::test]
-async fn upstreams_rbac_without_udproutes_and_ingressclasses_serves_everything_else() -> anyhow::Result<()> {
-    // Upstream Contour's ClusterRole has no udproutes (upstream has no UDPRoute) and no
-    // ingressclasses: a drop-in install with it must run without them rather than stop.
+async fn upstreams_rbac_without_udproutes_ingressclasses_and_listenersets_serves_everything_else() -> anyhow::Result<()>
+{
+    // Upstream Contour's ClusterRole has no udproutes or listenersets (upstream has neither
+    // kind) and no ingressclasses: a drop-in install with it must run without them rather than stop.
     let upstreams = include_str!("../../deploy/rbac/contour.yaml")
         .replace(" udproutes,", "")
         .replace(" udproutes/status,", "")
+        .replace(", listenersets/status", "")
+        .replace(", listenersets", "")
         .replace(", ingressclasses", "");
-    assert!(!upstreams.contains("udproutes") && !upstreams.contains("ingressclasses"), "{upstreams}");
+    let beyond = ["udproutes", "ingressclasses", "listenersets"];
+    assert!(beyond.iter().all(|kind| !upstreams.contains(kind)), "{upstreams}");
     let api = with_rbac(&upstreams).await?;
     let store = store::Store::new();
     let source =

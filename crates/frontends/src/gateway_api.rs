@@ -9,6 +9,7 @@ mod backends;
 mod grpc_route;
 pub(crate) mod http_route;
 mod l4_route;
+mod listener_set;
 mod listeners;
 mod refs;
 pub mod status;
@@ -141,6 +142,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     let gateways_now = ptrs(
         &mut (snapshot.gateway_classes.values().map(|o| Arc::as_ptr(o) as usize))
             .chain(snapshot.gateways.values().map(|o| Arc::as_ptr(o) as usize))
+            .chain(snapshot.listener_sets.values().map(|o| Arc::as_ptr(o) as usize))
             .chain(snapshot.namespaces.values().map(|o| Arc::as_ptr(o) as usize)),
     );
     if gateways_now != cache.gateways {
@@ -152,14 +154,22 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
 
     let mut diagnostics = Vec::new();
     let mut fleets = Vec::new();
-    let mut gateways: Vec<(&str, &str, usize)> = Vec::new();
+    // (kind, namespace, name) of each parent a route may name, and its fleet's index.
+    let mut gateways: Vec<(&str, &str, &str, usize)> = Vec::new();
     for (key, gateway) in snapshot.gateways.iter() {
         if !options.serves(snapshot, key, gateway) {
             continue;
         }
-        let fleet = listeners::translate_gateway(snapshot, key, gateway, options, &mut diagnostics);
-        gateways.push((key.namespace.as_str(), key.name.as_str(), fleets.len()));
-        fleets.push((Arc::clone(gateway), fleet));
+        let (fleet, sources) = listeners::translate_gateway(snapshot, key, gateway, options, &mut diagnostics);
+        gateways.push(("Gateway", key.namespace.as_str(), key.name.as_str(), fleets.len()));
+        for set in sources.iter().filter_map(|s| s.set.as_ref()) {
+            let (kind, namespace, name) = ("ListenerSet", set.namespace.as_str(), set.name.as_str());
+            if !gateways.iter().any(|p| (p.0, p.1, p.2) == (kind, namespace, name)) {
+                let (k, _) = snapshot.listener_sets.get_key_value(set).expect("a source's ListenerSet exists");
+                gateways.push((kind, k.namespace.as_str(), k.name.as_str(), fleets.len()));
+            }
+        }
+        fleets.push((Arc::clone(gateway), fleet, sources));
     }
 
     let mut previous = std::mem::take(&mut cache.http).into_iter().peekable();
@@ -225,14 +235,14 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     attach_l4(&mut fleets, &gateways, snapshot, snapshot.udp_routes.values(), &mut diagnostics);
 
     let backend_tls = backend_tls::evaluate(snapshot).applied;
-    Translation { ir: ir::Ir { fleets: fleets.into_iter().map(|(_, f)| f).collect(), backend_tls }, diagnostics }
+    Translation { ir: ir::Ir { fleets: fleets.into_iter().map(|(_, f, _)| f).collect(), backend_tls }, diagnostics }
 }
 
 /// Translates TCPRoutes or UDPRoutes and attaches them, oldest first, to the listeners they may
 /// use (such listeners have no hostname to match).
 fn attach_l4<'a, T: l4_route::L4Kind + 'a>(
-    fleets: &mut [(Arc<Gateway>, ir::Fleet)],
-    gateways: &[(&str, &str, usize)],
+    fleets: &mut [Parent],
+    gateways: &[(&str, &str, &str, usize)],
     snapshot: &Snapshot,
     routes: impl Iterator<Item = &'a Arc<T>>,
     diagnostics: &mut Vec<Diagnostic>,
@@ -278,10 +288,14 @@ pub struct ParentRef {
     pub port: Option<i32>,
 }
 
-/// The listeners a route may attach to through its parentRefs.
+/// A Gateway of ours, its fleet, and who declared each of the fleet's listeners.
+type Parent = (Arc<Gateway>, ir::Fleet, Vec<listeners::Source>);
+
+/// The listeners a route may attach to through its parentRefs: a Gateway's own, or those of a
+/// ListenerSet attached to one (`parents` says which fleet each is in).
 fn attachments(
-    fleets: &[(Arc<Gateway>, ir::Fleet)],
-    gateways: &[(&str, &str, usize)],
+    fleets: &[Parent],
+    parents_known: &[(&str, &str, &str, usize)],
     snapshot: &Snapshot,
     origin: &Origin,
     parents: &[ParentRef],
@@ -290,24 +304,28 @@ fn attachments(
 ) -> Attachments {
     let mut out = Attachments::default();
     for (i, parent) in parents.iter().enumerate() {
-        if parent.group != GROUP || parent.kind != "Gateway" {
+        if parent.group != GROUP || !matches!(parent.kind.as_str(), "Gateway" | "ListenerSet") {
             continue;
         }
-        let Some(&(_, _, index)) =
-            gateways.iter().find(|(ns, name, _)| *ns == parent.namespace && *name == parent.name)
+        let Some(&(.., index)) = parents_known
+            .iter()
+            .find(|(k, ns, name, _)| *k == parent.kind && *ns == parent.namespace && *name == parent.name)
         else {
             continue;
         };
-        let (gateway, fleet) = &fleets[index];
+        let (_, fleet, sources) = &fleets[index];
+        let set = (parent.kind == "ListenerSet").then(|| objects::ObjectKey::new(&parent.namespace, &parent.name));
         let mut reason = "NoMatchingParent";
         let mut attached = false;
-        for (l, (spec, listener)) in gateway.spec.listeners.iter().zip(fleet.listeners.iter()).enumerate() {
-            if parent.section_name.as_ref().is_some_and(|s| *s != spec.name)
+        for (l, (source, listener)) in sources.iter().zip(fleet.listeners.iter()).enumerate() {
+            let spec = &source.spec;
+            if source.set != set
+                || parent.section_name.as_ref().is_some_and(|s| *s != spec.name)
                 || parent.port.is_some_and(|p| p != spec.port)
             {
                 continue;
             }
-            if !listeners::allows(snapshot, gateway, spec, kind, &origin.namespace) {
+            if !listeners::allows(snapshot, &source.namespace, spec, kind, &origin.namespace) {
                 reason = "NotAllowedByListeners";
                 continue;
             }
@@ -328,7 +346,7 @@ fn attachments(
                 condition: "",
                 field: format!("spec.parentRefs[{i}]"),
                 reason,
-                message: format!("not accepted by Gateway {}/{}", parent.namespace, parent.name),
+                message: format!("not accepted by {} {}/{}", parent.kind, parent.namespace, parent.name),
             });
         }
     }

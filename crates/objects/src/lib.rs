@@ -23,6 +23,7 @@ pub mod types {
     pub use gateway_api::gatewayclasses::GatewayClass;
     pub use gateway_api::gateways::Gateway;
     pub use gateway_api::grpcroutes::GrpcRoute as GRPCRoute;
+    pub use gateway_api::listenersets::ListenerSet;
     pub use gateway_api::referencegrants::ReferenceGrant;
     pub use gateway_api::tlsroutes::TlsRoute as TLSRoute;
     pub use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};

@@ -193,6 +193,7 @@ kinds! {
     TlsRoute, tls_routes, TLSRoute, "gateway.networking.k8s.io", "TLSRoute", true;
     TcpRoute, tcp_routes, TCPRoute, "gateway.networking.k8s.io", "TCPRoute", true;
     UdpRoute, udp_routes, UDPRoute, "gateway.networking.k8s.io", "UDPRoute", true;
+    ListenerSet, listener_sets, ListenerSet, "gateway.networking.k8s.io", "ListenerSet", true;
     ReferenceGrant, reference_grants, ReferenceGrant, "gateway.networking.k8s.io", "ReferenceGrant", true;
     BackendTlsPolicy, backend_tls_policies, BackendTLSPolicy, "gateway.networking.k8s.io", "BackendTLSPolicy", true;
     Ingress, ingresses, Ingress, "networking.k8s.io", "Ingress", true;

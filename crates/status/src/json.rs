@@ -32,7 +32,7 @@ pub(crate) fn conditions(desired: &[Condition], current: Option<&Value>, now: &s
     )
 }
 
-/// A Gateway's whole status.
+/// A Gateway's whole status, or a ListenerSet's (the same shape without addresses).
 pub(crate) fn gateway(desired: &GatewayStatus, current: &Value, now: &str) -> Value {
     let listeners: Vec<Value> = desired
         .listeners
@@ -53,6 +53,9 @@ pub(crate) fn gateway(desired: &GatewayStatus, current: &Value, now: &str) -> Va
     });
     if !desired.addresses.is_empty() {
         status["addresses"] = desired.addresses.iter().map(|(t, a)| json!({"type": t, "value": a})).collect();
+    }
+    if let Some(n) = desired.attached_listener_sets {
+        status["attachedListenerSets"] = json!(n);
     }
     status
 }

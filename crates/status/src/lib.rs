@@ -34,8 +34,9 @@ pub struct Options {
 pub use writer::StatusWriter;
 
 /// The kinds whose status the writer writes, in counter order.
-pub const KINDS: [&str; 10] = [
+pub const KINDS: [&str; 11] = [
     "Gateway",
+    "ListenerSet",
     "HTTPRoute",
     "GRPCRoute",
     "TLSRoute",

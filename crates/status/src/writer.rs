@@ -139,6 +139,15 @@ impl StatusWriter {
                 desired: Desired::Gateway(g.clone()),
             });
         }
+        for s in set.listener_sets.iter() {
+            writes.push(Write {
+                kind: "ListenerSet",
+                uid: Some(s.uid.clone()),
+                namespace: s.key.namespace.clone(),
+                name: s.key.name.clone(),
+                desired: Desired::Gateway(s.clone()),
+            });
+        }
         for r in &set.routes {
             seen.push((r.kind, r.key.namespace.clone(), r.key.name.clone()));
             writes.push(Write {
@@ -190,7 +199,7 @@ impl StatusWriter {
         let gone: Vec<_> = self
             .last
             .keys()
-            .filter(|(k, _, _)| !matches!(*k, "Gateway" | "Ingress" | "HTTPProxy" | "ExtensionService"))
+            .filter(|(k, _, _)| !matches!(*k, "Gateway" | "ListenerSet" | "Ingress" | "HTTPProxy" | "ExtensionService"))
             .filter(|k| !seen.contains(k))
             .cloned()
             .collect();
@@ -280,6 +289,7 @@ fn api_resource(kind: &str, version: &str) -> ApiResource {
         "ExtensionService" => ("projectcontour.io", "extensionservices"),
         "Ingress" => ("networking.k8s.io", "ingresses"),
         "Gateway" => ("gateway.networking.k8s.io", "gateways"),
+        "ListenerSet" => ("gateway.networking.k8s.io", "listenersets"),
         "HTTPRoute" => ("gateway.networking.k8s.io", "httproutes"),
         "GRPCRoute" => ("gateway.networking.k8s.io", "grpcroutes"),
         "TCPRoute" => ("gateway.networking.k8s.io", "tcproutes"),
@@ -413,6 +423,9 @@ fn current_part(current: &Value, desired: &Desired, controller: &str) -> Value {
             let mut part = json!({"conditions": current["conditions"], "listeners": current["listeners"]});
             if !g.addresses.is_empty() {
                 part["addresses"] = current["addresses"].clone();
+            }
+            if g.attached_listener_sets.is_some() {
+                part["attachedListenerSets"] = current["attachedListenerSets"].clone();
             }
             part
         }

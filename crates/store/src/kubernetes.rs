@@ -24,7 +24,7 @@ pub const IGNORED_SECRET_TYPES: [&str; 2] = ["helm.sh/release.v1", "kubernetes.i
 /// Kinds we watch that upstream Contour does not, so its ClusterRole does not grant them: without
 /// the permission they are not watched (a warning names them) rather than stopping the source. A
 /// missing permission on any other kind stops start-up, naming the kind.
-const BEYOND_UPSTREAMS_RBAC: [Kind; 2] = [Kind::UdpRoute, Kind::IngressClass];
+const BEYOND_UPSTREAMS_RBAC: [Kind; 3] = [Kind::UdpRoute, Kind::IngressClass, Kind::ListenerSet];
 
 /// Why the source could not start.
 #[derive(Debug, thiserror::Error)]
@@ -149,6 +149,7 @@ watched!(HTTPRoute, HttpRoute, "HTTPRoute", true, HttpRoute);
 watched!(TLSRoute, TlsRoute, "TLSRoute", true, TlsRoute, ["v1alpha3", "v1alpha2"]);
 watched!(TCPRoute, TcpRoute, "TCPRoute", true, TcpRoute, ["v1"]);
 watched!(UDPRoute, UdpRoute, "UDPRoute", true, UdpRoute, ["v1"]);
+watched!(ListenerSet, ListenerSet, "ListenerSet", true, ListenerSet);
 watched!(GRPCRoute, GrpcRoute, "GRPCRoute", true, GrpcRoute);
 watched!(BackendTLSPolicy, BackendTlsPolicy, "BackendTLSPolicy", true, BackendTlsPolicy, ["v1alpha3"]);
 watched!(Ingress, Ingress, "Ingress", true, Ingress);
@@ -329,6 +330,7 @@ impl KubernetesSource {
         self.add::<TLSRoute>(&mut streams, &mut scopes, &mut served).await?;
         self.add::<TCPRoute>(&mut streams, &mut scopes, &mut served).await?;
         self.add::<UDPRoute>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<ListenerSet>(&mut streams, &mut scopes, &mut served).await?;
         self.add::<GRPCRoute>(&mut streams, &mut scopes, &mut served).await?;
         self.add::<BackendTLSPolicy>(&mut streams, &mut scopes, &mut served).await?;
         self.add::<Ingress>(&mut streams, &mut scopes, &mut served).await?;

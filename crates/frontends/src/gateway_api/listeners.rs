@@ -11,18 +11,30 @@ use objects::Snapshot;
 use objects::types::Gateway;
 
 use super::refs::{self, CaCertificate};
-use super::{error, origin};
+use super::{error, listener_set, origin};
 
-/// Translates a Gateway into a fleet. Listeners that cannot be served are still present (so
-/// listener indices line up with the spec) but carry no TLS and are flagged by a diagnostic; the
-/// DAG skips listeners whose `port` is 0.
+/// Who declared a listener of a fleet, for the routes that attach to it.
+#[derive(Debug, Clone)]
+pub(super) struct Source {
+    /// The ListenerSet that declared it; `None` for the Gateway's own.
+    pub set: Option<objects::ObjectKey>,
+    /// The declaring object's namespace (`allowedRoutes` `Same`).
+    pub namespace: String,
+    /// The listener as declared.
+    pub spec: GatewayListeners,
+}
+
+/// Translates a Gateway into a fleet: its own listeners, then those of the ListenerSets it
+/// allows (each listener's [`Source`] at the same index). Listeners that cannot be served are
+/// still present (so listener indices line up with the spec) but carry no TLS and are flagged
+/// by a diagnostic; the DAG skips listeners whose `port` is 0.
 pub(super) fn translate_gateway(
     snapshot: &Snapshot,
     key: &objects::ObjectKey,
     gateway: &Gateway,
     options: &super::Options,
     diagnostics: &mut Vec<Diagnostic>,
-) -> ir::Fleet {
+) -> (ir::Fleet, Vec<Source>) {
     let host_mode = options.host_mode;
     let origin = origin("Gateway", &gateway.metadata);
     let mut address = None;
@@ -82,72 +94,125 @@ pub(super) fn translate_gateway(
     let mut listeners: Vec<ir::Listener> = Vec::new();
     for (i, spec) in gateway.spec.listeners.iter().enumerate() {
         let field = format!("spec.listeners[{i}]");
-        let mut listener = ir::Listener {
-            name: spec.name.clone(),
-            port: 0,
-            protocol: Protocol::Http,
-            hostname: spec.hostname.clone().filter(|h| !h.is_empty()).map(|h| h.to_ascii_lowercase()),
-            tls: None,
-            http_routes: Vec::new(),
-            tls_routes: Vec::new(),
-            l4_routes: Vec::new(),
-        };
-        let protocol = match spec.protocol.as_str() {
-            "HTTP" => Some(Protocol::Http),
-            "HTTPS" => Some(Protocol::Https),
-            "TLS" => Some(Protocol::Tls),
-            "TCP" => Some(Protocol::Tcp),
-            "UDP" => Some(Protocol::Udp),
-            _ => None,
-        };
-        let Some(protocol) = protocol else {
-            diagnostics.push(error(
-                &origin,
-                format!("{field}.protocol"),
-                "UnsupportedProtocol",
-                format!("listener {}: protocol {} is not supported", spec.name, spec.protocol),
-            ));
-            listeners.push(listener);
-            continue;
-        };
-        listener.protocol = protocol;
-        if supported_kinds(spec).1 {
-            diagnostics.push(error(
-                &origin,
-                format!("{field}.allowedRoutes.kinds"),
-                "InvalidRouteKinds",
-                format!(
-                    "listener {}: allowedRoutes.kinds names a kind a {} listener cannot carry",
-                    spec.name, spec.protocol
-                ),
-            ));
-        }
-        let Ok(port) = u16::try_from(spec.port).map_err(drop).and_then(|p| if p == 0 { Err(()) } else { Ok(p) }) else {
-            diagnostics.push(error(
-                &origin,
-                format!("{field}.port"),
-                "PortUnavailable",
-                format!("port {} is out of range", spec.port),
-            ));
-            listeners.push(listener);
-            continue;
-        };
-        if let Ok(tls) = tls(snapshot, gateway, spec, protocol, &field, diagnostics) {
-            listener.tls = tls;
-            listener.port = if options.static_gateway.is_some() { super::container_port(port) } else { port };
-        }
-        listeners.push(listener);
+        listeners.push(translate_listener(
+            snapshot,
+            &origin,
+            gateway,
+            spec,
+            spec.name.clone(),
+            &field,
+            options,
+            diagnostics,
+        ));
     }
     flag_conflicts(&origin, &mut listeners, diagnostics);
+    let mut sources: Vec<Source> = gateway
+        .spec
+        .listeners
+        .iter()
+        .map(|spec| Source { set: None, namespace: key.namespace.clone(), spec: spec.clone() })
+        .collect();
+    let own = listeners.len();
+    let mut owners = Vec::new();
+    for child in listener_set::children(snapshot, key, gateway).into_iter().filter(|c| c.allowed) {
+        let set_origin = super::origin("ListenerSet", &child.set.metadata);
+        for (j, spec) in child.listeners.into_iter().enumerate() {
+            let name = listener_set::listener_name(child.key, &spec.name);
+            let field = format!("spec.listeners[{j}]");
+            listeners.push(translate_listener(
+                snapshot,
+                &set_origin,
+                gateway,
+                &spec,
+                name,
+                &field,
+                options,
+                diagnostics,
+            ));
+            owners.push((set_origin.clone(), j));
+            sources.push(Source { set: Some(child.key.clone()), namespace: child.key.namespace.clone(), spec });
+        }
+    }
+    listener_set::refuse_conflicts(&mut listeners, own, &owners, diagnostics);
     let backend_certificate = backend_certificate(snapshot, gateway, &origin, diagnostics);
-    ir::Fleet {
+    let fleet = ir::Fleet {
         id: options.fleet_id(key),
         address,
         origin: Some(origin),
         listeners,
         extensions: Vec::new(),
         backend_certificate,
+    };
+    (fleet, sources)
+}
+
+/// Translates one listener of a Gateway, or of a ListenerSet attached to it (`owner` is the
+/// object that declares it: its namespace is where certificates are found and ReferenceGrants
+/// are asked from). A listener that cannot be served keeps port 0 and gets a diagnostic.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn translate_listener(
+    snapshot: &Snapshot,
+    owner: &ir::Origin,
+    gateway: &Gateway,
+    spec: &GatewayListeners,
+    name: String,
+    field: &str,
+    options: &super::Options,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> ir::Listener {
+    let mut listener = ir::Listener {
+        name,
+        port: 0,
+        protocol: Protocol::Http,
+        hostname: spec.hostname.clone().filter(|h| !h.is_empty()).map(|h| h.to_ascii_lowercase()),
+        tls: None,
+        http_routes: Vec::new(),
+        tls_routes: Vec::new(),
+        l4_routes: Vec::new(),
+    };
+    let protocol = match spec.protocol.as_str() {
+        "HTTP" => Some(Protocol::Http),
+        "HTTPS" => Some(Protocol::Https),
+        "TLS" => Some(Protocol::Tls),
+        "TCP" => Some(Protocol::Tcp),
+        "UDP" => Some(Protocol::Udp),
+        _ => None,
+    };
+    let Some(protocol) = protocol else {
+        diagnostics.push(error(
+            owner,
+            format!("{field}.protocol"),
+            "UnsupportedProtocol",
+            format!("listener {}: protocol {} is not supported", spec.name, spec.protocol),
+        ));
+        return listener;
+    };
+    listener.protocol = protocol;
+    if supported_kinds(spec).1 {
+        diagnostics.push(error(
+            owner,
+            format!("{field}.allowedRoutes.kinds"),
+            "InvalidRouteKinds",
+            format!(
+                "listener {}: allowedRoutes.kinds names a kind a {} listener cannot carry",
+                spec.name, spec.protocol
+            ),
+        ));
     }
+    let Ok(port) = u16::try_from(spec.port).map_err(drop).and_then(|p| if p == 0 { Err(()) } else { Ok(p) }) else {
+        diagnostics.push(error(
+            owner,
+            format!("{field}.port"),
+            "PortUnavailable",
+            format!("port {} is out of range", spec.port),
+        ));
+        return listener;
+    };
+    if let Ok(tls) = tls(snapshot, owner, gateway, spec, protocol, field, diagnostics) {
+        listener.tls = tls;
+        listener.port = if options.static_gateway.is_some() { super::container_port(port) } else { port };
+    }
+    listener
 }
 
 /// Listeners on one port must agree on the protocol family, and their hostnames must differ. UDP
@@ -204,19 +269,19 @@ fn flag_conflicts(origin: &ir::Origin, listeners: &mut [ir::Listener], diagnosti
 
 fn tls(
     snapshot: &Snapshot,
+    origin: &ir::Origin,
     gateway: &Gateway,
     spec: &GatewayListeners,
     protocol: Protocol,
     field: &str,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<Option<ListenerTls>, ()> {
-    let origin = origin("Gateway", &gateway.metadata);
     if matches!(protocol, Protocol::Http | Protocol::Tcp | Protocol::Udp) {
         return Ok(None);
     }
     let Some(tls) = &spec.tls else {
         diagnostics.push(error(
-            &origin,
+            origin,
             format!("{field}.tls"),
             "InvalidTLSConfig",
             format!("listener {}: {:?} needs tls", spec.name, protocol),
@@ -230,7 +295,7 @@ fn tls(
     if mode == TlsMode::Passthrough {
         if protocol == Protocol::Https {
             diagnostics.push(error(
-                &origin,
+                origin,
                 format!("{field}.tls.mode"),
                 "UnsupportedValue",
                 format!("listener {}: HTTPS cannot pass TLS through", spec.name),
@@ -246,14 +311,14 @@ fn tls(
         let namespace = cert.namespace.clone().unwrap_or_else(|| origin.namespace.clone());
         let field = format!("{field}.tls.certificateRefs[{i}]");
         if !group.is_empty() || kind != "Secret" {
-            diagnostics.push(error(&origin, field, "InvalidCertificateRef", format!("{group}/{kind} is not a Secret")));
+            diagnostics.push(error(origin, field, "InvalidCertificateRef", format!("{group}/{kind} is not a Secret")));
             continue;
         }
         if namespace != origin.namespace
             && !refs::granted(
                 snapshot,
                 super::GROUP,
-                "Gateway",
+                origin.kind,
                 &origin.namespace,
                 "",
                 "Secret",
@@ -262,7 +327,7 @@ fn tls(
             )
         {
             diagnostics.push(error(
-                &origin,
+                origin,
                 field,
                 "RefNotPermitted",
                 format!("no ReferenceGrant in {namespace} allows Secret {}", cert.name),
@@ -273,7 +338,7 @@ fn tls(
     }
     if certificates.is_empty() {
         diagnostics.push(error(
-            &origin,
+            origin,
             format!("{field}.tls.certificateRefs"),
             "InvalidCertificateRef",
             format!("listener {}: no usable certificate", spec.name),
@@ -283,7 +348,7 @@ fn tls(
     let mut listener_tls = ListenerTls::new(mode, certificates);
     if let Some(validation) = frontend_validation(gateway, spec.port) {
         listener_tls.client_validation =
-            Some(client_validation(snapshot, &origin, &validation, spec, field, diagnostics)?);
+            Some(client_validation(snapshot, origin, &validation, spec, field, diagnostics)?);
     }
     Ok(Some(listener_tls))
 }
@@ -365,7 +430,7 @@ fn client_validation(
             diagnostics.push(error(origin, format!("{field}.tls"), reason, message));
         };
         let permitted = namespace == origin.namespace
-            || refs::granted(snapshot, super::GROUP, "Gateway", &origin.namespace, group, kind, namespace, name);
+            || refs::granted(snapshot, super::GROUP, origin.kind, &origin.namespace, group, kind, namespace, name);
         match refs::ca_certificate(snapshot, group, kind, namespace, name) {
             CaCertificate::WrongKind => {
                 problem("InvalidCACertificateKind", format!("{group}/{kind} is not a ConfigMap or Secret"))
@@ -469,7 +534,7 @@ pub(super) fn supported_kinds(spec: &GatewayListeners) -> (Vec<&'static str>, bo
 /// Whether a listener lets a route of `kind` from `namespace` attach.
 pub(super) fn allows(
     snapshot: &Snapshot,
-    gateway: &Gateway,
+    owner_namespace: &str,
     spec: &GatewayListeners,
     kind: &str,
     namespace: &str,
@@ -478,21 +543,15 @@ pub(super) fn allows(
     if !supported_kinds(spec).0.contains(&kind) {
         return false;
     }
-    let gateway_ns = gateway.metadata.namespace.as_deref().unwrap_or_default();
     let namespaces = allowed.and_then(|a| a.namespaces.as_ref());
     match namespaces.and_then(|n| n.from.as_ref()) {
-        None | Some(From::Same) => namespace == gateway_ns,
+        None | Some(From::Same) => namespace == owner_namespace,
         Some(From::All) => true,
         Some(From::Selector) => {
             let Some(selector) = namespaces.and_then(|n| n.selector.as_ref()) else {
                 return false;
             };
-            let empty = std::collections::BTreeMap::new();
-            let labels = snapshot
-                .namespaces
-                .get(&objects::ObjectKey::new("", namespace))
-                .and_then(|n| n.metadata.labels.as_ref())
-                .unwrap_or(&empty);
+            let labels = refs::namespace_labels(snapshot, namespace);
             let expressions = selector
                 .match_expressions
                 .iter()

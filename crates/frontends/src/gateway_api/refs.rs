@@ -46,6 +46,12 @@ pub(crate) fn selects<'a>(
         })
 }
 
+/// The labels of a namespace (none when it is unknown).
+pub(crate) fn namespace_labels<'a>(snapshot: &'a Snapshot, namespace: &str) -> &'a BTreeMap<String, String> {
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+    snapshot.namespaces.get(&ObjectKey::new("", namespace)).and_then(|n| n.metadata.labels.as_ref()).unwrap_or(&EMPTY)
+}
+
 /// What a CA certificate reference (`caCertificateRefs`) names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CaCertificate {

@@ -38,6 +38,9 @@ pub struct GatewayStatus {
     pub addresses: Vec<(&'static str, String)>,
     /// One entry per listener, in spec order.
     pub listeners: Vec<ListenerStatus>,
+    /// How many ListenerSets are attached (`attachedListenerSets`), for a Gateway that allows
+    /// any (`spec.allowedListeners`); `None` leaves the field out.
+    pub attached_listener_sets: Option<i32>,
 }
 
 /// What one listener's status should say.
@@ -97,6 +100,8 @@ pub struct ParentRefStatus {
 pub struct StatusSet {
     /// Gateways of our GatewayClasses.
     pub gateways: Vec<GatewayStatus>,
+    /// ListenerSets whose parent is one of those Gateways (no addresses).
+    pub listener_sets: Vec<GatewayStatus>,
     /// Routes with at least one parentRef to one of those Gateways.
     pub routes: Vec<RouteStatus>,
     /// BackendTLSPolicies those Gateways' routes reach: their `status.ancestors` entries (kind
@@ -154,73 +159,20 @@ pub fn compute(
         let mut refused_listeners = 0;
         let mut unresolved_listeners = 0;
         for (i, spec) in gateway.spec.listeners.iter().enumerate() {
-            let prefix = format!("spec.listeners[{i}]");
-            let problems: Vec<&&Diagnostic> = found.iter().filter(|d| d.field.starts_with(&prefix)).collect();
-            // The first of `reasons` (most specific first) that any problem has.
-            let reason_of = |reasons: &[&str]| {
-                reasons
-                    .iter()
-                    .find_map(|r| problems.iter().find(|d| d.reason == *r))
-                    .map(|d| (d.reason, d.message.clone()))
-            };
-            let mut conditions = Vec::new();
-            let unaccepted = reason_of(&["UnsupportedProtocol", "PortUnavailable", "NoValidCACertificate"]);
-            let conflict = reason_of(&["ProtocolConflict", "HostnameConflict"]);
-            let unresolved = reason_of(&[
-                "InvalidRouteKinds",
-                "RefNotPermitted",
-                "InvalidCertificateRef",
-                "InvalidCACertificateKind",
-                "InvalidCACertificateRef",
-                "InvalidTLSConfig",
-                "UnsupportedValue",
-            ]);
-            match &unaccepted {
-                Some((reason, message)) => {
-                    conditions.push(cond("Accepted", false, reason, message.clone(), generation))
-                }
-                None => conditions.push(cond("Accepted", true, "Accepted", "Listener accepted", generation)),
-            }
-            match &conflict {
-                Some((reason, message)) => {
-                    conditions.push(cond("Conflicted", true, reason, message.clone(), generation))
-                }
-                None => conditions.push(cond("Conflicted", false, "NoConflicts", "No conflicts", generation)),
-            }
-            match &unresolved {
-                Some((reason, message)) => {
-                    let reason = match *reason {
-                        "RefNotPermitted"
-                        | "InvalidRouteKinds"
-                        | "InvalidCACertificateKind"
-                        | "InvalidCACertificateRef" => reason,
-                        _ => "InvalidCertificateRef",
-                    };
-                    conditions.push(cond("ResolvedRefs", false, reason, message.clone(), generation));
-                }
-                None => conditions.push(cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation)),
-            }
-            if unaccepted.is_some() || conflict.is_some() {
-                refused_listeners += 1;
-            }
-            if unresolved.is_some() {
-                unresolved_listeners += 1;
-            }
-            let ok = unaccepted.is_none() && conflict.is_none() && unresolved.is_none();
-            if ok {
-                valid_listeners += 1;
-                conditions.push(cond("Programmed", true, "Programmed", "Listener programmed", generation));
-            } else {
-                conditions.push(cond("Programmed", false, "Invalid", "Listener is not served", generation));
-            }
-            let supported_kinds = super::listeners::supported_kinds(spec).0;
             let count = attached.get(&(fleet_id.clone(), spec.name.clone())).copied().unwrap_or(0);
-            listeners.push(ListenerStatus {
-                name: spec.name.clone(),
-                supported_kinds,
-                attached_routes: count as i32,
-                conditions,
-            });
+            let (status, verdict) = listener_status(found, i, spec, spec.name.clone(), count, generation, false);
+            refused_listeners += usize::from(verdict.refused);
+            unresolved_listeners += usize::from(verdict.unresolved);
+            valid_listeners += usize::from(verdict.ok);
+            listeners.push(status);
+        }
+        // The ListenerSets naming the Gateway: those it allows count as attached once accepted.
+        let mut attached_sets = 0;
+        for child in super::listener_set::children(snapshot, key, gateway) {
+            let state = || fleet(&fleet_id);
+            let status = listener_set_status(&by_object, &child, attached, &fleet_id, state);
+            attached_sets += i32::from(status.conditions.first().is_some_and(|c| c.status));
+            out.listener_sets.push(status);
         }
         let addresses = addresses(snapshot, options, key, gateway);
         let mut conditions = Vec::new();
@@ -280,11 +232,21 @@ pub fn compute(
             conditions.push(cond("InsecureFrontendValidationMode", true, "ConfigurationChanged", message, generation));
         }
         let uid = gateway.metadata.uid.clone().unwrap_or_default();
-        out.gateways.push(GatewayStatus { key: key.clone(), uid, conditions, addresses, listeners });
+        let attached_listener_sets = gateway.spec.allowed_listeners.is_some().then_some(attached_sets);
+        out.gateways.push(GatewayStatus {
+            key: key.clone(),
+            uid,
+            conditions,
+            addresses,
+            listeners,
+            attached_listener_sets,
+        });
     }
 
+    let sets: Vec<&ObjectKey> = out.listener_sets.iter().filter(|s| !s.listeners.is_empty()).map(|s| &s.key).collect();
     let is_ours = |p: &ParentRef| {
-        p.group == GROUP && p.kind == "Gateway" && ours.iter().any(|k| k.namespace == p.namespace && k.name == p.name)
+        let named = |keys: &[&ObjectKey]| keys.iter().any(|k| k.namespace == p.namespace && k.name == p.name);
+        p.group == GROUP && ((p.kind == "Gateway" && named(&ours)) || (p.kind == "ListenerSet" && named(&sets)))
     };
     let rules = |r: Option<usize>| r.unwrap_or(0);
     let http = snapshot.http_routes.iter().map(|(k, r)| {
@@ -362,6 +324,146 @@ pub fn compute(
     }
     out.policies = super::backend_tls::status(snapshot, &ours);
     out
+}
+
+/// What a listener's conditions say, for its owner's own conditions.
+struct ListenerVerdict {
+    /// Not accepted, or in conflict.
+    refused: bool,
+    /// Some reference does not resolve.
+    unresolved: bool,
+    /// Served as declared.
+    ok: bool,
+}
+
+/// A listener's status from the problems found with `spec.listeners[index]` of its owner. A
+/// ListenerSet's listener that conflicts with an earlier one is not accepted at all (`refuse`);
+/// a Gateway's own keeps `Accepted` and says `Conflicted`.
+fn listener_status(
+    found: &[&Diagnostic],
+    index: usize,
+    spec: &gateway_api::gateways::GatewayListeners,
+    name: String,
+    attached_routes: u32,
+    generation: i64,
+    refuse: bool,
+) -> (ListenerStatus, ListenerVerdict) {
+    let prefix = format!("spec.listeners[{index}]");
+    let problems: Vec<&&Diagnostic> =
+        found.iter().filter(|d| d.field == prefix || d.field.starts_with(&format!("{prefix}."))).collect();
+    // The first of `reasons` (most specific first) that any problem has.
+    let reason_of = |reasons: &[&str]| {
+        reasons.iter().find_map(|r| problems.iter().find(|d| d.reason == *r)).map(|d| (d.reason, d.message.clone()))
+    };
+    let mut conditions = Vec::new();
+    let conflict = reason_of(&["ProtocolConflict", "HostnameConflict"]);
+    let mut unaccepted = reason_of(&["UnsupportedProtocol", "PortUnavailable", "NoValidCACertificate"]);
+    if refuse && unaccepted.is_none() {
+        unaccepted = conflict.clone();
+    }
+    let unresolved = reason_of(&[
+        "InvalidRouteKinds",
+        "RefNotPermitted",
+        "InvalidCertificateRef",
+        "InvalidCACertificateKind",
+        "InvalidCACertificateRef",
+        "InvalidTLSConfig",
+        "UnsupportedValue",
+    ]);
+    match &unaccepted {
+        Some((reason, message)) => conditions.push(cond("Accepted", false, reason, message.clone(), generation)),
+        None => conditions.push(cond("Accepted", true, "Accepted", "Listener accepted", generation)),
+    }
+    match &conflict {
+        Some((reason, message)) => conditions.push(cond("Conflicted", true, reason, message.clone(), generation)),
+        None => conditions.push(cond("Conflicted", false, "NoConflicts", "No conflicts", generation)),
+    }
+    match &unresolved {
+        Some((reason, message)) => {
+            let reason = match *reason {
+                "RefNotPermitted" | "InvalidRouteKinds" | "InvalidCACertificateKind" | "InvalidCACertificateRef" => {
+                    reason
+                }
+                _ => "InvalidCertificateRef",
+            };
+            conditions.push(cond("ResolvedRefs", false, reason, message.clone(), generation));
+        }
+        None => conditions.push(cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation)),
+    }
+    let ok = unaccepted.is_none() && conflict.is_none() && unresolved.is_none();
+    if ok {
+        conditions.push(cond("Programmed", true, "Programmed", "Listener programmed", generation));
+    } else {
+        // A refused conflicting listener says why; others are simply not served.
+        let reason = conflict.as_ref().filter(|_| refuse).map_or("Invalid", |(r, _)| *r);
+        conditions.push(cond("Programmed", false, reason, "Listener is not served", generation));
+    }
+    let verdict =
+        ListenerVerdict { refused: unaccepted.is_some() || conflict.is_some(), unresolved: unresolved.is_some(), ok };
+    let supported_kinds = super::listeners::supported_kinds(spec).0;
+    let status = ListenerStatus { name, supported_kinds, attached_routes: attached_routes as i32, conditions };
+    (status, verdict)
+}
+
+/// A ListenerSet's status: `NotAllowed` when its Gateway does not let it attach; otherwise each
+/// listener's, and `ListenersNotValid` when none is served.
+fn listener_set_status(
+    by_object: &BTreeMap<(&str, &str, &str), Vec<&Diagnostic>>,
+    child: &super::listener_set::Child<'_>,
+    attached: &BTreeMap<(String, String), u32>,
+    fleet_id: &str,
+    fleet: impl Fn() -> FleetState,
+) -> GatewayStatus {
+    let generation = child.set.metadata.generation.unwrap_or(0);
+    let uid = child.set.metadata.uid.clone().unwrap_or_default();
+    let key = child.key.clone();
+    let both = |status, reason, message: &str| {
+        vec![
+            cond("Accepted", status, reason, message.to_string(), generation),
+            cond("Programmed", status, reason, message.to_string(), generation),
+        ]
+    };
+    if !child.allowed {
+        let message = "the parent Gateway's allowedListeners does not admit this namespace";
+        let conditions = both(false, "NotAllowed", message);
+        return GatewayStatus {
+            key,
+            uid,
+            conditions,
+            addresses: Vec::new(),
+            listeners: Vec::new(),
+            attached_listener_sets: None,
+        };
+    }
+    let none = Vec::new();
+    let found = by_object.get(&("ListenerSet", key.namespace.as_str(), key.name.as_str())).unwrap_or(&none);
+    let mut listeners = Vec::new();
+    let mut valid = 0;
+    for (i, spec) in child.listeners.iter().enumerate() {
+        let name = super::listener_set::listener_name(&key, &spec.name);
+        let count = attached.get(&(fleet_id.to_string(), name)).copied().unwrap_or(0);
+        let (status, verdict) = listener_status(found, i, spec, spec.name.clone(), count, generation, true);
+        valid += usize::from(verdict.ok);
+        listeners.push(status);
+    }
+    let conditions = if valid == 0 {
+        both(false, "ListenersNotValid", "No listener is valid")
+    } else {
+        let accepted = cond("Accepted", true, "Accepted", "ListenerSet accepted", generation);
+        let programmed = match fleet() {
+            FleetState::Programmed => {
+                cond("Programmed", true, "Programmed", "Envoy accepted the configuration", generation)
+            }
+            FleetState::Pending => {
+                cond("Programmed", false, "Pending", "Waiting for an Envoy of the parent Gateway", generation)
+            }
+            FleetState::Rejected(error) => {
+                cond("Programmed", false, "Invalid", format!("Envoy rejected the configuration: {error}"), generation)
+            }
+        };
+        vec![accepted, programmed]
+    };
+    GatewayStatus { key, uid, conditions, addresses: Vec::new(), listeners, attached_listener_sets: None }
 }
 
 /// The reason of PartiallyInvalid=True when some rules are dropped, upstream's.

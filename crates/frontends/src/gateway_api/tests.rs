@@ -12,6 +12,15 @@ metadata: {name: contour}
 spec: {controllerName: projectcontour.io/gateway-controller}
 ";
 
+/// A PEM block that passes for a certificate, escaped for a YAML double-quoted string.
+const PEM: &str = "-----BEGIN CERTIFICATE-----\\nx\\n-----END CERTIFICATE-----\\n";
+
+/// The status and reason of the condition of `type_`.
+fn condition<'a>(conditions: &'a [status::Condition], type_: &str) -> (bool, &'a str) {
+    let c = conditions.iter().find(|c| c.type_ == type_).unwrap_or_else(|| panic!("no {type_} in {conditions:?}"));
+    (c.status, c.reason)
+}
+
 /// The translation of `yaml` and the status it gives, every fleet programmed.
 fn translate_with_status(yaml: &str, options: &Options) -> (Translation, status::StatusSet) {
     let s = snapshot(yaml);
@@ -546,3 +555,4 @@ fn static_gateway_ports_map_as_upstream() {
 mod backend_tls;
 mod gateway_tls;
 mod l4;
+mod listener_set;

@@ -80,6 +80,7 @@ as_deserialized!(
     TLSRoute,
     TCPRoute,
     UDPRoute,
+    ListenerSet,
     ReferenceGrant,
     BackendTLSPolicy,
     Ingress,

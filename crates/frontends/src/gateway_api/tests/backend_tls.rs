@@ -2,8 +2,6 @@
 
 use super::*;
 
-const PEM: &str = "-----BEGIN CERTIFICATE-----\\nx\\n-----END CERTIFICATE-----\\n";
-
 fn policy(name: &str, created: &str, target: &str, validation: &str) -> String {
     format!(
         r#"

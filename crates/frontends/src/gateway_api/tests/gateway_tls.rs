@@ -4,7 +4,6 @@
 use super::*;
 use ir::ObjectRef;
 
-const PEM: &str = "-----BEGIN CERTIFICATE-----\\nx\\n-----END CERTIFICATE-----\\n";
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\\nx\\n-----END PRIVATE KEY-----\\n";
 
 /// A Gateway with four HTTPS listeners (ports 443, 7443, 8443, 6443) and an HTTP one (80),
@@ -56,11 +55,6 @@ const PER_PORT: &str = "{default: {validation: {caCertificateRefs: [{group: '', 
    {port: 8443, tls: {validation: {caCertificateRefs: [{group: '', kind: Service, name: web}]}}},
    {port: 6443, tls: {validation: {caCertificateRefs: [{group: '', kind: ConfigMap, name: ca, namespace: web}]}}},
    {port: 80, tls: {validation: {caCertificateRefs: [{group: '', kind: ConfigMap, name: missing}]}}}]}";
-
-fn condition<'a>(conditions: &'a [status::Condition], type_: &str) -> (bool, &'a str) {
-    let c = conditions.iter().find(|c| c.type_ == type_).unwrap_or_else(|| panic!("no {type_} in {conditions:?}"));
-    (c.status, c.reason)
-}
 
 #[test]
 fn frontend_validation_resolves_per_port_and_refuses_listeners_without_a_ca() {
