@@ -70,3 +70,36 @@ async fn tls_passthrough_routes_by_sni() -> anyhow::Result<()> {
     }
     h.assert_no_nacks().await
 }
+
+#[tokio::test]
+async fn backend_tls_policies_verify_with_a_ca_config_map_or_the_system_trust_store() -> anyhow::Result<()> {
+    let ca = Ca::new()?;
+    let secure = Backend::start_tls("secure", &ca.issue(&["backend.internal"])?).await?;
+    let port = testkit::free_port();
+    let indented: String = ca.pem().lines().map(|l| format!("    {l}\n")).collect();
+    let policy = |name: &str, validation: &str| {
+        format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  targetRefs: [{{group: '', kind: Service, name: {name}}}]\n  validation: {validation}\n"
+        )
+    };
+    let yaml = [
+        gateway(&crate::harness::http_listener("http", port)),
+        service("private", &[secure.addr]),
+        service("public", &[secure.addr]),
+        format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: ca, namespace: default}}\ndata:\n  ca.crt: |\n{indented}"),
+        policy("private", "{caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}], hostname: backend.internal}"),
+        policy("public", "{wellKnownCACertificates: System, hostname: backend.internal}"),
+        http_route(
+            "both",
+            "  rules:\n  - matches: [{path: {type: PathPrefix, value: /private}}]\n    backendRefs: [{name: private, port: 80}]\n  - matches: [{path: {type: PathPrefix, value: /public}}]\n    backendRefs: [{name: public, port: 80}]",
+        ),
+    ]
+    .concat();
+    let h = Harness::start(&yaml, false).await?;
+    let r = h.until(port, &Request::get("any.example", "/private"), |r| r.status == 200).await?;
+    assert_eq!(r.header("x-backend"), Some("secure"), "verified with the ConfigMap's CA");
+    // The system's trust store is loaded by Envoy (no NACK) and does not know the test CA.
+    let r = h.until(port, &Request::get("any.example", "/public"), |r| r.status != 404).await?;
+    assert_eq!(r.status, 503, "a certificate the system does not trust is refused");
+    h.assert_no_nacks().await
+}

@@ -77,6 +77,9 @@ pub struct CaBundle {
     /// Ask for a certificate but accept one that does not verify (HTTPProxy's
     /// `skipClientCertValidation` with a CA: a certificate is still required, as upstream).
     pub accept_untrusted: bool,
+    /// The trust store of the system Envoy runs on, read by Envoy from its own filesystem, in
+    /// place of `ca`.
+    pub system: bool,
 }
 
 /// One port Envoy listens on.

@@ -217,6 +217,9 @@ pub enum CaKind {
     Secret,
     /// A ConfigMap (BackendTLSPolicy's `caCertificateRefs`).
     ConfigMap,
+    /// The trust store of the system Envoy runs on (BackendTLSPolicy's `wellKnownCACertificates:
+    /// System`); the object reference is not used.
+    System,
 }
 
 /// How the backend's certificate is verified when Envoy speaks TLS to it.

@@ -12,12 +12,16 @@ fn inline(bytes: &[u8]) -> DataSource {
     DataSource { specifier: Some(data_source::Specifier::InlineBytes(bytes.to_vec())), ..Default::default() }
 }
 
+/// Where Envoy finds the system's trust store (`ca-certificates` on Debian and Ubuntu, the
+/// distributions Envoy's images are built on).
+pub(crate) const SYSTEM_CA_FILE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
 /// A CA bundle as a validation context secret.
 pub(crate) fn validation(b: &dag::CaBundle) -> Resource {
     let message = Secret {
         name: b.name.clone(),
         r#type: Some(secret::Type::ValidationContext(CertificateValidationContext {
-            trusted_ca: Some(inline(&b.ca)),
+            trusted_ca: Some(if b.system { file(SYSTEM_CA_FILE) } else { inline(&b.ca) }),
             crl: b.crl.as_deref().map(inline),
             only_verify_leaf_cert_crl: b.crl_only_leaf,
             trust_chain_verification: if b.accept_untrusted {
@@ -75,4 +79,31 @@ pub(crate) fn metrics(tls: &crate::MetricsTls) -> Vec<Resource> {
         out.push(Resource::new(METRICS_CA, validation));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trusted_ca(bundle: &dag::CaBundle) -> Option<data_source::Specifier> {
+        let resource = validation(bundle);
+        let secret: Secret = prost::Message::decode(resource.body.value.as_slice()).expect("a Secret");
+        let Some(secret::Type::ValidationContext(context)) = secret.r#type else { panic!("a validation context") };
+        context.trusted_ca.and_then(|ca| ca.specifier)
+    }
+
+    #[test]
+    fn a_bundle_is_inline_and_the_system_trust_store_a_file_of_envoys() {
+        let mut bundle = dag::CaBundle {
+            name: "infra/ca/configmap/ca".into(),
+            ca: b"PEM".to_vec(),
+            crl: None,
+            crl_only_leaf: false,
+            accept_untrusted: false,
+            system: false,
+        };
+        assert_eq!(trusted_ca(&bundle), Some(data_source::Specifier::InlineBytes(b"PEM".to_vec())));
+        bundle.system = true;
+        assert_eq!(trusted_ca(&bundle), Some(data_source::Specifier::Filename(SYSTEM_CA_FILE.into())));
+    }
 }

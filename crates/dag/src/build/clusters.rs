@@ -313,8 +313,19 @@ impl<'a> Builder<'a> {
                 // Named apart from a Secret's bundle of the same name.
                 (pem, format!("{}/{}/configmap/ca", r.namespace, r.name))
             }
+            ir::CaKind::System => {
+                let name = "system/ca".to_string();
+                return Some(CaBundle {
+                    name,
+                    ca: Vec::new(),
+                    crl: None,
+                    crl_only_leaf: false,
+                    accept_untrusted: false,
+                    system: true,
+                });
+            }
         };
-        Some(CaBundle { name, ca, crl: None, crl_only_leaf: false, accept_untrusted: false })
+        Some(CaBundle { name, ca, crl: None, crl_only_leaf: false, accept_untrusted: false, system: false })
     }
 
     /// The BackendTLSPolicy for a Service port: the port's own (by name), else the Service's.

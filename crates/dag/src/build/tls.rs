@@ -87,6 +87,7 @@ impl Builder<'_> {
                     crl: None,
                     crl_only_leaf: false,
                     accept_untrusted: false,
+                    system: false,
                 });
                 if let Some(crl) = &cv.crl {
                     let key = ObjectKey::new(&crl.namespace, &crl.name);

@@ -113,10 +113,14 @@ fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -
         Some((reason, message)) => (false, *reason, message.clone()),
         None => (true, "ResolvedRefs", "Resolved all the object references".to_string()),
     };
-    if let Some(known) = v.well_known_ca_certificates.as_deref().filter(|_| usable.is_empty()) {
-        let message =
-            format!("spec.validation.wellKnownCACertificates: {known:?} is not supported; name a CA ConfigMap");
-        return (None, PolicyVerdict { accepted: (false, "Invalid", message), resolved });
+    match v.well_known_ca_certificates.as_deref().filter(|_| usable.is_empty()) {
+        None => {}
+        // The system's trust store: Envoy reads it from its own filesystem.
+        Some("System") => usable.push((ObjectRef { namespace: String::new(), name: "system".into() }, CaKind::System)),
+        Some(known) => {
+            let message = format!("spec.validation.wellKnownCACertificates: {known:?} is not supported (only System)");
+            return (None, PolicyVerdict { accepted: (false, "Invalid", message), resolved });
+        }
     }
     // Several usable CAs: the first one verifies (Envoy takes one bundle per cluster).
     let Some((ca, ca_kind)) = usable.into_iter().next() else {
@@ -151,10 +155,18 @@ pub(super) fn status(snapshot: &Snapshot, gateways: &[&ObjectKey]) -> Vec<RouteS
     // (namespace, Service) -> our Gateways whose routes send to it.
     let mut reached: BTreeMap<(String, String), BTreeSet<ObjectKey>> = BTreeMap::new();
     let mut reach = |route_namespace: &str, parents: Vec<ParentRef>, services: Vec<(Option<&str>, &str)>| {
+        // A route attached through a ListenerSet reaches the ListenerSet's Gateway.
         let ours: Vec<ObjectKey> = parents
             .iter()
-            .filter(|p| p.group == GROUP && p.kind == "Gateway")
-            .map(|p| ObjectKey::new(&p.namespace, &p.name))
+            .filter(|p| p.group == GROUP)
+            .filter_map(|p| {
+                let key = ObjectKey::new(&p.namespace, &p.name);
+                match p.kind.as_str() {
+                    "Gateway" => Some(key),
+                    "ListenerSet" => super::listener_set::parent_of(snapshot, &key),
+                    _ => None,
+                }
+            })
             .filter(|k| gateways.contains(&k))
             .collect();
         if ours.is_empty() {

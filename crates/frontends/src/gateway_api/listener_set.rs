@@ -25,18 +25,24 @@ pub(super) struct Child<'a> {
     pub listeners: Vec<GatewayListeners>,
 }
 
+/// The Gateway a ListenerSet's `parentRef` names (`None` for another kind of parent).
+fn parent(key: &ObjectKey, set: &ListenerSet) -> Option<ObjectKey> {
+    let p = &set.spec.parent_ref;
+    let gateway = p.group.as_deref().unwrap_or(GROUP) == GROUP && p.kind.as_deref().unwrap_or("Gateway") == "Gateway";
+    gateway.then(|| ObjectKey::new(p.namespace.as_deref().unwrap_or(&key.namespace), &p.name))
+}
+
+/// The Gateway the ListenerSet `key` names as its parent, if it exists as a ListenerSet.
+pub(super) fn parent_of(snapshot: &Snapshot, key: &ObjectKey) -> Option<ObjectKey> {
+    snapshot.listener_sets.get(key).and_then(|set| parent(key, set))
+}
+
 /// The ListenerSets whose `parentRef` names the Gateway `key`, in precedence order.
 pub(super) fn children<'a>(snapshot: &'a Snapshot, key: &ObjectKey, gateway: &Gateway) -> Vec<Child<'a>> {
     let mut out: Vec<Child<'a>> = snapshot
         .listener_sets
         .iter()
-        .filter(|(k, set)| {
-            let p = &set.spec.parent_ref;
-            p.group.as_deref().unwrap_or(GROUP) == GROUP
-                && p.kind.as_deref().unwrap_or("Gateway") == "Gateway"
-                && p.namespace.as_deref().unwrap_or(&k.namespace) == key.namespace
-                && p.name == key.name
-        })
+        .filter(|(k, set)| parent(k, set).as_ref() == Some(key))
         .map(|(k, set)| Child {
             key: k,
             set,

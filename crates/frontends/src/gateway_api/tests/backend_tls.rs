@@ -128,3 +128,31 @@ fn a_policy_reports_to_the_gateways_whose_routes_reach_its_service() {
     assert_eq!((accepted.type_, accepted.status, accepted.reason), ("Accepted", false, "Conflicted"));
     assert_eq!(accepted.observed_generation, 2);
 }
+
+#[test]
+fn well_known_system_cas_verify_with_the_system_trust_store() {
+    let yaml = format!(
+        "{}{}{}",
+        fixture(),
+        policy(
+            "system",
+            "2026-01-01T00:00:00Z",
+            "{group: '', kind: Service, name: public}",
+            "{wellKnownCACertificates: System, hostname: api.example.com}"
+        ),
+        policy(
+            "other",
+            "2026-01-01T00:00:00Z",
+            "{group: '', kind: Service, name: other}",
+            "{wellKnownCACertificates: Mozilla, hostname: api.example.com}"
+        ),
+    );
+    let evaluation = crate::gateway_api::backend_tls::evaluate(&snapshot(&yaml));
+    let applied = |service: &str| evaluation.applied.iter().find(|p| p.service == service).unwrap();
+    let system = applied("public").tls.as_ref().expect("the system's CAs verify");
+    assert_eq!(system.validation.ca_kind, ir::CaKind::System);
+    assert_eq!(system.validation.subject_names, ["api.example.com"]);
+    assert!(applied("other").tls.is_none(), "an unknown trust store verifies nothing: requests fail");
+    let verdict = |name: &str| evaluation.verdicts[&objects::ObjectKey::new("infra", name)].accepted.1;
+    assert_eq!((verdict("system"), verdict("other")), ("Accepted", "Invalid"));
+}
