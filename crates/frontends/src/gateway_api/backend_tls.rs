@@ -47,11 +47,24 @@ pub fn evaluate(snapshot: &Snapshot) -> Evaluation {
         let (tls, mut verdict) = validation(snapshot, key, policy);
         let mut targets = Vec::new();
         let mut conflicted = false;
-        for target in &policy.spec.target_refs {
+        let mut missing_port = None;
+        for (i, target) in policy.spec.target_refs.iter().enumerate() {
             if !target.group.is_empty() || target.kind != "Service" {
                 continue;
             }
             let section = target.section_name.clone().filter(|s| !s.is_empty());
+            // A section names a port of the Service; a policy does not attach to a port the
+            // Service does not have (a Service not there yet is attached to, for when it comes).
+            let service = snapshot.services.get(&ObjectKey::new(&key.namespace, &target.name));
+            let ports = service.and_then(|s| s.spec.as_ref()).and_then(|s| s.ports.as_ref());
+            if let (Some(section), Some(service)) = (&section, service)
+                && !ports.into_iter().flatten().any(|p| p.name.as_deref() == Some(section.as_str()))
+            {
+                let name = service.metadata.name.as_deref().unwrap_or_default();
+                missing_port =
+                    Some(format!("spec.targetRefs[{i}].sectionName: Service {name} has no port {section:?}"));
+                continue;
+            }
             if claimed.contains(&(key.namespace.clone(), target.name.clone(), section.clone())) {
                 conflicted = true;
             } else {
@@ -66,7 +79,7 @@ pub fn evaluate(snapshot: &Snapshot) -> Evaluation {
             continue;
         }
         if targets.is_empty() {
-            let message = "no targetRef names a core Service".to_string();
+            let message = missing_port.unwrap_or_else(|| "no targetRef names a core Service".to_string());
             verdict.accepted = (false, "TargetNotFound", message);
             out.verdicts.insert(key.clone(), verdict);
             continue;

@@ -156,3 +156,22 @@ fn well_known_system_cas_verify_with_the_system_trust_store() {
     let verdict = |name: &str| evaluation.verdicts[&objects::ObjectKey::new("infra", name)].accepted.1;
     assert_eq!((verdict("system"), verdict("other")), ("Accepted", "Invalid"));
 }
+
+#[test]
+fn a_section_naming_no_port_of_the_service_is_not_attached_and_said_so() {
+    let service = "\n---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: infra}\nspec: {ports: [{name: https, port: 443}]}\n";
+    let validation = "{caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}], hostname: web.example.com}";
+    let yaml = format!(
+        "{}{service}{}{}",
+        fixture(),
+        policy("typo", "2026-01-01T00:00:00Z", "{group: '', kind: Service, name: web, sectionName: htps}", validation),
+        policy("port", "2026-01-01T00:00:00Z", "{group: '', kind: Service, name: web, sectionName: https}", validation),
+    );
+    let evaluation = crate::gateway_api::backend_tls::evaluate(&snapshot(&yaml));
+    let typo = &evaluation.verdicts[&objects::ObjectKey::new("infra", "typo")].accepted;
+    assert_eq!((typo.0, typo.1), (false, "TargetNotFound"));
+    assert!(typo.2.contains("sectionName") && typo.2.contains("\"htps\""), "{}", typo.2);
+    let web: Vec<_> =
+        evaluation.applied.iter().filter(|p| p.service == "web").map(|p| p.origin.name.as_str()).collect();
+    assert_eq!(web, ["port"], "only the policy of an existing port attaches");
+}
