@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use api::contourdeployment::ContourDeploymentSpec;
 use gateway_api::gateways::Gateway;
+use gateway_api::listenersets::ListenerSet;
 use serde_json::{Value, json};
 
 use crate::gateway::GATEWAY_NAME_LABEL;
@@ -176,6 +177,27 @@ pub fn objects(
         "data": certificate,
     });
     vec![account, secret, workload(gateway, spec, settings, &labels), service(gateway, spec, &labels)]
+}
+
+/// The Gateway with the listeners of the ListenerSets it admits appended, so that its fleet's
+/// container and Service ports cover theirs too. The provisioner does not watch namespaces: a
+/// namespace selector admits every ListenerSet here (a published port that no listener serves is
+/// refused by Envoy; the controller decides which listeners are served).
+pub fn with_listener_sets<'a>(gateway: &Gateway, sets: impl IntoIterator<Item = &'a ListenerSet>) -> Gateway {
+    use frontends::gateway_api::listener_set;
+    let namespace = gateway.metadata.namespace.as_deref().unwrap_or_default();
+    let key = objects::ObjectKey::new(namespace, gateway.metadata.name.as_deref().unwrap_or_default());
+    let mut out = gateway.clone();
+    for set in sets {
+        let set_namespace = set.metadata.namespace.as_deref().unwrap_or_default();
+        let set_key = objects::ObjectKey::new(set_namespace, set.metadata.name.as_deref().unwrap_or_default());
+        if listener_set::parent(&set_key, set).as_ref() == Some(&key)
+            && listener_set::admits(gateway, set_namespace, None)
+        {
+            out.spec.listeners.extend(set.spec.listeners.iter().map(listener_set::as_gateway_listener));
+        }
+    }
+    out
 }
 
 /// The listener ports of the Gateway with their protocol, once each (ports out of range and
@@ -605,6 +627,39 @@ spec:
             .collect();
         assert_eq!(ports, [("udp-53", 53, 53), ("http-80", 80, 80), ("https-443", 443, 443)]);
         assert!(svc["spec"].get("loadBalancerIP").is_none());
+    }
+
+    #[test]
+    fn admitted_listener_sets_add_their_ports_to_the_fleet() {
+        let set = |namespace: &str, name: &str, port: u16| -> ListenerSet {
+            serde_yaml::from_str(&format!(
+                "apiVersion: gateway.networking.k8s.io/v1\nkind: ListenerSet\nmetadata: {{name: {name}, namespace: {namespace}}}\nspec:\n  parentRef: {{name: web, namespace: apps}}\n  listeners: [{{name: extra, port: {port}, protocol: HTTP}}]\n"
+            ))
+            .expect("a ListenerSet")
+        };
+        let sets = [set("apps", "same", 8080), set("other", "foreign", 9090), set("apps", "dup", 80)];
+        let ports = |allowed: &str| {
+            let gateway = gateway(&format!("{GATEWAY}  allowedListeners: {allowed}\n"));
+            let certificate = BTreeMap::new();
+            let objects = objects(&with_listener_sets(&gateway, &sets), None, &settings(), &certificate);
+            let service: Vec<i64> = objects[3]["spec"]["ports"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["port"].as_i64())
+                .collect();
+            let containers =
+                objects[2]["spec"]["template"]["spec"]["containers"].as_array().cloned().unwrap_or_default();
+            let envoy = containers.iter().find(|c| c["name"] == "envoy").expect("the envoy container");
+            let container: Vec<i64> =
+                envoy["ports"].as_array().into_iter().flatten().filter_map(|p| p["containerPort"].as_i64()).collect();
+            (service, container)
+        };
+        let (service, container) = ports("{namespaces: {from: Same}}");
+        assert_eq!(service, [53, 80, 443, 8080], "the same-namespace set's port, once each");
+        assert!(container.contains(&8080) && !container.contains(&9090), "{container:?}");
+        assert_eq!(ports("{namespaces: {from: All}}").0, [53, 80, 443, 8080, 9090]);
+        assert_eq!(ports("{namespaces: {from: None}}").0, [53, 80, 443], "none admitted");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use api::contourdeployment::{ContourDeployment, ContourDeploymentSpec};
 use futures::{FutureExt as _, StreamExt as _};
 use gateway_api::gatewayclasses::GatewayClass;
 use gateway_api::gateways::Gateway;
+use gateway_api::listenersets::ListenerSet;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -136,6 +137,8 @@ enum Event {
     Gateway(Box<Result<watcher::Event<Gateway>, watcher::Error>>),
     /// A ContourDeployment changed: the classes naming it are looked at again.
     Parameters,
+    /// A ListenerSet changed (its ports join its Gateway's fleet in cluster mode).
+    ListenerSet(Box<watcher::Event<ListenerSet>>),
 }
 
 /// Runs until `stop` resolves, acting only while `leadership` holds; then stops every Envoy it
@@ -165,13 +168,24 @@ pub async fn run(
     let gateways = watcher::watcher(kube::Api::<Gateway>::all(client.clone()), watcher::Config::default())
         .map(|e| Event::Gateway(Box::new(e)));
     // Without the ContourDeployment CRD this watch only retries; classes then name none.
-    let parameters = watcher::watcher(kube::Api::<ContourDeployment>::all(client), watcher::Config::default())
+    let parameters = watcher::watcher(kube::Api::<ContourDeployment>::all(client.clone()), watcher::Config::default())
         .filter_map(|e| async move { e.ok().map(|_| Event::Parameters) });
-    let mut events = futures::stream::select_all([classes.boxed(), gateways.boxed(), parameters.boxed()]);
+    // Without the ListenerSet CRD (or the permission) this watch only retries; no fleet then
+    // takes ports from ListenerSets, and nothing waits for it.
+    let listener_sets = watcher::watcher(kube::Api::<ListenerSet>::all(client), watcher::Config::default())
+        .filter_map(|e| async move { e.ok().map(|e| Event::ListenerSet(Box::new(e))) });
+    let mut events =
+        futures::stream::select_all([classes.boxed(), gateways.boxed(), parameters.boxed(), listener_sets.boxed()]);
     let mut class_objects: BTreeMap<String, GatewayClass> = BTreeMap::new();
     let mut gateway_objects: BTreeMap<String, Gateway> = BTreeMap::new();
-    let (mut class_init, mut gateway_init) =
-        (None::<BTreeMap<String, GatewayClass>>, None::<BTreeMap<String, Gateway>>);
+    let mut set_objects: BTreeMap<String, ListenerSet> = BTreeMap::new();
+    // Whether ListenerSets were listed: nothing waits for it (the CRD is optional).
+    let mut sets_listed = false;
+    let (mut class_init, mut gateway_init, mut set_init) = (
+        None::<BTreeMap<String, GatewayClass>>,
+        None::<BTreeMap<String, Gateway>>,
+        None::<BTreeMap<String, ListenerSet>>,
+    );
     let mut resync = tokio::time::interval(state.settings.resync);
     let mut stop = std::pin::pin!(stop);
     let mut synced = (false, false);
@@ -193,6 +207,7 @@ pub async fn run(
                     Event::Class(e) => apply_event(*e, &mut class_objects, &mut class_init, &mut synced.0),
                     Event::Gateway(e) => apply_event(*e, &mut gateway_objects, &mut gateway_init, &mut synced.1),
                     Event::Parameters => {}
+                    Event::ListenerSet(e) => apply_event(Ok(*e), &mut set_objects, &mut set_init, &mut sets_listed),
                 }
             }
         }
@@ -205,9 +220,10 @@ pub async fn run(
                     Event::Class(e) => apply_event(*e, &mut class_objects, &mut class_init, &mut synced.0),
                     Event::Gateway(e) => apply_event(*e, &mut gateway_objects, &mut gateway_init, &mut synced.1),
                     Event::Parameters => {}
+                    Event::ListenerSet(e) => apply_event(Ok(*e), &mut set_objects, &mut set_init, &mut sets_listed),
                 }
             }
-            state.reconcile(&class_objects, &gateway_objects).await;
+            state.reconcile(&class_objects, &gateway_objects, &set_objects).await;
             state.counters.reconciles.fetch_add(1, Ordering::Relaxed);
             let provisioned = state.gateways.len() + state.clustered.len();
             state.counters.gateways.store(provisioned as u64, Ordering::Relaxed);
@@ -247,7 +263,12 @@ fn apply_event<K: kube::Resource + Clone>(
 }
 
 impl State {
-    async fn reconcile(&mut self, classes: &BTreeMap<String, GatewayClass>, gateways: &BTreeMap<String, Gateway>) {
+    async fn reconcile(
+        &mut self,
+        classes: &BTreeMap<String, GatewayClass>,
+        gateways: &BTreeMap<String, Gateway>,
+        listener_sets: &BTreeMap<String, ListenerSet>,
+    ) {
         // The accepted classes, each with its ContourDeployment's spec if it names one.
         let mut accepted: BTreeMap<String, Option<ContourDeploymentSpec>> = BTreeMap::new();
         let mut mine = BTreeSet::new();
@@ -308,6 +329,7 @@ impl State {
                 }
             };
             for (key, (gw, spec)) in ours {
+                let gw = &cluster::with_listener_sets(gw, listener_sets.values());
                 if let Err(e) = self.provision_cluster(key, gw, spec, &settings, &certificate).await {
                     self.counters.errors.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(gateway = %key, error = %e, "provisioning");

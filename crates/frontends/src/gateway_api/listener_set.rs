@@ -16,7 +16,7 @@ use objects::{ObjectKey, Snapshot};
 use super::{GROUP, error, refs};
 
 /// A ListenerSet whose `parentRef` names a Gateway.
-pub(super) struct Child<'a> {
+pub(crate) struct Child<'a> {
     pub key: &'a ObjectKey,
     pub set: &'a Arc<ListenerSet>,
     /// The Gateway's `allowedListeners` lets it attach.
@@ -26,7 +26,7 @@ pub(super) struct Child<'a> {
 }
 
 /// The Gateway a ListenerSet's `parentRef` names (`None` for another kind of parent).
-fn parent(key: &ObjectKey, set: &ListenerSet) -> Option<ObjectKey> {
+pub fn parent(key: &ObjectKey, set: &ListenerSet) -> Option<ObjectKey> {
     let p = &set.spec.parent_ref;
     let gateway = p.group.as_deref().unwrap_or(GROUP) == GROUP && p.kind.as_deref().unwrap_or("Gateway") == "Gateway";
     gateway.then(|| ObjectKey::new(p.namespace.as_deref().unwrap_or(&key.namespace), &p.name))
@@ -38,7 +38,7 @@ pub(super) fn parent_of(snapshot: &Snapshot, key: &ObjectKey) -> Option<ObjectKe
 }
 
 /// The ListenerSets whose `parentRef` names the Gateway `key`, in precedence order.
-pub(super) fn children<'a>(snapshot: &'a Snapshot, key: &ObjectKey, gateway: &Gateway) -> Vec<Child<'a>> {
+pub(crate) fn children<'a>(snapshot: &'a Snapshot, key: &ObjectKey, gateway: &Gateway) -> Vec<Child<'a>> {
     let mut out: Vec<Child<'a>> = snapshot
         .listener_sets
         .iter()
@@ -46,7 +46,7 @@ pub(super) fn children<'a>(snapshot: &'a Snapshot, key: &ObjectKey, gateway: &Ga
         .map(|(k, set)| Child {
             key: k,
             set,
-            allowed: allowed(snapshot, gateway, &k.namespace),
+            allowed: admits(gateway, &k.namespace, Some(refs::namespace_labels(snapshot, &k.namespace))),
             listeners: set.spec.listeners.iter().map(as_gateway_listener).collect(),
         })
         .collect();
@@ -56,15 +56,17 @@ pub(super) fn children<'a>(snapshot: &'a Snapshot, key: &ObjectKey, gateway: &Ga
     out
 }
 
-fn as_gateway_listener(l: &gateway_api::listenersets::ListenerSetListeners) -> GatewayListeners {
+/// A ListenerSet's listener read as a Gateway's.
+pub fn as_gateway_listener(l: &gateway_api::listenersets::ListenerSetListeners) -> GatewayListeners {
     // The two generated types serialize alike; a listener that did not would have no protocol
     // and be refused as unsupported.
     serde_json::to_value(l).ok().and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default()
 }
 
 /// Whether a Gateway lets ListenerSets of `namespace` attach (`spec.allowedListeners`; none by
-/// default).
-fn allowed(snapshot: &Snapshot, gateway: &Gateway, namespace: &str) -> bool {
+/// default). `labels` are the namespace's; when they are not known (`None`), a selector admits
+/// every namespace.
+pub fn admits(gateway: &Gateway, namespace: &str, labels: Option<&BTreeMap<String, String>>) -> bool {
     let Some(namespaces) = gateway.spec.allowed_listeners.as_ref().and_then(|a| a.namespaces.as_ref()) else {
         return false;
     };
@@ -74,12 +76,13 @@ fn allowed(snapshot: &Snapshot, gateway: &Gateway, namespace: &str) -> bool {
         Some(From::All) => true,
         Some(From::Selector) => {
             let Some(selector) = namespaces.selector.as_ref() else { return false };
+            let Some(labels) = labels else { return true };
             let expressions = selector
                 .match_expressions
                 .iter()
                 .flatten()
                 .map(|e| (e.key.as_str(), e.operator.as_str(), e.values.as_deref().unwrap_or_default()));
-            refs::selects(selector.match_labels.as_ref(), expressions, refs::namespace_labels(snapshot, namespace))
+            refs::selects(selector.match_labels.as_ref(), expressions, labels)
         }
     }
 }
