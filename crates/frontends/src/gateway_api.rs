@@ -292,7 +292,7 @@ pub struct ParentRef {
 type Parent = (Arc<Gateway>, ir::Fleet, Vec<listeners::Source>);
 
 /// The listeners a route may attach to through its parentRefs: a Gateway's own, or those of a
-/// ListenerSet attached to one (`parents` says which fleet each is in).
+/// ListenerSet attached to one (`parents_known` says which fleet each is in).
 fn attachments(
     fleets: &[Parent],
     parents_known: &[(&str, &str, &str, usize)],

@@ -103,11 +103,7 @@ pub(super) fn refuse_conflicts(
     owners: &[(ir::Origin, usize)],
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let family = |p: Protocol| match p {
-        Protocol::Http => 0,
-        Protocol::Https | Protocol::Tls => 1,
-        Protocol::Tcp | Protocol::Udp => 2,
-    };
+    use super::listeners::family;
     let mut served: BTreeMap<(u16, bool), Vec<usize>> = BTreeMap::new();
     for (i, l) in listeners.iter().enumerate().take(first) {
         if l.port != 0 {

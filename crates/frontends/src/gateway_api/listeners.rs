@@ -215,15 +215,20 @@ pub(super) fn translate_listener(
     listener
 }
 
+/// The protocol family of a listener: listeners on one port must share it (TCP and UDP ones, 2,
+/// must be alone on theirs).
+pub(super) fn family(p: Protocol) -> u8 {
+    match p {
+        Protocol::Http => 0,
+        Protocol::Https | Protocol::Tls => 1,
+        Protocol::Tcp | Protocol::Udp => 2,
+    }
+}
+
 /// Listeners on one port must agree on the protocol family, and their hostnames must differ. UDP
 /// listeners have ports of their own (another transport); a TCP or UDP listener has no hostname
 /// to tell it apart, so it must be alone on its port.
 fn flag_conflicts(origin: &ir::Origin, listeners: &mut [ir::Listener], diagnostics: &mut Vec<Diagnostic>) {
-    let family = |p: Protocol| match p {
-        Protocol::Http => 0,
-        Protocol::Https | Protocol::Tls => 1,
-        Protocol::Tcp | Protocol::Udp => 2,
-    };
     let mut by_port: BTreeMap<(u16, bool), Vec<usize>> = BTreeMap::new();
     for (i, l) in listeners.iter().enumerate() {
         if l.port != 0 {
@@ -306,35 +311,14 @@ fn tls(
     }
     let mut certificates = Vec::new();
     for (i, cert) in tls.certificate_refs.iter().flatten().enumerate() {
-        let group = cert.group.as_deref().unwrap_or("");
-        let kind = cert.kind.as_deref().unwrap_or("Secret");
-        let namespace = cert.namespace.clone().unwrap_or_else(|| origin.namespace.clone());
-        let field = format!("{field}.tls.certificateRefs[{i}]");
-        if !group.is_empty() || kind != "Secret" {
-            diagnostics.push(error(origin, field, "InvalidCertificateRef", format!("{group}/{kind} is not a Secret")));
-            continue;
+        let (group, kind) = (cert.group.as_deref(), cert.kind.as_deref());
+        match secret_ref(snapshot, origin, group, kind, cert.namespace.as_deref(), &cert.name) {
+            Ok(r) => certificates.push(r),
+            Err((reason, message)) => {
+                let reason = if reason == "RefNotPermitted" { reason } else { "InvalidCertificateRef" };
+                diagnostics.push(error(origin, format!("{field}.tls.certificateRefs[{i}]"), reason, message));
+            }
         }
-        if namespace != origin.namespace
-            && !refs::granted(
-                snapshot,
-                super::GROUP,
-                origin.kind,
-                &origin.namespace,
-                "",
-                "Secret",
-                &namespace,
-                &cert.name,
-            )
-        {
-            diagnostics.push(error(
-                origin,
-                field,
-                "RefNotPermitted",
-                format!("no ReferenceGrant in {namespace} allows Secret {}", cert.name),
-            ));
-            continue;
-        }
-        certificates.push(ObjectRef { namespace, name: cert.name.clone() });
     }
     if certificates.is_empty() {
         diagnostics.push(error(
@@ -474,28 +458,46 @@ fn backend_certificate(
 ) -> Option<ObjectRef> {
     let r = gateway.spec.tls.as_ref()?.backend.as_ref()?.client_certificate_ref.as_ref()?;
     let field = "spec.tls.backend.clientCertificateRef".to_string();
-    let group = r.group.as_deref().unwrap_or("");
-    let kind = r.kind.as_deref().unwrap_or("Secret");
-    let namespace = r.namespace.clone().unwrap_or_else(|| origin.namespace.clone());
+    let checked = secret_ref(snapshot, origin, r.group.as_deref(), r.kind.as_deref(), r.namespace.as_deref(), &r.name)
+        .and_then(|found| {
+            let secret = snapshot.secrets.get(&objects::ObjectKey::new(&found.namespace, &found.name));
+            match objects::secrets::tls_pair(secret.map(|s| &**s)) {
+                Ok(_) => Ok(found),
+                Err(why) => Err(("", format!("Secret {}/{}: {why}", found.namespace, found.name))),
+            }
+        });
+    match checked {
+        Ok(found) => Some(found),
+        Err((reason, message)) => {
+            let reason = if reason == "RefNotPermitted" { reason } else { "InvalidClientCertificateRef" };
+            diagnostics.push(error(origin, field.clone(), reason, format!("{field}: {message}")));
+            None
+        }
+    }
+}
+
+/// A reference to a Secret from `origin` (a Gateway or ListenerSet): a core Secret, in the
+/// origin's namespace or granted to it. The error is `("RefNotPermitted", message)` without a
+/// grant, `("", message)` for another kind (each caller has its own reason for that).
+fn secret_ref(
+    snapshot: &Snapshot,
+    origin: &ir::Origin,
+    group: Option<&str>,
+    kind: Option<&str>,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<ObjectRef, (&'static str, String)> {
+    let (group, kind) = (group.unwrap_or(""), kind.unwrap_or("Secret"));
+    let namespace = namespace.unwrap_or(&origin.namespace);
     if !group.is_empty() || kind != "Secret" {
-        let message = format!("{field}: {group}/{kind} is not a Secret");
-        diagnostics.push(error(origin, field, "InvalidClientCertificateRef", message));
-        return None;
+        return Err(("", format!("{group}/{kind} is not a Secret")));
     }
     if namespace != origin.namespace
-        && !refs::granted(snapshot, super::GROUP, "Gateway", &origin.namespace, "", "Secret", &namespace, &r.name)
+        && !refs::granted(snapshot, super::GROUP, origin.kind, &origin.namespace, "", "Secret", namespace, name)
     {
-        let message = format!("{field}: no ReferenceGrant in {namespace} allows Secret {}", r.name);
-        diagnostics.push(error(origin, field, "RefNotPermitted", message));
-        return None;
+        return Err(("RefNotPermitted", format!("no ReferenceGrant in {namespace} allows Secret {name}")));
     }
-    let secret = snapshot.secrets.get(&objects::ObjectKey::new(&namespace, &r.name));
-    if let Err(why) = objects::secrets::tls_pair(secret.map(|s| &**s)) {
-        let message = format!("{field}: Secret {namespace}/{}: {why}", r.name);
-        diagnostics.push(error(origin, field, "InvalidClientCertificateRef", message));
-        return None;
-    }
-    Some(ObjectRef { namespace, name: r.name.clone() })
+    Ok(ObjectRef { namespace: namespace.to_string(), name: name.to_string() })
 }
 
 /// The route kinds a listener's protocol can carry.

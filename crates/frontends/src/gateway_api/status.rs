@@ -196,25 +196,7 @@ pub fn compute(
             // does: its Envoy Service may have no load balancer at all.
             cond("Programmed", false, "AddressNotAssigned", "No address assigned to the Gateway yet", generation)
         } else {
-            match fleet(&fleet_id) {
-                FleetState::Programmed => {
-                    cond("Programmed", true, "Programmed", "Envoy accepted the configuration", generation)
-                }
-                FleetState::Pending => cond(
-                    "Programmed",
-                    false,
-                    "Pending",
-                    "Waiting for an Envoy of this Gateway to accept its configuration",
-                    generation,
-                ),
-                FleetState::Rejected(error) => cond(
-                    "Programmed",
-                    false,
-                    "Invalid",
-                    format!("Envoy rejected the configuration: {error}"),
-                    generation,
-                ),
-            }
+            programmed(fleet(&fleet_id), "Waiting for an Envoy of this Gateway to accept its configuration", generation)
         };
         conditions.push(programmed);
         // References of the Gateway itself, and a summary of its listeners'.
@@ -324,6 +306,20 @@ pub fn compute(
     }
     out.policies = super::backend_tls::status(snapshot, &ours);
     out
+}
+
+/// `Programmed` as the fleet's Envoys say: accepted, not yet (`pending` says what is awaited), or
+/// rejected.
+fn programmed(state: FleetState, pending: &str, generation: i64) -> Condition {
+    match state {
+        FleetState::Programmed => {
+            cond("Programmed", true, "Programmed", "Envoy accepted the configuration", generation)
+        }
+        FleetState::Pending => cond("Programmed", false, "Pending", pending, generation),
+        FleetState::Rejected(error) => {
+            cond("Programmed", false, "Invalid", format!("Envoy rejected the configuration: {error}"), generation)
+        }
+    }
 }
 
 /// What a listener's conditions say, for its owner's own conditions.
@@ -450,18 +446,7 @@ fn listener_set_status(
         both(false, "ListenersNotValid", "No listener is valid")
     } else {
         let accepted = cond("Accepted", true, "Accepted", "ListenerSet accepted", generation);
-        let programmed = match fleet() {
-            FleetState::Programmed => {
-                cond("Programmed", true, "Programmed", "Envoy accepted the configuration", generation)
-            }
-            FleetState::Pending => {
-                cond("Programmed", false, "Pending", "Waiting for an Envoy of the parent Gateway", generation)
-            }
-            FleetState::Rejected(error) => {
-                cond("Programmed", false, "Invalid", format!("Envoy rejected the configuration: {error}"), generation)
-            }
-        };
-        vec![accepted, programmed]
+        vec![accepted, programmed(fleet(), "Waiting for an Envoy of the parent Gateway", generation)]
     };
     GatewayStatus { key, uid, conditions, addresses: Vec::new(), listeners, attached_listener_sets: None }
 }
