@@ -8,7 +8,7 @@ pub mod secrets;
 pub mod services;
 mod snapshot;
 
-pub use parse::{ParseError, parse_documents};
+pub use parse::{ParseError, parse_documents, parse_json};
 pub use snapshot::{Kind, KindWatch, Object, ObjectKey, Objects, Reads, Snapshot};
 
 /// Re-exports of the object types, so users need not name the generated crates.

@@ -34,6 +34,18 @@ pub enum ParseError {
         /// The document's `metadata.name`.
         name: String,
     },
+    /// The object's name or namespace is not one the API server accepts.
+    #[error("document {index}: {kind}: {field} {problem}")]
+    Metadata {
+        /// The 0-based document index within the file.
+        index: usize,
+        /// The document's `kind`.
+        kind: String,
+        /// `metadata.name` or `metadata.namespace`.
+        field: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// The object does not match its kind's schema.
     #[error("document {index}: {kind} {name}: {source}")]
     Schema {
@@ -75,6 +87,15 @@ fn parse_value(index: usize, value: serde_yaml::Value) -> Result<Object, ParseEr
         name: String::new(),
         source,
     })?;
+    parse_json_at(index, json)
+}
+
+/// Reads one object from its JSON form, as [`parse_documents`] reads each document.
+pub fn parse_json(json: serde_json::Value) -> Result<Object, ParseError> {
+    parse_json_at(0, json)
+}
+
+fn parse_json_at(index: usize, json: serde_json::Value) -> Result<Object, ParseError> {
     let text = |field: &str| json.get(field).and_then(|v| v.as_str()).unwrap_or_default().to_string();
     let (api_version, kind) = (text("apiVersion"), text("kind"));
     if api_version.is_empty() || kind.is_empty() {
@@ -88,7 +109,45 @@ fn parse_value(index: usize, value: serde_yaml::Value) -> Result<Object, ParseEr
     };
     let mut object = Object::from_json(k, json).map_err(schema)?;
     normalize(&mut object);
+    let meta = object.meta();
+    let invalid =
+        |field: &'static str, problem: String| ParseError::Metadata { index, kind: kind.clone(), field, problem };
+    if let Some(problem) = dns_subdomain(meta.name.as_deref().unwrap_or_default()) {
+        return Err(invalid("metadata.name", problem));
+    }
+    if let Some(problem) = meta.namespace.as_deref().and_then(dns_label) {
+        return Err(invalid("metadata.namespace", problem));
+    }
     Ok(object)
+}
+
+/// What makes `name` no DNS subdomain (RFC 1123), the API server's rule for object names.
+fn dns_subdomain(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("is required".into());
+    }
+    if name.len() > 253 {
+        return Some(format!("must be no more than 253 characters, not {}", name.len()));
+    }
+    name.split('.').find_map(|label| label_problem(label, name))
+}
+
+/// What makes `name` no DNS label (RFC 1123), the API server's rule for namespaces.
+fn dns_label(name: &str) -> Option<String> {
+    if name.len() > 63 {
+        return Some(format!("must be no more than 63 characters, not {}", name.len()));
+    }
+    label_problem(name, name)
+}
+
+fn label_problem(label: &str, whole: &str) -> Option<String> {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let ok = label.chars().all(|c| alnum(c) || c == '-')
+        && label.chars().next().is_some_and(alnum)
+        && label.chars().last().is_some_and(alnum);
+    (!ok).then(|| {
+        format!("{whole:?} must consist of lower case alphanumeric characters, '-' or '.', and start and end with one")
+    })
 }
 
 fn normalize(object: &mut Object) {
