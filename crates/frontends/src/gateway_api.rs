@@ -364,6 +364,67 @@ pub(crate) fn origin(kind: &'static str, meta: &k8s_openapi::apimachinery::pkg::
 }
 
 /// A diagnostic with severity `Error`.
+/// A route's hostnames, lower-cased, without those that are no hostname (`ir::hostname::problem`):
+/// each of those is left out with a diagnostic (`Degraded`, as upstream says through the
+/// route's `ResolvedRefs` condition), and the route serves the rest.
+pub(crate) fn route_hostnames<'a>(
+    origin: &Origin,
+    hostnames: impl IntoIterator<Item = &'a String>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, h) in hostnames.into_iter().enumerate() {
+        let h = h.to_ascii_lowercase();
+        match ir::hostname::problem(&h) {
+            None => out.push(h),
+            Some(message) => diagnostics.push(error(origin, format!("spec.hostnames[{i}]"), "Degraded", message)),
+        }
+    }
+    out
+}
+
+/// A rule's filter after the checks Envoy would otherwise make: header changes it refuses, and
+/// a header modifier of a kind the rule already has (the Gateway API's schema forbids the
+/// repeat). `None`, with a diagnostic, for a filter the rule cannot have.
+pub(crate) fn checked_filter(
+    origin: &Origin,
+    field: String,
+    filter: ir::HttpFilter,
+    earlier: &[ir::HttpFilter],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<ir::HttpFilter> {
+    // A redirect's or rewrite's host and path go into headers.
+    let rewritten = |hostname: Option<&String>, path: Option<&ir::PathModifier>| {
+        let host = hostname.and_then(|h| match h.starts_with('*') {
+            true => Some(format!("invalid hostname {h:?}: must not be a wildcard")),
+            false => ir::hostname::problem(h),
+        });
+        host.or_else(|| path.and_then(|p| ir::header_value_problem(p.value()).map(|e| format!("path: {e}"))))
+    };
+    let (kind, modifier) = match &filter {
+        ir::HttpFilter::RequestHeaders(m) => ("RequestHeaderModifier", Some(m)),
+        ir::HttpFilter::ResponseHeaders(m) => ("ResponseHeaderModifier", Some(m)),
+        ir::HttpFilter::Redirect(_) => ("RequestRedirect", None),
+        ir::HttpFilter::UrlRewrite(_) => ("URLRewrite", None),
+        _ => return Some(filter),
+    };
+    let repeated = earlier.iter().any(|f| std::mem::discriminant(f) == std::mem::discriminant(&filter));
+    let problem = match (&filter, modifier) {
+        _ if repeated => Some(format!("the {kind} filter cannot be repeated")),
+        (_, Some(m)) => m.problem(),
+        (ir::HttpFilter::Redirect(r), _) => rewritten(r.hostname.as_ref(), r.path.as_ref()),
+        (ir::HttpFilter::UrlRewrite(r), _) => rewritten(r.hostname.as_ref(), r.path.as_ref()),
+        _ => None,
+    };
+    match problem {
+        None => Some(filter),
+        Some(message) => {
+            diagnostics.push(error(origin, field, "UnsupportedValue", message));
+            None
+        }
+    }
+}
+
 pub(crate) fn error(origin: &Origin, field: String, reason: &'static str, message: String) -> Diagnostic {
     Diagnostic { origin: origin.clone(), severity: Severity::Error, condition: "", field, reason, message }
 }

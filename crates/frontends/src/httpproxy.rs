@@ -12,6 +12,7 @@ pub use auth::{global_authorization, http_settings};
 mod filters;
 mod jwt;
 mod policy;
+pub(crate) use policy::literal_header_value;
 mod routes;
 mod services;
 pub mod status;

@@ -208,10 +208,19 @@ impl Base {
                 Change::Field { site, op, pick } => {
                     let site = &self.sites[site % self.sites.len()];
                     let o = &self.objects[site.object];
-                    let what = match op {
-                        Op::Hostile => format!("hostile #{pick}"),
-                        Op::Repeat => format!("repeat x{}", repeats(pick)),
-                        other => format!("{other:?}"),
+                    let mut changed = o.clone();
+                    change_field(&mut changed, &site.pointer, op, pick);
+                    let what = match (op, changed.pointer(&site.pointer)) {
+                        (Op::Repeat, _) => format!("repeat x{}", repeats(pick)),
+                        (Op::Remove, _) => "removed".to_string(),
+                        (_, Some(v)) => {
+                            let text = v.to_string();
+                            match text.char_indices().nth(60) {
+                                Some((i, _)) => format!("{op:?} {}... ({} bytes)", &text[..i], text.len()),
+                                None => format!("{op:?} {text}"),
+                            }
+                        }
+                        (_, None) => format!("{op:?}"),
                     };
                     out.push(format!(
                         "{} {}/{} {}: {what}",

@@ -72,6 +72,34 @@ pub fn for_each_effective<'a>(
     }
 }
 
+/// What makes `name` no hostname a route or listener may carry, as the Gateway API's schema
+/// defines one: a DNS subdomain (RFC 1123: lower-case labels of letters, digits and `-`, at
+/// most 253 characters), optionally `*.` and such a subdomain, and never an IP address.
+/// `None` when it is fine. The API server enforces this through the CRDs; objects read from a
+/// directory are checked here, and Envoy refuses a virtual host whose domain breaks it.
+pub fn problem(name: &str) -> Option<String> {
+    if name.parse::<std::net::IpAddr>().is_ok() {
+        return Some(format!("invalid hostname {name:?}: must be a DNS name, not an IP address"));
+    }
+    let rest = name.strip_prefix("*.").unwrap_or(name);
+    let label_ok = |l: &str| {
+        let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+        !l.is_empty()
+            && l.len() <= 63
+            && l.chars().all(|c| alnum(c) || c == '-')
+            && l.starts_with(alnum)
+            && l.ends_with(alnum)
+    };
+    if name.is_empty() || name.len() > 253 || !rest.split('.').all(label_ok) {
+        let what = if name.starts_with('*') { "a wildcard DNS-1123 subdomain" } else { "a DNS-1123 subdomain" };
+        return Some(format!(
+            "invalid hostname {name:?}: must be {what}: lower-case alphanumeric characters, '-' or '.', \
+             each label starting and ending with an alphanumeric character, at most 253 characters"
+        ));
+    }
+    None
+}
+
 /// `.example.com` for `*.example.com`.
 fn wildcard_suffix(name: &str) -> Option<&str> {
     name.strip_prefix('*')
@@ -80,6 +108,19 @@ fn wildcard_suffix(name: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostnames_are_dns_subdomains_or_wildcards_of_one() {
+        for ok in ["example.com", "*.example.com", "a-b.c0.example", "xn--bcher-kva.example.com", "localhost"] {
+            assert_eq!(problem(ok), None, "{ok}");
+        }
+        let long = "a.".repeat(127) + "com";
+        for bad in ["", "*", "*.", "foo.*.example.com", "-a.example.com", "a..b", "Example.com", "bücher.de", &long] {
+            assert!(problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(problem("10.0.0.1").unwrap().contains("not an IP address"));
+        assert!(problem("::1").is_some());
+    }
 
     #[test]
     fn intersections_follow_the_gateway_api() {

@@ -162,6 +162,75 @@ pub struct HeaderModifier {
     pub remove: Vec<String>,
 }
 
+/// The most headers Envoy adds, or removes, for one route or virtual host.
+pub const MAX_HEADER_CHANGES: usize = 1000;
+
+/// The longest header name or value Envoy takes, in bytes.
+pub const MAX_HEADER_BYTES: usize = 16384;
+
+impl HeaderModifier {
+    /// What Envoy would refuse in these changes, if anything: a header name that is no HTTP
+    /// token (RFC 9110, as the Gateway API's schema requires), a pseudo-header other than
+    /// `:authority` (which is a host rewrite), a value with a line break or NUL, anything over
+    /// 16 KiB, or more than a thousand headers. `Host` may be set (a host rewrite) but not
+    /// removed.
+    pub fn problem(&self) -> Option<String> {
+        if self.set.len() + self.add.len() > MAX_HEADER_CHANGES || self.remove.len() > MAX_HEADER_CHANGES {
+            return Some(format!("at most {MAX_HEADER_CHANGES} headers may be set, added or removed"));
+        }
+        for (name, value) in self.set.iter().chain(&self.add) {
+            if name != ":authority"
+                && let Some(problem) = header_name_problem(name)
+            {
+                return Some(problem);
+            }
+            if let Some(problem) = header_value_problem(value) {
+                return Some(format!("header {name:?}: {problem}"));
+            }
+        }
+        for name in &self.remove {
+            if name.eq_ignore_ascii_case("host") {
+                return Some("the Host header cannot be removed".into());
+            }
+            if let Some(problem) = header_name_problem(name) {
+                return Some(problem);
+            }
+        }
+        None
+    }
+}
+
+/// What makes `value` no value Envoy puts in a header (a header's, a redirect's or rewrite's
+/// host or path): over 16 KiB, or a line break or NUL in it.
+pub fn header_value_problem(value: &str) -> Option<String> {
+    (value.len() > MAX_HEADER_BYTES || value.bytes().any(|b| matches!(b, 0 | b'\r' | b'\n')))
+        .then(|| format!("a value must be at most {MAX_HEADER_BYTES} bytes, without line breaks or NUL"))
+}
+
+impl PathModifier {
+    /// The new path or prefix.
+    pub fn value(&self) -> &str {
+        match self {
+            PathModifier::Full(p) | PathModifier::Prefix(p) => p,
+        }
+    }
+}
+
+/// What makes `name` no header name a route may change: empty, over 16 KiB, a character that
+/// is not an HTTP token character, or a pseudo-header (`:path`).
+pub fn header_name_problem(name: &str) -> Option<String> {
+    let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if name.starts_with(':') {
+        return Some(format!("header {name:?}: pseudo-headers cannot be changed"));
+    }
+    if name.is_empty() || name.len() > MAX_HEADER_BYTES || !name.bytes().all(tchar) {
+        return Some(format!(
+            "header name {name:?} must be 1 to {MAX_HEADER_BYTES} HTTP token characters (letters, digits and !#$%&'*+-.^_`|~)"
+        ));
+    }
+    None
+}
+
 /// A redirect response.
 #[derive(Debug, serde::Serialize, Clone, Default, PartialEq, Eq)]
 pub struct Redirect {

@@ -407,6 +407,21 @@ fn route_match(m: &HttpMatch) -> r::RouteMatch {
     r::RouteMatch { path_specifier: Some(path_specifier), headers, query_parameters, ..Default::default() }
 }
 
+/// Weights as Envoy takes them: their sum must fit in 32 bits, so larger ones are scaled down
+/// together, keeping their ratios (and a weight above zero stays above zero).
+pub(crate) fn fit_weights(weights: impl Iterator<Item = u32> + Clone) -> impl Iterator<Item = u32> {
+    let total: u64 = weights.clone().map(u64::from).sum();
+    let n = weights.clone().count() as u64;
+    // Room for the rounding up of every non-zero weight.
+    let room = u64::from(u32::MAX) - n;
+    let divisor = if total > u64::from(u32::MAX) { total.div_ceil(room) } else { 1 };
+    weights.map(move |w| match (w, divisor) {
+        (w, 1) => w,
+        (0, _) => 0,
+        (w, d) => (u64::from(w) / d).max(1) as u32,
+    })
+}
+
 fn forward(
     route: &Route,
     backends: &[dag::WeightedCluster],
@@ -420,7 +435,8 @@ fn forward(
         many => r::route_action::ClusterSpecifier::WeightedClusters(r::WeightedCluster {
             clusters: many
                 .iter()
-                .map(|b| {
+                .zip(fit_weights(many.iter().map(|b| b.weight)))
+                .map(|(b, weight)| {
                     let f = b.filters.as_deref().cloned().unwrap_or_default();
                     let host = f.host_rewrite.clone().or_else(|| host_header(&f.request).cloned());
                     let cookies = ir::merge_cookie_rewrites(&route.policy.cookie_rewrites, &f.cookie_rewrites);
@@ -431,7 +447,7 @@ fn forward(
                         .collect();
                     r::weighted_cluster::ClusterWeight {
                         name: name(b),
-                        weight: Some(UInt32Value { value: b.weight }),
+                        weight: Some(UInt32Value { value: weight }),
                         request_headers_to_add: header_options(&f.request),
                         request_headers_to_remove: f.request.remove,
                         response_headers_to_add: header_options(&f.response),

@@ -508,3 +508,12 @@ fn statistics_and_readiness_listeners_follow_the_metrics_settings() {
     assert_eq!(listeners, [("health".to_string(), false), ("stats".to_string(), true)]);
     assert_eq!(secrets, ["metrics-tls-certificate"]);
 }
+
+#[test]
+fn weights_beyond_32_bits_are_scaled_down_with_their_ratios() {
+    let fitted: Vec<u32> = route::fit_weights([u32::MAX, u32::MAX, 1, 0].into_iter()).collect();
+    assert!(fitted.iter().map(|w| u64::from(*w)).sum::<u64>() <= u64::from(u32::MAX), "{fitted:?}");
+    assert_eq!(fitted[0], fitted[1]);
+    assert_eq!(&fitted[2..], [1, 0], "a weight above zero stays above zero");
+    assert_eq!(route::fit_weights([3, 1].into_iter()).collect::<Vec<_>>(), [3, 1]);
+}

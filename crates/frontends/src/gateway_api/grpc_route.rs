@@ -36,8 +36,14 @@ pub(super) fn translate(snapshot: &Snapshot, route: &GRPCRoute, diagnostics: &mu
             rule_matches(&origin, &field, rule.matches.iter().flatten().map(translate_match), diagnostics, &mut broken);
         let mut filters = Vec::new();
         for (j, f) in rule.filters.iter().flatten().enumerate() {
+            let checked = |f, diagnostics: &mut Vec<Diagnostic>| {
+                super::checked_filter(&origin, format!("{field}.filters[{j}]"), f, &filters, diagnostics)
+            };
             match translate_filter(f) {
-                Some(f) => filters.push(f),
+                Some(f) => match checked(f, diagnostics) {
+                    Some(f) => filters.push(f),
+                    None => broken = true,
+                },
                 None => {
                     diagnostics.push(error(
                         &origin,
@@ -77,9 +83,9 @@ pub(super) fn translate(snapshot: &Snapshot, route: &GRPCRoute, diagnostics: &mu
         rules.push(HttpRule { matches, filters, backends, request_timeout_ms: None, policy: Default::default() });
     }
     ir::HttpRoute {
+        hostnames: super::route_hostnames(&origin, route.spec.hostnames.iter().flatten(), diagnostics),
         origin: Arc::new(origin),
         created: route.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()).unwrap_or(0),
-        hostnames: route.spec.hostnames.iter().flatten().map(|h| h.to_ascii_lowercase()).collect(),
         rules,
         vhost: None,
     }
@@ -108,6 +114,9 @@ fn translate_match(m: &GrpcRouteRulesMatches) -> Result<HttpMatch, (&'static str
     };
     let mut headers = Vec::new();
     for h in m.headers.iter().flatten() {
+        if let Some(problem) = ir::header_name_problem(&h.name) {
+            return Err(("headers", problem));
+        }
         let value = match h.r#type.clone().unwrap_or(HeaderType::Exact) {
             HeaderType::Exact => StringMatch::Exact(h.value.clone()),
             HeaderType::RegularExpression => {

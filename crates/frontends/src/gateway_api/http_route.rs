@@ -36,7 +36,10 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
             rule_matches(&origin, &field, rule.matches.iter().flatten().map(translate_match), diagnostics, &mut broken);
         let mut filters = Vec::new();
         for (j, f) in rule.filters.iter().flatten().enumerate() {
-            match translate_filter(snapshot, &origin, f, &format!("{field}.filters[{j}]"), diagnostics) {
+            let field = format!("{field}.filters[{j}]");
+            match translate_filter(snapshot, &origin, f, &field, diagnostics)
+                .and_then(|f| super::checked_filter(&origin, field, f, &filters, diagnostics))
+            {
                 Some(f) => filters.push(f),
                 None => broken = true,
             }
@@ -52,18 +55,33 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                 let mut backend = backends::translate(snapshot, &origin, "HTTPRoute", r, field.clone(), diagnostics);
                 let mut options = ir::BackendOptions::default();
                 for (k, f) in b.filters.iter().flatten().enumerate() {
-                    match (&f.r#type, &f.request_header_modifier, &f.response_header_modifier) {
+                    let (target, modifier) = match (&f.r#type, &f.request_header_modifier, &f.response_header_modifier)
+                    {
                         (BackendFilterType::RequestHeaderModifier, Some(m), _) => {
-                            options.request_headers = header_modifier!(m)
+                            (&mut options.request_headers, header_modifier!(m))
                         }
                         (BackendFilterType::ResponseHeaderModifier, _, Some(m)) => {
-                            options.response_headers = header_modifier!(m)
+                            (&mut options.response_headers, header_modifier!(m))
                         }
-                        (other, _, _) => diagnostics.push(error(
+                        (other, _, _) => {
+                            let message =
+                                format!("backend filter type {other:?} is not supported (or lacks its field)");
+                            diagnostics.push(error(
+                                &origin,
+                                format!("{field}.filters[{k}]"),
+                                "UnsupportedValue",
+                                message,
+                            ));
+                            continue;
+                        }
+                    };
+                    match modifier.problem() {
+                        None => *target = modifier,
+                        Some(message) => diagnostics.push(error(
                             &origin,
                             format!("{field}.filters[{k}]"),
                             "UnsupportedValue",
-                            format!("backend filter type {other:?} is not supported (or lacks its field)"),
+                            message,
                         )),
                     }
                 }
@@ -118,16 +136,9 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
         rules.push(HttpRule { matches, filters, backends, request_timeout_ms, policy });
     }
     ir::HttpRoute {
+        hostnames: super::route_hostnames(&origin, route.spec.hostnames.iter().flatten(), diagnostics),
         origin: std::sync::Arc::new(origin),
         created: route.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()).unwrap_or(0),
-        hostnames: route
-            .spec
-            .hostnames
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect(),
         rules,
         vhost: None,
     }
@@ -211,6 +222,9 @@ fn translate_match(m: &HttpRouteRulesMatches) -> Result<HttpMatch, (&'static str
     };
     let mut headers = Vec::new();
     for h in m.headers.iter().flatten() {
+        if let Some(problem) = ir::header_name_problem(&h.name) {
+            return Err(("headers", problem));
+        }
         let value = match h.r#type.clone().unwrap_or(HeaderType::Exact) {
             HeaderType::Exact => StringMatch::Exact(h.value.clone()),
             HeaderType::RegularExpression => {
@@ -225,6 +239,9 @@ fn translate_match(m: &HttpRouteRulesMatches) -> Result<HttpMatch, (&'static str
     }
     let mut query = Vec::new();
     for q in m.query_params.iter().flatten() {
+        if let Some(problem) = ir::header_name_problem(&q.name) {
+            return Err(("queryParams", problem.replacen("header name", "query parameter name", 1)));
+        }
         let value = match q.r#type.clone().unwrap_or(QueryType::Exact) {
             QueryType::Exact => StringMatch::Exact(q.value.clone()),
             QueryType::RegularExpression => {
@@ -246,8 +263,18 @@ fn translate_match(m: &HttpRouteRulesMatches) -> Result<HttpMatch, (&'static str
 macro_rules! header_modifier {
     ($m:expr) => {
         HeaderModifier {
-            set: $m.set.iter().flatten().map(|h| (h.name.clone(), h.value.clone())).collect(),
-            add: $m.add.iter().flatten().map(|h| (h.name.clone(), h.value.clone())).collect(),
+            set: $m
+                .set
+                .iter()
+                .flatten()
+                .map(|h| (h.name.clone(), crate::httpproxy::literal_header_value(&h.value)))
+                .collect(),
+            add: $m
+                .add
+                .iter()
+                .flatten()
+                .map(|h| (h.name.clone(), crate::httpproxy::literal_header_value(&h.value)))
+                .collect(),
             remove: $m.remove.clone().unwrap_or_default(),
         }
     };

@@ -188,6 +188,15 @@ pub(super) fn translate_listener(
         return listener;
     };
     listener.protocol = protocol;
+    if let Some(message) = listener.hostname.as_deref().and_then(ir::hostname::problem) {
+        diagnostics.push(error(
+            owner,
+            format!("{field}.hostname"),
+            "Invalid",
+            format!("listener {}: {message}", spec.name),
+        ));
+        return listener;
+    }
     if supported_kinds(spec).1 {
         diagnostics.push(error(
             owner,

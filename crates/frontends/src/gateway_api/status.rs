@@ -270,8 +270,9 @@ pub fn compute(
                 },
             };
             let resolved = match found.iter().find(|d| {
-                d.field.starts_with("spec.rules")
-                    && matches!(d.reason, "BackendNotFound" | "RefNotPermitted" | "InvalidKind")
+                (d.field.starts_with("spec.rules")
+                    && matches!(d.reason, "BackendNotFound" | "RefNotPermitted" | "InvalidKind"))
+                    || d.field.starts_with("spec.hostnames")
             }) {
                 Some(d) => cond("ResolvedRefs", false, d.reason, format!("{}: {}", d.field, d.message), generation),
                 None => cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation),
@@ -353,7 +354,10 @@ fn listener_status(
     };
     let mut conditions = Vec::new();
     let conflict = reason_of(&["ProtocolConflict", "HostnameConflict"]);
-    let mut unaccepted = reason_of(&["UnsupportedProtocol", "PortUnavailable", "NoValidCACertificate"]);
+    // An invalid hostname is upstream's `Programmed=False`, `Invalid`; the spec's reason for not
+    // accepting a listener for a field's value is `UnsupportedValue`.
+    let mut unaccepted = reason_of(&["UnsupportedProtocol", "PortUnavailable", "NoValidCACertificate", "Invalid"])
+        .map(|(r, m)| (if r == "Invalid" { "UnsupportedValue" } else { r }, m));
     if refuse && unaccepted.is_none() {
         unaccepted = conflict.clone();
     }

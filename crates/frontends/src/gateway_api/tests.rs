@@ -556,3 +556,39 @@ mod backend_tls;
 mod gateway_tls;
 mod l4;
 mod listener_set;
+
+#[test]
+fn invalid_hostnames_are_left_out_with_upstreams_conditions() {
+    let yaml = format!(
+        r#"{CLASS}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: contour
+  listeners:
+  - {{name: http, port: 8080, protocol: HTTP}}
+  - {{name: bad, port: 8081, protocol: HTTP, hostname: "foo.*.example.com"}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: web, namespace: default}}
+spec:
+  parentRefs: [{{name: gw, sectionName: http}}]
+  hostnames: ["", web.example.com, "10.0.0.1"]
+  rules: [{{backendRefs: [{{name: web, port: 80}}]}}]
+"#
+    );
+    let (t, set) = translate_with_status(&yaml, &Options::default());
+    let listeners = &t.ir.fleets[0].listeners;
+    assert_eq!(listeners[0].http_routes[0].hostnames, ["web.example.com"]);
+    assert_eq!(listeners[1].port, 0, "a listener with an invalid hostname is not served");
+    let route = &set.routes[0].parents[0].conditions;
+    assert_eq!(condition(route, "Accepted"), (true, "Accepted"));
+    assert_eq!(condition(route, "ResolvedRefs"), (false, "Degraded"));
+    let bad = &set.gateways[0].listeners[1].conditions;
+    assert_eq!(condition(bad, "Accepted"), (false, "UnsupportedValue"));
+    assert_eq!(condition(bad, "Programmed"), (false, "Invalid"));
+    let fields: Vec<&str> = t.diagnostics.iter().map(|d| d.field.as_str()).collect();
+    assert_eq!(fields, ["spec.listeners[1].hostname", "spec.hostnames[0]", "spec.hostnames[2]"]);
+}

@@ -24,8 +24,8 @@ pub(super) fn translate(snapshot: &Snapshot, route: &TLSRoute, diagnostics: &mut
         }
     }
     ir::TlsRoute {
+        hostnames: super::route_hostnames(&origin, &route.spec.hostnames, diagnostics),
         origin,
-        hostnames: route.spec.hostnames.iter().map(|h| h.to_ascii_lowercase()).collect(),
         backends: backends_out,
         policy: Default::default(),
     }

@@ -53,8 +53,18 @@ pub(crate) struct Variables<'a> {
     pub service: Option<(&'a str, u16)>,
 }
 
+/// A Gateway API header value for Envoy: Envoy's own variables pass, as upstream lets them,
+/// and every other `%` is a literal one.
+pub(crate) fn literal_header_value(value: &str) -> String {
+    header_value_with(value, None)
+}
+
 /// A header value with upstream's variables replaced and unknown `%…%` escaped for Envoy.
 fn header_value(value: &str, vars: &Variables<'_>) -> String {
+    header_value_with(value, Some(vars))
+}
+
+fn header_value_with(value: &str, vars: Option<&Variables<'_>>) -> String {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(start) = rest.find('%') {
@@ -66,19 +76,21 @@ fn header_value(value: &str, vars: &Variables<'_>) -> String {
             continue;
         };
         let name = &after[..end];
-        let replacement = match name {
-            "CONTOUR_NAMESPACE" => Some(vars.namespace.to_string()),
-            "CONTOUR_SERVICE_NAME" => vars.service.map(|(n, _)| n.to_string()),
-            "CONTOUR_SERVICE_PORT" => vars.service.map(|(_, p)| p.to_string()),
+        let replacement = match (name, vars) {
+            ("CONTOUR_NAMESPACE", Some(vars)) => Some(vars.namespace.to_string()),
+            ("CONTOUR_SERVICE_NAME", Some(vars)) => vars.service.map(|(n, _)| n.to_string()),
+            ("CONTOUR_SERVICE_PORT", Some(vars)) => vars.service.map(|(_, p)| p.to_string()),
             _ => None,
         };
+        // Envoy refuses an operator whose argument list does not close.
+        let call = |prefix: &str| name.starts_with(prefix) && name.ends_with(')');
         if let Some(r) = replacement {
             out.push_str(&r);
             rest = &after[end + 1..];
         } else if ENVOY_VARIABLES.contains(&name)
-            || name.starts_with("REQ(")
-            || name.starts_with("UPSTREAM_METADATA(")
-            || name.starts_with("DYNAMIC_METADATA(")
+            || call("REQ(")
+            || call("UPSTREAM_METADATA(")
+            || call("DYNAMIC_METADATA(")
         {
             out.push('%');
             out.push_str(name);
@@ -112,7 +124,7 @@ fn valid_header_name(name: &str) -> bool {
 
 /// No line breaks or other control characters (Envoy refuses them; they would split headers).
 pub(super) fn valid_header_value(value: &str) -> bool {
-    !value.bytes().any(|b| b.is_ascii_control() && b != b'\t')
+    !value.bytes().any(|b| b.is_ascii_control() && b != b'\t') && ir::header_value_problem(value).is_none()
 }
 
 const HEADER_NAME_RULE: &str = "[a valid HTTP header must consist of alphanumeric characters or '-' (e.g. 'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')]";
@@ -405,6 +417,8 @@ mod tests {
         assert_eq!(header_value("%HOSTNAME% %REQ(x-a)%", &vars), "%HOSTNAME% %REQ(x-a)%");
         assert_eq!(header_value("100% sure", &vars), "100%% sure");
         assert_eq!(header_value("%UNKNOWN%", &vars), "%%UNKNOWN%%");
+        assert_eq!(header_value("%REQ(x%", &vars), "%%REQ(x%%");
+        assert_eq!(literal_header_value("%CONTOUR_NAMESPACE% %REQ(x-a)% 5%"), "%%CONTOUR_NAMESPACE%% %REQ(x-a)% 5%%");
         assert_eq!(canonical("x-forwarded-FOR"), "X-Forwarded-For");
     }
 }

@@ -1,0 +1,201 @@
+//! Generated hostile objects (crates/fuzz) through the controller to two real Envoys: a
+//! Gateway's fleet on Delta xDS and the default fleet (HTTPProxy, Ingress) on
+//! State-of-the-World. Every case's configuration must be accepted: anything Envoy would reject
+//! has to be refused by a front end first, with a status condition. The sentinels (an
+//! HTTPRoute and an HTTPProxy no case touches) must keep answering through Envoy after every
+//! case.
+//!
+//! `CONTOUR_FUZZ_CASES` (150), `CONTOUR_FUZZ_SECONDS` (600) and `CONTOUR_FUZZ_SEED` (fixed) set
+//! the run; `hack/fuzz` runs many more with a new seed. A failing case's objects are written to
+//! `CONTOUR_FUZZ_FAILURES` (a temporary directory by default), ready to become a corpus case.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngSeed, TestRunner};
+use testkit::{Envoy, Request};
+use xds_server::{Programming, XdsServer};
+
+use crate::harness::default_fleet_options;
+
+/// The seed hack/test uses, so its run is the same every time.
+const SEED: u64 = 0x0c0f_f5ee_d000_0001;
+
+/// The fleets the two Envoys serve.
+const FLEETS: [&str; 2] = ["default/gw", ir::DEFAULT_FLEET];
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// What happened to one case that should not have.
+struct Failure {
+    case: usize,
+    what: String,
+    problem: String,
+    yaml: String,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_objects_are_accepted_by_envoy_and_never_dark_the_rest() -> anyhow::Result<()> {
+    let cases: usize = env("CONTOUR_FUZZ_CASES", 150);
+    let budget = Duration::from_secs(env("CONTOUR_FUZZ_SECONDS", 600));
+    let seed: u64 = env("CONTOUR_FUZZ_SEED", SEED);
+    let backend = testkit::Backend::start("sentinel").await?;
+    let port = testkit::free_port;
+    let ports = fuzz::Ports {
+        http: port(),
+        https: port(),
+        tls: port(),
+        tcp: port(),
+        udp: port(),
+        backend: backend.addr.port(),
+    };
+    let (default_http, default_https) = (port(), port());
+    let base = fuzz::Base::load(&ports);
+
+    let server = XdsServer::new(Default::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let xds_port = listener.local_addr()?.port();
+    let serving = server.clone();
+    let task = tokio::spawn(async move {
+        let _ = xds_server::serve(serving, listener, std::future::pending()).await;
+    });
+    let _stop = AbortOnDrop(task);
+    let mut controller =
+        controller::Controller::new(default_fleet_options(default_http, default_https), server.clone());
+    controller.apply(Arc::new(base.apply(&fuzz::Case { changes: Vec::new() }).snapshot));
+    server.set_ready();
+    let envoy = |fleet: &str, delta: bool| {
+        Envoy::start(bootstrap::Bootstrap {
+            xds_address: "127.0.0.1".into(),
+            xds_port,
+            fleet: fleet.into(),
+            node_id: format!("fuzz-{}", fleet.replace('/', "-")),
+            delta,
+            ..Default::default()
+        })
+    };
+    let envoys = [envoy(FLEETS[0], true).await?, envoy(FLEETS[1], false).await?];
+    let gateway = SocketAddr::from(([127, 0, 0, 1], ports.http));
+    let default = SocketAddr::from(([127, 0, 0, 1], default_http));
+    for addr in [gateway, default] {
+        anyhow::ensure!(sentinel_serves(addr, Duration::from_secs(15)).await, "the base objects do not serve");
+    }
+
+    let mut runner = TestRunner::new(Config { rng_seed: RngSeed::Fixed(seed), ..Config::default() });
+    let strategy = fuzz::case(&base);
+    let started = Instant::now();
+    let mut failures = Vec::new();
+    let (mut ran, mut unreadable, mut diagnostics, mut verdicts) = (0, 0, 0, Vec::new());
+    while ran < cases && started.elapsed() < budget {
+        let case = strategy.new_tree(&mut runner).map_err(|e| anyhow::anyhow!("{e}"))?.current();
+        ran += 1;
+        let objects = base.apply(&case);
+        unreadable += objects.unreadable.len();
+        let nacks = server.stats().nacks_total();
+        let applied = Instant::now();
+        controller.apply(Arc::new(objects.snapshot.clone()));
+        diagnostics += controller.published().borrow().as_ref().map_or(0, |p| p.dag.diagnostics.len());
+        let verdict = settle(&server, Duration::from_secs(10)).await;
+        verdicts.push(applied.elapsed());
+        let mut fail = |problem: String| {
+            failures.push(Failure { case: ran, what: base.describe(&case), problem, yaml: objects.yaml() })
+        };
+        let nacked = server.stats().nacks_total() - nacks;
+        if verdict.is_err() || nacked > 0 {
+            let logs: Vec<String> = envoys.iter().map(|e| rejections(&e.log())).collect();
+            fail(format!("{} ({nacked} NACKs)\nEnvoy: {}", verdict.err().unwrap_or_default(), logs.join("\n")));
+        }
+        let gateway_touched = base.touches(&case, "Gateway") || base.touches(&case, "GatewayClass");
+        if !gateway_touched && !sentinel_serves(gateway, Duration::from_secs(5)).await {
+            fail("the Gateway's sentinel HTTPRoute stopped answering".into());
+        }
+        if !sentinel_serves(default, Duration::from_secs(5)).await {
+            fail("the sentinel HTTPProxy stopped answering".into());
+        }
+    }
+    let mut rejected = 0;
+    for envoy in &envoys {
+        rejected += envoy.rejected_updates().await?;
+    }
+    verdicts.sort();
+    println!(
+        "fuzz: {ran} cases in {:.1} s (seed {seed}): {unreadable} objects unreadable, {diagnostics} diagnostics, \
+         {} NACKs counted by the server, {rejected} updates rejected by Envoy; apply → Envoy's verdict median {:?}, slowest {:?}",
+        started.elapsed().as_secs_f64(),
+        server.stats().nacks_total(),
+        verdicts.get(verdicts.len() / 2).copied().unwrap_or_default(),
+        verdicts.last().copied().unwrap_or_default(),
+    );
+    report(&failures, seed)?;
+    anyhow::ensure!(rejected == server.stats().nacks_total(), "Envoy and the server disagree on rejections");
+    Ok(())
+}
+
+/// Waits until every fleet's Envoy has answered the configuration it is served: `Err` with
+/// Envoy's message when it rejected some, or when it did not answer in time.
+async fn settle(server: &XdsServer, timeout: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let states: Vec<Programming> = FLEETS.iter().map(|f| server.programming(f)).collect();
+        if let Some(Programming::Rejected(e)) = states.iter().find(|s| matches!(s, Programming::Rejected(_))) {
+            return Err(format!("rejected: {e}"));
+        }
+        if states.iter().all(|s| *s == Programming::Programmed) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("no verdict from Envoy within {timeout:?}: {states:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Envoy's own words for the last update it rejected: the end of its log line, where the
+/// reason is (the start is the rejected resource, printed whole).
+fn rejections(log: &str) -> String {
+    let Some(start) = log.rfind("rejected: ") else { return String::new() };
+    let end = log[start..].find("\n[").map_or(log.len(), |i| start + i);
+    let message = &log[start..end];
+    let tail = message.char_indices().rev().nth(1500).map_or(0, |(i, _)| i);
+    message[tail..].to_string()
+}
+
+/// Whether the sentinels' host answers 200 through the listener at `addr` within `timeout`.
+async fn sentinel_serves(addr: SocketAddr, timeout: Duration) -> bool {
+    let req = Request::get("sentinel.example.com", "/");
+    testkit::eventually(timeout, || async { testkit::request(addr, &req).await.ok().filter(|r| r.status == 200) })
+        .await
+        .is_some()
+}
+
+/// Writes every failing case's objects out and fails with the list.
+fn report(failures: &[Failure], seed: u64) -> anyhow::Result<()> {
+    if failures.is_empty() {
+        return Ok(());
+    }
+    let dir = std::env::var_os("CONTOUR_FUZZ_FAILURES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("contour-fuzz-failures"));
+    std::fs::create_dir_all(&dir)?;
+    let mut lines = Vec::new();
+    for f in failures {
+        let path = dir.join(format!("seed-{seed}-case-{}.yaml", f.case));
+        let header = format!("# seed {seed}, case {}: {}\n# {}\n", f.case, f.what, f.problem.replace('\n', "\n# "));
+        std::fs::write(&path, header + &f.yaml)?;
+        lines.push(format!("case {} ({}): {}\n  objects: {}", f.case, f.what, f.problem, path.display()));
+    }
+    anyhow::bail!("{} of the generated cases failed:\n{}", failures.len(), lines.join("\n"))
+}
+
+/// Stops a task when the test ends, however it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
