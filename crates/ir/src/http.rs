@@ -165,6 +165,9 @@ pub struct HeaderModifier {
 /// The most headers Envoy adds, or removes, for one route or virtual host.
 pub const MAX_HEADER_CHANGES: usize = 1000;
 
+/// The longest query parameter name Envoy matches, in bytes.
+pub const MAX_QUERY_NAME_BYTES: usize = 1024;
+
 /// The longest header name or value Envoy takes, in bytes.
 pub const MAX_HEADER_BYTES: usize = 16384;
 

@@ -11,8 +11,8 @@ mod policy;
 pub use diagnostic::{Diagnostic, RULE_MATCH_CONFLICT, Severity};
 pub use http::{
     HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, MAX_HEADER_BYTES, MAX_HEADER_CHANGES,
-    PathMatch, PathModifier, QueryMatch, Redirect, RequestMirror, StringMatch, UrlRewrite, header_name_problem,
-    header_value_problem, regex_escape,
+    MAX_QUERY_NAME_BYTES, PathMatch, PathModifier, QueryMatch, Redirect, RequestMirror, StringMatch, UrlRewrite,
+    header_name_problem, header_value_problem, regex_escape,
 };
 pub use policy::{
     Authorization, AuthorizationBody, BackendOptions, BackendTls, BackendTlsPolicy, CaKind, ClusterPolicy,

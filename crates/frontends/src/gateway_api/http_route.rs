@@ -242,6 +242,10 @@ fn translate_match(m: &HttpRouteRulesMatches) -> Result<HttpMatch, (&'static str
         if let Some(problem) = ir::header_name_problem(&q.name) {
             return Err(("queryParams", problem.replacen("header name", "query parameter name", 1)));
         }
+        if q.name.len() > ir::MAX_QUERY_NAME_BYTES {
+            let message = format!("query parameter names are at most {} bytes", ir::MAX_QUERY_NAME_BYTES);
+            return Err(("queryParams", message));
+        }
         let value = match q.r#type.clone().unwrap_or(QueryType::Exact) {
             QueryType::Exact => StringMatch::Exact(q.value.clone()),
             QueryType::RegularExpression => {
@@ -283,6 +287,9 @@ pub(super) use header_modifier;
 
 /// Checks that a regular expression is valid RE2 syntax and not too large.
 pub fn check_regex(pattern: String) -> Result<String, String> {
+    if pattern.is_empty() {
+        return Err("a regular expression must not be empty".into());
+    }
     if pattern.len() > MAX_REGEX_LEN {
         return Err(format!("regular expression longer than {MAX_REGEX_LEN} bytes"));
     }

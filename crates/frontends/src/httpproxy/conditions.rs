@@ -82,6 +82,9 @@ pub(super) fn check_query<'a>(conditions: impl IntoIterator<Item = &'a MatchCond
         if q.name.is_empty() {
             return Err("query parameter conditions need a name".into());
         }
+        if q.name.len() > ir::MAX_QUERY_NAME_BYTES {
+            return Err(format!("query parameter names are at most {} bytes", ir::MAX_QUERY_NAME_BYTES));
+        }
         let matchers =
             [&q.exact, &q.prefix, &q.suffix, &q.regex, &q.contains].into_iter().filter(|v| set(v).is_some()).count()
                 + usize::from(q.present == Some(true));

@@ -329,6 +329,14 @@ pub(super) fn health_check(policy: Option<&HTTPHealthCheckPolicy>) -> Result<Opt
     let Some(p) = policy else { return Ok(None) };
     let positive =
         |v: Option<i64>, default: u32| v.filter(|v| *v > 0).map_or(default, |v| v.min(i64::from(u32::MAX)) as u32);
+    if p.path.is_empty() {
+        return Err("invalid health check path: it must not be empty".into());
+    }
+    for (what, value) in [("path", Some(&p.path)), ("host", p.host.as_ref())] {
+        if let Some(problem) = value.and_then(|v| ir::header_value_problem(v)) {
+            return Err(format!("invalid health check {what}: {problem}"));
+        }
+    }
     let mut expected_statuses = Vec::new();
     for r in p.expected_statuses.iter().flatten() {
         if !(100..=599).contains(&r.start) {

@@ -410,6 +410,11 @@ fn prefix_replacement(
     let mut seen: Vec<&str> = Vec::new();
     let mut empty = false;
     for rp in replacements {
+        if let Some(problem) = ir::header_value_problem(&rp.replacement) {
+            let message = format!("invalid replacement {:?}: {problem}", rp.replacement);
+            t.error(origin, "PrefixReplaceError", &field, "InvalidReplacement", message);
+            return Err(());
+        }
         match rp.prefix.as_deref().filter(|p| !p.is_empty()) {
             None if empty => {
                 t.error(
