@@ -5,7 +5,7 @@
 //! HTTPRoute and an HTTPProxy no case touches) must keep answering through Envoy after every
 //! case.
 //!
-//! `CONTOUR_FUZZ_CASES` (150), `CONTOUR_FUZZ_SECONDS` (600) and `CONTOUR_FUZZ_SEED` (fixed) set
+//! `CONTOUR_FUZZ_CASES` (300), `CONTOUR_FUZZ_SECONDS` (600) and `CONTOUR_FUZZ_SEED` (fixed) set
 //! the run; `hack/fuzz` runs many more with a new seed. A failing case's objects are written to
 //! `CONTOUR_FUZZ_FAILURES` (a temporary directory by default), ready to become a corpus case.
 
@@ -106,7 +106,12 @@ impl Rig {
     /// Applies a case as the controller would and checks what a user would notice: Envoy's
     /// verdict, and both sentinels answering.
     async fn run(&mut self, case: &fuzz::Case) -> Outcome {
-        let objects = self.base.apply(case);
+        let gateway_touched = self.base.touches(case, "Gateway") || self.base.touches(case, "GatewayClass");
+        self.run_objects(self.base.apply(case), gateway_touched).await
+    }
+
+    /// [`Rig::run`] for objects made otherwise (a corpus case).
+    async fn run_objects(&mut self, objects: fuzz::Objects, gateway_touched: bool) -> Outcome {
         let nacks = self.server.stats().nacks_total();
         let applied = Instant::now();
         self.controller.apply(Arc::new(objects.snapshot));
@@ -123,7 +128,6 @@ impl Rig {
                 logs.join("\n")
             ));
         }
-        let gateway_touched = self.base.touches(case, "Gateway") || self.base.touches(case, "GatewayClass");
         if !gateway_touched && !sentinel_serves(self.gateway, Duration::from_secs(5)).await {
             problems.push("the Gateway's sentinel HTTPRoute stopped answering".into());
         }
@@ -153,7 +157,7 @@ impl Rig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_objects_are_accepted_by_envoy_and_never_dark_the_rest() -> anyhow::Result<()> {
-    let cases: usize = env("CONTOUR_FUZZ_CASES", 150);
+    let cases: usize = env("CONTOUR_FUZZ_CASES", 300);
     let budget = Duration::from_secs(env("CONTOUR_FUZZ_SECONDS", 600));
     let seed: u64 = env("CONTOUR_FUZZ_SEED", SEED);
     let mut rig = Rig::start().await?;
@@ -193,6 +197,24 @@ async fn generated_objects_are_accepted_by_envoy_and_never_dark_the_rest() -> an
     );
     report(&failures, seed)?;
     anyhow::ensure!(rejected == 0 && nacks == 0, "Envoy rejected {rejected} updates, the server counted {nacks} NACKs");
+    Ok(())
+}
+
+/// Every case of the committed corpus (crates/fuzz/corpus) through the two Envoys: no NACK,
+/// and the sentinels keep answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_corpus_is_refused_before_envoy() -> anyhow::Result<()> {
+    let mut rig = Rig::start().await?;
+    let entries = fuzz::corpus::load();
+    let mut problems = Vec::new();
+    for entry in &entries {
+        let objects = entry.objects(&rig.base);
+        for p in rig.run_objects(objects, entry.changes_gateway()).await.problems {
+            problems.push(format!("{}: {p}", entry.name));
+        }
+    }
+    println!("corpus: {} cases through Envoy, {} problems", entries.len(), problems.len());
+    anyhow::ensure!(problems.is_empty(), "{}", problems.join("\n"));
     Ok(())
 }
 

@@ -12,6 +12,7 @@
 //! The objects named `sentinel` are never changed: whatever a case does to the rest, they
 //! must keep serving.
 
+pub mod corpus;
 mod hostile;
 
 use std::fmt;
@@ -53,6 +54,7 @@ impl Default for Ports {
 pub struct Base {
     objects: Vec<Value>,
     sites: Vec<Site>,
+    ports: Ports,
 }
 
 /// One node of one object: where a [`Change::Field`] lands.
@@ -138,13 +140,7 @@ pub struct Objects {
 impl Base {
     /// The base objects with `ports` filled in.
     pub fn load(ports: &Ports) -> Self {
-        let text = BASE
-            .replace("%HTTP%", &ports.http.to_string())
-            .replace("%HTTPS%", &ports.https.to_string())
-            .replace("%TLS%", &ports.tls.to_string())
-            .replace("%TCP%", &ports.tcp.to_string())
-            .replace("%UDP%", &ports.udp.to_string())
-            .replace("%BACKEND%", &ports.backend.to_string());
+        let text = fill(BASE, ports);
         let objects: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
             .map(|doc| serde::Deserialize::deserialize(doc).expect("the base fixture is YAML"))
             .filter(|v: &Value| !v.is_null())
@@ -155,7 +151,12 @@ impl Base {
                 collect_sites(object, value, String::new(), &mut sites);
             }
         }
-        Self { objects, sites }
+        Self { objects, sites, ports: *ports }
+    }
+
+    /// `text` with the ports in place of their placeholders.
+    pub fn fill(&self, text: &str) -> String {
+        fill(text, &self.ports)
     }
 
     /// How many places a field change can hit.
@@ -175,17 +176,7 @@ impl Base {
                 Change::Structure(s) => reshape(&mut json, s),
             }
         }
-        let mut snapshot = Snapshot::default();
-        let mut unreadable = Vec::new();
-        for value in &json {
-            match objects::parse_json(value.clone()) {
-                Ok(object) => {
-                    snapshot.insert(object);
-                }
-                Err(e) => unreadable.push(e.to_string()),
-            }
-        }
-        Objects { snapshot, unreadable, json }
+        Objects::read(json)
     }
 
     /// Whether a case changes an object of `kind` (a field of one, or by its structure).
@@ -238,6 +229,21 @@ impl Base {
 }
 
 impl Objects {
+    /// Reads every object as the controller would.
+    fn read(json: Vec<Value>) -> Self {
+        let mut snapshot = Snapshot::default();
+        let mut unreadable = Vec::new();
+        for value in &json {
+            match objects::parse_json(value.clone()) {
+                Ok(object) => {
+                    snapshot.insert(object);
+                }
+                Err(e) => unreadable.push(e.to_string()),
+            }
+        }
+        Objects { snapshot, unreadable, json }
+    }
+
     /// Every object as one multi-document YAML text: a failing case, ready to become a fixture.
     pub fn yaml(&self) -> String {
         self.json.iter().map(|v| serde_yaml::to_string(v).unwrap_or_default()).collect::<Vec<_>>().join("---\n")
@@ -275,6 +281,15 @@ pub fn case(base: &Base) -> impl Strategy<Value = Case> + use<> {
     .prop_map(Change::Structure);
     let change = prop_oneof![12 => field, 1 => structure];
     proptest::collection::vec(change, 1..=3).prop_map(|changes| Case { changes })
+}
+
+fn fill(text: &str, ports: &Ports) -> String {
+    text.replace("%HTTP%", &ports.http.to_string())
+        .replace("%HTTPS%", &ports.https.to_string())
+        .replace("%TLS%", &ports.tls.to_string())
+        .replace("%TCP%", &ports.tcp.to_string())
+        .replace("%UDP%", &ports.udp.to_string())
+        .replace("%BACKEND%", &ports.backend.to_string())
 }
 
 /// Whether an object is one of the sentinels no change may touch.

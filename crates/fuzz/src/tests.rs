@@ -159,3 +159,24 @@ impl Figures {
         t.get(t.len() / 2).copied().unwrap_or_default()
     }
 }
+
+/// Every corpus case builds, says what its file expects, and leaves the sentinels served.
+#[test]
+fn the_corpus_says_what_it_must() {
+    let base = Base::load(&Ports::default());
+    let entries = corpus::load();
+    assert!(entries.len() >= 10, "{} corpus cases", entries.len());
+    let mut unmet = Vec::new();
+    for entry in &entries {
+        let objects = entry.objects(&base);
+        let build = controller::build(&objects.snapshot, &options());
+        status(&objects.snapshot, &build);
+        unmet.extend(entry.unmet(&objects, &build.dag.diagnostics));
+        let want: &[&str] = if entry.changes_gateway() { &["contour"] } else { &["contour", "default/gw"] };
+        let served = sentinel_fleets(&build);
+        if !want.iter().all(|f| served.iter().any(|s| s == f)) {
+            unmet.push(format!("{}: the sentinels lost their virtual hosts ({served:?})", entry.name));
+        }
+    }
+    assert!(unmet.is_empty(), "{}", unmet.join("\n"));
+}
