@@ -69,6 +69,7 @@ impl Rig {
             tls: port(),
             tcp: port(),
             udp: port(),
+            set: port(),
             backend: backend.addr.port(),
         };
         let (default_http, default_https) = (port(), port());
@@ -121,7 +122,23 @@ impl Rig {
         let mut problems = Vec::new();
         let nacked = self.server.stats().nacks_total() - nacks;
         if verdict.is_err() || nacked > 0 {
-            let logs: Vec<String> = self.envoys.iter().map(|e| rejections(&e.log())).collect();
+            let logs: Vec<String> = self
+                .envoys
+                .iter()
+                .map(|e| {
+                    let log = e.log();
+                    match rejections(&log) {
+                        r if r.is_empty() => log
+                            .lines()
+                            .filter(|l| !l.contains("work-in-progress") && !l.contains("retry_on"))
+                            .rev()
+                            .take(8)
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        r => r,
+                    }
+                })
+                .collect();
             problems.push(format!(
                 "{} ({nacked} NACKs)\nEnvoy: {}",
                 verdict.err().unwrap_or_default(),
@@ -231,7 +248,8 @@ async fn settle(server: &XdsServer, timeout: Duration) -> Result<(), String> {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(format!("no verdict from Envoy within {timeout:?}: {states:?}"));
+            let pending: Vec<_> = FLEETS.iter().map(|f| (f, server.pending(f))).collect();
+            return Err(format!("no verdict from Envoy within {timeout:?}: {states:?}; not yet accepted: {pending:?}"));
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }

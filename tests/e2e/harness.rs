@@ -457,13 +457,16 @@ pub struct Serve {
     pub health: u16,
     /// The default fleet's HTTP port.
     pub http: u16,
+    /// contour-serve's debug server (`/debug/dag`), at its default address.
+    pub debug: u16,
     dir: PathBuf,
 }
 
 impl Serve {
     pub fn start(objects: &str, config: Option<&str>, args: &[&str]) -> anyhow::Result<Self> {
         let port = testkit::free_port;
-        let (xds, metrics, stats, http, https, health) = (port(), port(), port(), port(), port(), port());
+        let (xds, metrics, stats, http, https, health, debug) =
+            (port(), port(), port(), port(), port(), port(), port());
         let dir = std::env::temp_dir().join(format!("contour-serve-{}-{xds}", std::process::id()));
         let objects_dir = dir.join("objects");
         std::fs::create_dir_all(&objects_dir)?;
@@ -475,7 +478,7 @@ impl Serve {
             .args(["--insecure", &format!("--xds-port={xds}"), "--http-address=127.0.0.1"])
             .args([&format!("--http-port={metrics}"), "--health-address=127.0.0.1", &format!("--health-port={health}")])
             .args([
-                &format!("--debug-http-port={}", port()),
+                &format!("--debug-http-port={debug}"),
                 "--stats-address=127.0.0.1",
                 &format!("--stats-port={stats}"),
             ])
@@ -492,7 +495,7 @@ impl Serve {
             command.arg(format!("--config-path={}", path.display()));
         }
         let child = command.spawn()?;
-        Ok(Self { child, xds, stats, http, https, metrics, health, dir })
+        Ok(Self { child, xds, stats, http, https, metrics, health, debug, dir })
     }
 
     /// An Envoy of upstream's manifests (node cluster `projectcontour`: the default fleet).

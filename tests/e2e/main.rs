@@ -8,6 +8,7 @@ mod fuzz;
 mod harness;
 mod httpproxy;
 mod ingress;
+mod isolation;
 mod kubernetes;
 mod leader;
 mod lifecycle;

@@ -39,13 +39,15 @@ pub struct Ports {
     pub tcp: u16,
     /// Its UDP listener.
     pub udp: u16,
+    /// The listener of the ListenerSet attached to it.
+    pub set: u16,
     /// Where every EndpointSlice points (on 127.0.0.1).
     pub backend: u16,
 }
 
 impl Default for Ports {
     fn default() -> Self {
-        Self { http: 8080, https: 8443, tls: 9443, tcp: 9000, udp: 9053, backend: 3000 }
+        Self { http: 8080, https: 8443, tls: 9443, tcp: 9000, udp: 9053, set: 8081, backend: 3000 }
     }
 }
 
@@ -230,6 +232,10 @@ impl Base {
 
 impl Objects {
     /// Reads every object as the controller would.
+    pub fn from_json(json: Vec<Value>) -> Self {
+        Self::read(json)
+    }
+
     fn read(json: Vec<Value>) -> Self {
         let mut snapshot = Snapshot::default();
         let mut unreadable = Vec::new();
@@ -289,6 +295,7 @@ fn fill(text: &str, ports: &Ports) -> String {
         .replace("%TLS%", &ports.tls.to_string())
         .replace("%TCP%", &ports.tcp.to_string())
         .replace("%UDP%", &ports.udp.to_string())
+        .replace("%SET%", &ports.set.to_string())
         .replace("%BACKEND%", &ports.backend.to_string())
 }
 

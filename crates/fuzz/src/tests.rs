@@ -48,7 +48,7 @@ fn the_base_objects_build_without_a_problem() {
 fn structural_changes_apply() {
     let base = Base::load(&Ports::default());
     let many = base.apply(&Case { changes: vec![Change::Structure(Structure::IncludeChain(5))] });
-    assert_eq!(many.snapshot.http_proxies.len(), 4 + 5);
+    assert_eq!(many.snapshot.http_proxies.len(), 5 + 5);
     let routes = base.apply(&Case { changes: vec![Change::Structure(Structure::ManyRoutes(1000))] });
     let root = &routes.snapshot.http_proxies[&objects::ObjectKey::new("default", "root")];
     assert_eq!(root.spec.routes.as_ref().map(Vec::len), Some(1000));

@@ -277,3 +277,36 @@ pub struct RequestMirror {
     /// The share of requests mirrored, in percent (0-100).
     pub percent: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(name: &str, value: &str) -> HeaderModifier {
+        HeaderModifier { set: vec![(name.into(), value.into())], ..Default::default() }
+    }
+
+    #[test]
+    fn header_changes_envoy_would_refuse_are_named() {
+        assert_eq!(set("x-a", "%REQ(x-b)% \t tabs are fine").problem(), None);
+        assert_eq!(set(":authority", "host.example.com").problem(), None, "a host rewrite");
+        assert_eq!(set("Host", "host.example.com").problem(), None, "a host rewrite");
+        for (name, value, says) in [
+            ("x-a", "x\r\nInjected: 1", "line breaks"),
+            ("x-a", "a\0b", "line breaks or NUL"),
+            ("", "v", "HTTP token"),
+            ("x a", "v", "HTTP token"),
+            ("x-a\r\n", "v", "HTTP token"),
+            (":path", "/", "pseudo-headers"),
+        ] {
+            let problem = set(name, value).problem().unwrap_or_default();
+            assert!(problem.contains(says), "{name:?}: {value:?}: {problem}");
+        }
+        assert!(set("x-a", &"v".repeat(MAX_HEADER_BYTES + 1)).problem().is_some());
+        let many =
+            HeaderModifier { add: vec![("x-a".into(), "v".into()); MAX_HEADER_CHANGES + 1], ..Default::default() };
+        assert!(many.problem().unwrap().contains("at most 1000"));
+        let host = HeaderModifier { remove: vec!["host".into()], ..Default::default() };
+        assert!(host.problem().unwrap().contains("Host"));
+    }
+}

@@ -63,8 +63,26 @@ pub fn external_name(service: &Service, allowed: bool) -> Result<Option<String>,
     if name.is_empty() {
         return Err("is an ExternalName service without spec.externalName".into());
     }
-    if LOCALHOST_NAMES.contains(&name.as_str()) {
+    let ip = name.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().ok();
+    let ip = ip.map(|ip| match ip {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+        v4 => v4,
+    });
+    if LOCALHOST_NAMES.contains(&name.as_str())
+        || name.ends_with(".localhost")
+        || ip.is_some_and(|ip| ip.is_loopback() || ip.is_unspecified())
+    {
         return Err("is an ExternalName service that points to localhost, this is not allowed".into());
+    }
+    let link_local = |ip: std::net::IpAddr| match ip {
+        std::net::IpAddr::V4(v4) => v4.is_link_local(),
+        std::net::IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
+    };
+    if ip.is_some_and(link_local) {
+        return Err(
+            "is an ExternalName service that points to a link-local address (where cloud metadata services answer), this is not allowed"
+                .into(),
+        );
     }
     Ok(Some(name))
 }
@@ -81,6 +99,37 @@ mod tests {
 
     fn port(name: &str, number: i32, app: Option<&str>) -> ServicePort {
         ServicePort { name: Some(name.into()), port: number, app_protocol: app.map(Into::into), ..Default::default() }
+    }
+
+    #[test]
+    fn external_names_never_point_envoy_at_itself_or_the_metadata_service() {
+        let external = |name: &str| {
+            let spec = k8s_openapi::api::core::v1::ServiceSpec {
+                type_: Some("ExternalName".into()),
+                external_name: Some(name.into()),
+                ..Default::default()
+            };
+            external_name(&Service { spec: Some(spec), ..Default::default() }, true)
+        };
+        assert_eq!(external("Example.com."), Ok(Some("example.com".into())));
+        assert_eq!(external("10.0.0.1"), Ok(Some("10.0.0.1".into())));
+        for local in [
+            "localhost",
+            "LOCALHOST.",
+            "local.projectcontour.io",
+            "a.localhost",
+            "127.0.0.1",
+            "127.9.9.9",
+            "::1",
+            "[::1]",
+            "0.0.0.0",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(external(local).unwrap_err().contains("localhost"), "{local}");
+        }
+        for metadata in ["169.254.169.254", "fe80::1", "::ffff:169.254.169.254"] {
+            assert!(external(metadata).unwrap_err().contains("link-local"), "{metadata}");
+        }
     }
 
     #[test]

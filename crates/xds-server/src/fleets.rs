@@ -215,6 +215,15 @@ impl Fleets {
         if accepted { Programming::Programmed } else { Programming::Pending }
     }
 
+    /// The resources of a fleet no Envoy has accepted yet, by type and name.
+    pub(crate) fn pending(&self, id: &str) -> Vec<(ResourceType, String)> {
+        let Some(fleet) = self.fleets.get(id) else { return Vec::new() };
+        let mut out: Vec<_> =
+            fleet.pending.iter().flat_map(|(t, (_, names))| names.iter().map(move |n| (*t, n.to_string()))).collect();
+        out.sort();
+        out
+    }
+
     pub(crate) fn rejections(&self) -> Vec<Rejection> {
         let mut out: Vec<_> = self
             .fleets

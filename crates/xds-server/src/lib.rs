@@ -176,6 +176,12 @@ impl XdsServer {
         self.inner.fleets.lock().expect("fleets lock").programming(fleet)
     }
 
+    /// The resources of a fleet that no Envoy has accepted yet (what keeps it
+    /// [`Programming::Pending`]), by type and name.
+    pub fn pending(&self, fleet: &str) -> Vec<(ResourceType, String)> {
+        self.inner.fleets.lock().expect("fleets lock").pending(fleet)
+    }
+
     /// A receiver that changes whenever an Envoy ACKs or NACKs.
     pub fn feedback(&self) -> watch::Receiver<u64> {
         self.inner.fleets.lock().expect("fleets lock").feedback.subscribe()

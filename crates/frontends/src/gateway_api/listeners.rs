@@ -322,6 +322,8 @@ fn tls(
     for (i, cert) in tls.certificate_refs.iter().flatten().enumerate() {
         let (group, kind) = (cert.group.as_deref(), cert.kind.as_deref());
         match secret_ref(snapshot, origin, group, kind, cert.namespace.as_deref(), &cert.name) {
+            // The same Secret twice is one certificate (Envoy would stall on a thousand).
+            Ok(r) if certificates.contains(&r) => {}
             Ok(r) => certificates.push(r),
             Err((reason, message)) => {
                 let reason = if reason == "RefNotPermitted" { reason } else { "InvalidCertificateRef" };

@@ -237,9 +237,30 @@ pub(crate) fn timeouts(policy: Option<&TimeoutPolicy>) -> Result<Timeouts, Strin
     })
 }
 
-/// Retries: `count` 0 or unset means 1, -1 means none; `retryOn` defaults to `5xx`.
-pub(super) fn retry(policy: Option<&RetryPolicy>) -> Option<ir::RetryPolicy> {
-    let p = policy?;
+/// The `retryOn` values upstream's schema allows (Envoy silently ignores any other).
+const RETRY_ON: [&str; 13] = [
+    "5xx",
+    "gateway-error",
+    "reset",
+    "connect-failure",
+    "retriable-4xx",
+    "refused-stream",
+    "retriable-status-codes",
+    "retriable-headers",
+    "cancelled",
+    "deadline-exceeded",
+    "internal",
+    "resource-exhausted",
+    "unavailable",
+];
+
+/// Retries: `count` 0 or unset means 1, -1 means none; `retryOn` defaults to `5xx`, and a
+/// value outside upstream's list is refused.
+pub(super) fn retry(policy: Option<&RetryPolicy>) -> Result<Option<ir::RetryPolicy>, String> {
+    let Some(p) = policy else { return Ok(None) };
+    if let Some(bad) = p.retry_on.iter().flatten().find(|r| !RETRY_ON.contains(&r.0.as_str())) {
+        return Err(format!("invalid retryOn value {:?}: must be one of {}", bad.0, RETRY_ON.join(", ")));
+    }
     let count = match p.count {
         Some(-1) => 0,
         Some(n) if n > 0 => u32::try_from(n).unwrap_or(u32::MAX),
@@ -249,13 +270,13 @@ pub(super) fn retry(policy: Option<&RetryPolicy>) -> Option<ir::RetryPolicy> {
     if retry_on.is_empty() {
         retry_on.push("5xx".into());
     }
-    Some(ir::RetryPolicy {
+    Ok(Some(ir::RetryPolicy {
         retry_on,
         count,
         per_try_timeout_ms: timeout(p.per_try_timeout.as_deref()).ok().flatten(),
         retriable_status_codes: p.retriable_status_codes.clone().unwrap_or_default(),
         backoff_ms: None,
-    })
+    }))
 }
 
 /// The load balancer and hash policies, and warnings for hash policies that were dropped.

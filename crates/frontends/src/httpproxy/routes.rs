@@ -251,6 +251,10 @@ fn route(
         Ok(h) => h,
         Err(e) => return fail(t, "RouteError", "HealthCheckPolicyInvalid", e),
     };
+    let retry = match policy::retry(r.retry_policy.as_ref()) {
+        Ok(retry) => retry,
+        Err(e) => return fail(t, "RouteError", "RetryPolicyInvalid", e),
+    };
     let host = match &request.host {
         Some(Ok(host)) => Some(host.as_str()),
         _ => None,
@@ -290,7 +294,7 @@ fn route(
     }
     let policy = RoutePolicy {
         idle_timeout_ms: timeouts.idle,
-        retry: policy::retry(r.retry_policy.as_ref()),
+        retry,
         websockets: r.enable_websockets == Some(true),
         hash_policies,
         internal_redirect: policy::internal_redirect(r.internal_redirect_policy.as_ref()),
