@@ -290,38 +290,28 @@ spec:
 }
 
 /// `enableExternalNameService`: off by default (the route answers 503), and when on, Envoy
-/// resolves the Service's name itself; a localhost name stays refused, as upstream refuses it.
+/// resolves the Service's name itself; names of Envoy itself (localhost, loopback addresses)
+/// and link-local addresses (the cloud metadata service) stay refused.
 #[tokio::test]
 async fn external_name_services_answer_only_when_enabled_and_never_for_localhost() -> anyhow::Result<()> {
-    let outside = Backend::start_on(SocketAddr::from(([127, 0, 0, 7], 0)), "outside").await?;
-    let port = outside.addr.port();
-    let objects = format!(
-        r#"---
-apiVersion: v1
-kind: Service
-metadata: {{name: outside, namespace: default}}
-spec: {{type: ExternalName, externalName: 127.0.0.7, ports: [{{port: {port}}}]}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: itself, namespace: default}}
-spec: {{type: ExternalName, externalName: localhost, ports: [{{port: {port}}}]}}
----
-apiVersion: projectcontour.io/v1
-kind: HTTPProxy
-metadata: {{name: www, namespace: default}}
-spec:
-  virtualhost: {{fqdn: www.example.com}}
-  routes: [{{services: [{{name: outside, port: {port}}}]}}]
----
-apiVersion: projectcontour.io/v1
-kind: HTTPProxy
-metadata: {{name: loop, namespace: default}}
-spec:
-  virtualhost: {{fqdn: loop.example.com}}
-  routes: [{{services: [{{name: itself, port: {port}}}]}}]
-"#
-    );
+    // Outside the cluster: a backend in a network namespace of its own, not on loopback.
+    let outside = testkit::NetnsBackend::start("outside").await?;
+    let (ip, port) = (outside.addr.ip(), outside.addr.port());
+    let service = |name: &str, external: &str| {
+        format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: default}}\nspec: {{type: ExternalName, externalName: \"{external}\", ports: [{{port: {port}}}]}}\n"
+        )
+    };
+    let proxy = |name: &str, service: &str| {
+        format!(
+            "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  virtualhost: {{fqdn: {name}.example.com}}\n  routes: [{{services: [{{name: {service}, port: {port}}}]}}]\n"
+        )
+    };
+    let refused = [("itself", "localhost"), ("loopback", "127.0.0.7"), ("metadata", "169.254.169.254")];
+    let mut objects = service("outside", &ip.to_string()) + &proxy("www", "outside");
+    for (name, external) in refused {
+        objects += &(service(name, external) + &proxy(name, name));
+    }
     for enabled in [false, true] {
         let serve = Serve::start(&objects, Some(&format!("enableExternalNameService: {enabled}\n")), &[])?;
         let _envoy = serve.envoy().await?;
@@ -330,8 +320,10 @@ spec:
             false => assert_eq!(answer.status, 503, "refused by default"),
             true => {
                 assert_eq!((answer.status, answer.header("x-backend")), (200, Some("outside")), "{}", answer.body);
-                let r = get(&serve, &Request::get("loop.example.com", "/")).await?;
-                assert_eq!(r.status, 503, "a localhost name is refused");
+                for (name, external) in refused {
+                    let r = get(&serve, &Request::get(&format!("{name}.example.com"), "/")).await?;
+                    assert_eq!(r.status, 503, "{external} is refused");
+                }
             }
         }
     }

@@ -363,7 +363,6 @@ pub(crate) fn origin(kind: &'static str, meta: &k8s_openapi::apimachinery::pkg::
     }
 }
 
-/// A diagnostic with severity `Error`.
 /// A route's hostnames, lower-cased, without those that are no hostname (`ir::hostname::problem`):
 /// each of those is left out with a diagnostic (`Degraded`, as upstream says through the
 /// route's `ResolvedRefs` condition), and the route serves the rest.
@@ -425,6 +424,7 @@ pub(crate) fn checked_filter(
     }
 }
 
+/// A diagnostic with severity `Error`.
 pub(crate) fn error(origin: &Origin, field: String, reason: &'static str, message: String) -> Diagnostic {
     Diagnostic { origin: origin.clone(), severity: Severity::Error, condition: "", field, reason, message }
 }
