@@ -428,3 +428,4 @@ fn name_of(t: ResourceType, a: &Any) -> String {
 
 /// The protocol cases, run against the client above.
 mod cases;
+mod limits;
