@@ -18,7 +18,7 @@ use proptest::test_runner::{Config, RngSeed, TestRunner};
 use testkit::{Envoy, Request};
 use xds_server::{Programming, XdsServer};
 
-use crate::harness::default_fleet_options;
+use crate::harness::{default_fleet_options, fleet_envoy};
 
 /// The seed hack/test uses, so its run is the same every time.
 const SEED: u64 = 0x0c0f_f5ee_d000_0001;
@@ -85,17 +85,7 @@ impl Rig {
             controller::Controller::new(default_fleet_options(default_http, default_https), server.clone());
         controller.apply(Arc::new(base.apply(&fuzz::Case { changes: Vec::new() }).snapshot));
         server.set_ready();
-        let envoy = |fleet: &str, delta: bool| {
-            Envoy::start(bootstrap::Bootstrap {
-                xds_address: "127.0.0.1".into(),
-                xds_port,
-                fleet: fleet.into(),
-                node_id: format!("fuzz-{}", fleet.replace('/', "-")),
-                delta,
-                ..Default::default()
-            })
-        };
-        let envoys = [envoy(FLEETS[0], true).await?, envoy(FLEETS[1], false).await?];
+        let envoys = [fleet_envoy(xds_port, FLEETS[0], true).await?, fleet_envoy(xds_port, FLEETS[1], false).await?];
         let gateway = SocketAddr::from(([127, 0, 0, 1], ports.http));
         let default = SocketAddr::from(([127, 0, 0, 1], default_http));
         for addr in [gateway, default] {

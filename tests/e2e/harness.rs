@@ -104,15 +104,17 @@ pub fn single_route(port: u16, backend: SocketAddr) -> String {
 /// A GatewayClass and a Gateway `default/gw` bound to 127.0.0.1 with the given listeners (YAML
 /// list items, indented by 2).
 pub fn gateway(listeners: &str) -> String {
+    let class = "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: contour}\nspec: {controllerName: projectcontour.io/gateway-controller}\n";
+    format!("{class}{}", gateway_in("default", listeners))
+}
+
+/// A Gateway `<namespace>/gw` of class `contour` bound to 127.0.0.1 with the given listeners.
+pub fn gateway_in(namespace: &str, listeners: &str) -> String {
     format!(
-        r#"apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {{name: contour}}
-spec: {{controllerName: projectcontour.io/gateway-controller}}
----
+        r#"---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
-metadata: {{name: gw, namespace: default}}
+metadata: {{name: gw, namespace: {namespace}}}
 spec:
   gatewayClassName: contour
   addresses: [{{type: IPAddress, value: 127.0.0.1}}]
@@ -120,6 +122,19 @@ spec:
 {listeners}
 "#
     )
+}
+
+/// An Envoy of `fleet` (a Delta one when `delta`) fed by the xDS server on 127.0.0.1 `xds_port`.
+pub async fn fleet_envoy(xds_port: u16, fleet: &str, delta: bool) -> anyhow::Result<Envoy> {
+    Envoy::start(bootstrap::Bootstrap {
+        xds_address: "127.0.0.1".into(),
+        xds_port,
+        fleet: fleet.into(),
+        node_id: format!("{}-{xds_port}", fleet.replace('/', "-")),
+        delta,
+        ..Default::default()
+    })
+    .await
 }
 
 /// An ExtensionService `default/<name>` speaking h2c to port 80 of the Service `service`.
@@ -131,6 +146,11 @@ pub fn extension_service(name: &str, service: &str) -> String {
 
 /// A Service `name` (port 80) whose endpoints are the given addresses (possibly none).
 pub fn service(name: &str, endpoints: &[SocketAddr]) -> String {
+    service_in("default", name, endpoints)
+}
+
+/// [`service`] in `namespace`.
+pub fn service_in(namespace: &str, name: &str, endpoints: &[SocketAddr]) -> String {
     let port = endpoints.first().map(|a| a.port()).unwrap_or(1);
     let addresses: Vec<String> = endpoints.iter().map(|a| format!("- addresses: [{}]", a.ip())).collect();
     let endpoints = if addresses.is_empty() {
@@ -142,12 +162,12 @@ pub fn service(name: &str, endpoints: &[SocketAddr]) -> String {
         r#"---
 apiVersion: v1
 kind: Service
-metadata: {{name: {name}, namespace: default}}
+metadata: {{name: {name}, namespace: {namespace}}}
 spec: {{ports: [{{name: http, port: 80}}]}}
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
-metadata: {{name: {name}-1, namespace: default, labels: {{kubernetes.io/service-name: {name}}}}}
+metadata: {{name: {name}-1, namespace: {namespace}, labels: {{kubernetes.io/service-name: {name}}}}}
 addressType: IPv4
 ports: [{{name: http, port: {port}}}]
 {endpoints}

@@ -5,32 +5,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use testkit::{Backend, Ca, Envoy, Issued, Request};
+use testkit::{Backend, Ca, Envoy, Request};
 
-use crate::harness::{Harness, default_fleet_options};
-
-fn secret(namespace: &str, name: &str, issued: &Issued) -> String {
-    let indent = |pem: &str| pem.lines().map(|l| format!("    {l}\n")).collect::<String>();
-    format!(
-        "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: {namespace}}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
-        indent(&issued.cert_pem),
-        indent(&issued.key_pem)
-    )
-}
-
-fn gateway(namespace: &str, listeners: &str) -> String {
-    format!(
-        "---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: gw, namespace: {namespace}}}\nspec:\n  gatewayClassName: contour\n  addresses: [{{type: IPAddress, value: 127.0.0.1}}]\n  listeners:\n{listeners}\n"
-    )
-}
-
-fn service(namespace: &str, backend: SocketAddr) -> String {
-    format!(
-        "---\napiVersion: v1\nkind: Service\nmetadata: {{name: web, namespace: {namespace}}}\nspec: {{ports: [{{name: http, port: 80}}]}}\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: web-1, namespace: {namespace}, labels: {{kubernetes.io/service-name: web}}}}\naddressType: IPv4\nports: [{{name: http, port: {}}}]\nendpoints: [{{addresses: [{}]}}]\n",
-        backend.port(),
-        backend.ip()
-    )
-}
+use crate::harness::{Harness, default_fleet_options, fleet_envoy, gateway_in as gateway, service_in};
+use crate::tls::tls_secret_in as secret;
 
 fn route(namespace: &str, name: &str, host: &str, backend: &str) -> String {
     format!(
@@ -68,8 +46,8 @@ async fn tenants_get_only_their_own_secrets_and_services() -> anyhow::Result<()>
         secret("team-a", "cert-a", &ca.issue(&["a.example.test"])?),
         secret("team-a", "unused", &ca.issue(&["unused.example.test"])?),
         secret("team-b", "cert-b", &ca.issue(&["b.example.test"])?),
-        service("team-a", a.addr),
-        service("team-b", b.addr),
+        service_in("team-a", "web", &[a.addr]),
+        service_in("team-b", "web", &[b.addr]),
         route("team-a", "web", "a.example.test", "{name: web, port: 80}"),
         route("team-b", "web", "b.example.test", "{name: web, port: 80}"),
         // Team B's route to team A's Service, without a ReferenceGrant.
@@ -79,16 +57,8 @@ async fn tenants_get_only_their_own_secrets_and_services() -> anyhow::Result<()>
     ]
     .concat();
     let h = Harness::start_with(&yaml, "team-a/gw", default_fleet_options(default_http, default_https)).await?;
-    let envoy = |fleet: &str| {
-        Envoy::start(bootstrap::Bootstrap {
-            xds_address: "127.0.0.1".into(),
-            xds_port: h.xds_port,
-            fleet: fleet.into(),
-            node_id: format!("isolation-{}", fleet.replace('/', "-")),
-            ..Default::default()
-        })
-    };
-    let (team_b, default) = (envoy("team-b/gw").await?, envoy("contour").await?);
+    let (team_b, default) =
+        (fleet_envoy(h.xds_port, "team-b/gw", false).await?, fleet_envoy(h.xds_port, "contour", false).await?);
     let at = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
 
     // Each team's own listener serves its own certificate and backend.

@@ -6,9 +6,14 @@ use testkit::{Backend, Ca, Issued, Request};
 use crate::harness::{Harness, gateway, http_route, service};
 
 pub(crate) fn tls_secret(name: &str, issued: &Issued) -> String {
+    tls_secret_in("default", name, issued)
+}
+
+/// [`tls_secret`] in `namespace`.
+pub(crate) fn tls_secret_in(namespace: &str, name: &str, issued: &Issued) -> String {
     let indent = |pem: &str| pem.lines().map(|l| format!("    {l}\n")).collect::<String>();
     format!(
-        "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: {namespace}}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
         indent(&issued.cert_pem),
         indent(&issued.key_pem)
     )

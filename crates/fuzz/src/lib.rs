@@ -232,10 +232,6 @@ impl Base {
 
 impl Objects {
     /// Reads every object as the controller would.
-    pub fn from_json(json: Vec<Value>) -> Self {
-        Self::read(json)
-    }
-
     fn read(json: Vec<Value>) -> Self {
         let mut snapshot = Snapshot::default();
         let mut unreadable = Vec::new();
