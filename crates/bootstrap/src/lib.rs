@@ -209,7 +209,11 @@ impl Bootstrap {
                 "ads_config": {
                     "api_type": if self.delta { "DELTA_GRPC" } else { "GRPC" },
                     "transport_api_version": "V3",
-                    "grpc_services": [{"envoy_grpc": {"cluster_name": XDS_CLUSTER}}],
+                    // Envoy waits up to 30 s between reconnection attempts by default, so a
+                    // controller back from a restart or an outage could wait that long for its
+                    // Envoys; 5 s at most (a reconnection attempt is cheap for the controller).
+                    "grpc_services": [{"envoy_grpc": {"cluster_name": XDS_CLUSTER,
+                        "retry_policy": {"retry_back_off": {"base_interval": "0.5s", "max_interval": "5s"}}}}],
                     "set_node_on_first_message_only": true
                 },
                 "lds_config": ads,
@@ -337,6 +341,8 @@ mod tests {
         assert_eq!(Bootstrap::default().to_json()["dynamic_resources"]["ads_config"]["api_type"], "DELTA_GRPC");
         assert_eq!(plain["static_resources"]["clusters"][0]["type"], "STATIC");
         assert!(plain["static_resources"]["clusters"][0].get("transport_socket").is_none());
+        let grpc = &plain["dynamic_resources"]["ads_config"]["grpc_services"][0]["envoy_grpc"];
+        assert_eq!(grpc["retry_policy"]["retry_back_off"]["max_interval"], "5s", "reconnects within 5 s, not 30");
         let port = Bootstrap::default().xds_port;
         assert_eq!(
             plain["static_resources"]["clusters"][0]["alt_stat_name"],

@@ -8,11 +8,15 @@ pub fn workspace_binary(name: &str) -> anyhow::Result<PathBuf> {
     if let Some(p) = std::env::var_os(&var) {
         return Ok(p.into());
     }
-    // Test binaries live in target/<profile>/deps; the workspace's binaries one level up.
+    // Test binaries live in target/<profile>/deps, the workspace's binaries one level up; a
+    // workspace binary finds the others beside it.
     let exe = std::env::current_exe()?;
-    let candidate = exe.parent().and_then(|d| d.parent()).map(|d| d.join(name));
-    candidate
-        .filter(|p| p.exists())
+    let dir = exe.parent();
+    [dir, dir.and_then(|d| d.parent())]
+        .into_iter()
+        .flatten()
+        .map(|d| d.join(name))
+        .find(|p| p.exists())
         .ok_or_else(|| anyhow::anyhow!("{name} not built (cargo build --bins), or set {var}"))
 }
 

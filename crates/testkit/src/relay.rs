@@ -1,5 +1,9 @@
 //! A TCP relay on loopback whose open connections a test can cut, as a network blip would:
 //! the client must reconnect, and does so with whatever credentials it has at that moment.
+//!
+//! With several targets it stands for a Service in front of replicas: each new connection goes
+//! to the first target that accepts it. Blocked, it stands for a partition: every connection is
+//! cut and new ones are closed at once, until unblocked.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -11,8 +15,15 @@ use tokio::task::JoinHandle;
 pub struct Relay {
     /// Where clients connect.
     pub addr: SocketAddr,
-    connections: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    state: Arc<Mutex<State>>,
     accept: JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct State {
+    targets: Vec<SocketAddr>,
+    blocked: bool,
+    connections: Vec<JoinHandle<()>>,
 }
 
 impl Drop for Relay {
@@ -25,29 +36,101 @@ impl Drop for Relay {
 impl Relay {
     /// Relays every connection to a free loopback port on to `target`.
     pub async fn start(target: SocketAddr) -> anyhow::Result<Self> {
+        Self::start_many(vec![target]).await
+    }
+
+    /// Relays every connection to the first of `targets` that accepts it.
+    pub async fn start_many(targets: Vec<SocketAddr>) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", crate::free_port())).await?;
         let addr = listener.local_addr()?;
-        let connections: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
-        let tracked = Arc::clone(&connections);
+        let state = Arc::new(Mutex::new(State { targets, ..State::default() }));
+        let shared = Arc::clone(&state);
         let accept = tokio::spawn(async move {
             while let Ok((mut inbound, _)) = listener.accept().await {
+                let (targets, blocked) = {
+                    let s = shared.lock().expect("relay state");
+                    (s.targets.clone(), s.blocked)
+                };
+                if blocked {
+                    continue;
+                }
                 let relay = tokio::spawn(async move {
-                    if let Ok(mut outbound) = TcpStream::connect(target).await {
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    for target in targets {
+                        if let Ok(mut outbound) = TcpStream::connect(target).await {
+                            let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                            return;
+                        }
                     }
                 });
-                let mut open = tracked.lock().expect("relay connections");
-                open.retain(|c| !c.is_finished());
-                open.push(relay);
+                let mut s = shared.lock().expect("relay state");
+                s.connections.retain(|c| !c.is_finished());
+                s.connections.push(relay);
             }
         });
-        Ok(Self { addr, connections, accept })
+        Ok(Self { addr, state, accept })
     }
 
     /// Closes every open connection (both sides see the close); new ones are still relayed.
     pub fn cut(&self) {
-        for connection in self.connections.lock().expect("relay connections").drain(..) {
+        for connection in self.state.lock().expect("relay state").connections.drain(..) {
             connection.abort();
         }
+    }
+
+    /// Cuts every connection and closes new ones at once, until [`Relay::unblock`].
+    pub fn block(&self) {
+        self.state.lock().expect("relay state").blocked = true;
+        self.cut();
+    }
+
+    /// Relays new connections again.
+    pub fn unblock(&self) {
+        self.state.lock().expect("relay state").blocked = false;
+    }
+
+    /// Where new connections go from now on (open ones stay where they are).
+    pub fn set_targets(&self, targets: Vec<SocketAddr>) {
+        self.state.lock().expect("relay state").targets = targets;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// A server that writes its name on every connection and closes it.
+    async fn named(name: &'static str) -> (SocketAddr, JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let _ = s.write_all(name.as_bytes()).await;
+            }
+        });
+        (addr, task)
+    }
+
+    async fn read_through(relay: &Relay) -> String {
+        let mut s = TcpStream::connect(relay.addr).await.expect("connect to the relay");
+        let mut out = String::new();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), s.read_to_string(&mut out)).await;
+        out
+    }
+
+    #[tokio::test]
+    async fn connections_go_to_the_first_target_that_accepts_and_none_while_blocked() {
+        let (a, a_task) = named("a").await;
+        let (b, _b_task) = named("b").await;
+        let relay = Relay::start_many(vec![a, b]).await.expect("relay");
+        assert_eq!(read_through(&relay).await, "a");
+        a_task.abort();
+        let _ = a_task.await;
+        assert_eq!(read_through(&relay).await, "b", "a is gone: the next target answers");
+        relay.block();
+        assert_eq!(read_through(&relay).await, "", "blocked: closed at once");
+        relay.unblock();
+        relay.set_targets(vec![b]);
+        assert_eq!(read_through(&relay).await, "b");
     }
 }
