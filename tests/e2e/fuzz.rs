@@ -18,7 +18,7 @@ use proptest::test_runner::{Config, RngSeed, TestRunner};
 use testkit::{Envoy, Request};
 use xds_server::{Programming, XdsServer};
 
-use crate::harness::{default_fleet_options, fleet_envoy};
+use crate::harness::{Harness, default_fleet_options, fleet_envoy};
 
 /// The seed hack/test uses, so its run is the same every time.
 const SEED: u64 = 0x0c0f_f5ee_d000_0001;
@@ -63,15 +63,7 @@ impl Rig {
     async fn start() -> anyhow::Result<Self> {
         let backend = testkit::Backend::start("sentinel").await?;
         let port = testkit::free_port;
-        let ports = fuzz::Ports {
-            http: port(),
-            https: port(),
-            tls: port(),
-            tcp: port(),
-            udp: port(),
-            set: port(),
-            backend: backend.addr.port(),
-        };
+        let ports = free_ports(backend.addr);
         let (default_http, default_https) = (port(), port());
         let base = fuzz::Base::load(&ports);
         let server = XdsServer::new(Default::default());
@@ -223,6 +215,143 @@ async fn the_corpus_is_refused_before_envoy() -> anyhow::Result<()> {
     println!("corpus: {} cases through Envoy, {} problems", entries.len(), problems.len());
     anyhow::ensure!(problems.is_empty(), "{}", problems.join("\n"));
     Ok(())
+}
+
+/// The corpus in Kubernetes mode: every case is applied through a real API server (with
+/// Gateway API's CRDs, TCPRoute and UDPRoute, and Contour's) to the controller watching it, with the
+/// Gateway's fleet and the default fleet in two Envoys. A case the API server refuses is refused
+/// at admission, as `kubectl apply` shows; one it admits must get its condition's reason in the
+/// object's status (its message naming the field, but for HTTPProxy, whose messages are
+/// upstream's). Either way, no NACK, and the sentinels keep answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_corpus_in_kubernetes_mode_is_refused_by_the_api_server_or_gets_its_condition() -> anyhow::Result<()> {
+    let api = testkit::ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    api.install_gateway_api_experimental().await?;
+    api.install_crds(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds")).await?;
+    let client = api.client().await?;
+    let backend = testkit::NetnsBackend::start("sentinel").await?;
+    let port = testkit::free_port;
+    let ports = free_ports(backend.addr);
+    let base = fuzz::Base::load(&ports);
+    testkit::apply_yaml(&client, "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}").await?;
+    let mut refused = Vec::new();
+    for object in base.objects() {
+        if let Err(e) = testkit::apply_yaml(&client, &object.to_string()).await {
+            refused.push(format!("{} {}: {e}", object["kind"], object["metadata"]["name"]));
+        }
+    }
+    anyhow::ensure!(refused.is_empty(), "the API server refuses base objects:\n{}", refused.join("\n"));
+    let (http, https) = (port(), port());
+    let h = Harness::start_kubernetes_gateway_and_default(client.clone(), http, https).await?;
+    let _default_envoy = fleet_envoy(h.xds_port, ir::DEFAULT_FLEET, false).await?;
+    let (gateway, default) = (SocketAddr::from(([127, 0, 0, 1], ports.http)), SocketAddr::from(([127, 0, 0, 1], http)));
+    for addr in [gateway, default] {
+        anyhow::ensure!(
+            sentinel_serves(addr, Duration::from_secs(30)).await,
+            "the base objects do not serve at {addr}"
+        );
+    }
+
+    let entries = fuzz::corpus::load();
+    let (mut admitted, mut at_admission, mut problems) = (Vec::new(), Vec::new(), Vec::new());
+    for entry in &entries {
+        let documents = entry.documents(&base);
+        let mut refusals = Vec::new();
+        for doc in &documents {
+            if let Err(e) = testkit::apply_yaml(&client, &doc.to_string()).await {
+                refusals.push(e.to_string());
+            }
+        }
+        if refusals.is_empty() {
+            admitted.push(entry.name.as_str());
+        } else {
+            at_admission.push(entry.name.as_str());
+        }
+        let mut unmet = Vec::new();
+        for expect in &entry.expect {
+            match expect {
+                fuzz::corpus::Expect::Unreadable(_) if refusals.is_empty() => {
+                    unmet.push("the API server admitted an object it must refuse".to_string())
+                }
+                fuzz::corpus::Expect::Diagnostic { kind, object, field, reason } if refusals.is_empty() => {
+                    let (namespace, name) = object.split_once('/').unwrap_or(("default", object));
+                    let api_version = documents
+                        .iter()
+                        .chain(base.objects())
+                        .find(|o| o["kind"] == kind.as_str())
+                        .and_then(|o| o["apiVersion"].as_str())
+                        .unwrap_or_default();
+                    // HTTPProxy conditions keep upstream's messages, which name no field.
+                    let field = if kind == "HTTPProxy" { "" } else { field.as_str() };
+                    let found = testkit::eventually(Duration::from_secs(10), || async {
+                        let status = testkit::status_of(&client, api_version, kind, namespace, name).await.ok()?;
+                        has_condition(&status, reason, field).then_some(())
+                    })
+                    .await;
+                    if found.is_none() {
+                        let status = testkit::status_of(&client, api_version, kind, namespace, name).await;
+                        unmet.push(format!("no {reason} naming {field} in the status of {kind} {object}: {status:?}"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Give the controller the change (a condition may have come from an earlier build).
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if let Err(e) = settle(&h.server, Duration::from_secs(10)).await {
+            unmet.push(e);
+        }
+        if !entry.changes_gateway() && !sentinel_serves(gateway, Duration::from_secs(5)).await {
+            unmet.push("the Gateway's sentinel HTTPRoute stopped answering".into());
+        }
+        if !sentinel_serves(default, Duration::from_secs(5)).await {
+            unmet.push("the sentinel HTTPProxy stopped answering".into());
+        }
+        problems.extend(unmet.into_iter().map(|u| format!("{}: {u}", entry.name)));
+        // Back to the base objects.
+        for doc in &documents {
+            let yaml = doc.to_string();
+            match base.objects().iter().find(|o| fuzz::corpus::same_object(o, doc)) {
+                Some(original) => testkit::apply_yaml(&client, &original.to_string()).await?,
+                None => testkit::delete_yaml(&client, &yaml).await.or_else(|e| {
+                    // An object the API server never admitted cannot be named to delete.
+                    if refusals.is_empty() { Err(e) } else { Ok(()) }
+                })?,
+            }
+        }
+        anyhow::ensure!(sentinel_serves(gateway, Duration::from_secs(15)).await, "{}: not restored", entry.name);
+    }
+    let nacks = h.server.stats().nacks_total();
+    println!(
+        "corpus in Kubernetes mode: {} cases; refused by the API server: {}; admitted: {}; {nacks} NACKs; {} problems",
+        entries.len(),
+        at_admission.join(", "),
+        admitted.join(", "),
+        problems.len()
+    );
+    anyhow::ensure!(problems.is_empty() && nacks == 0, "{nacks} NACKs; {}", problems.join("\n"));
+    Ok(())
+}
+
+/// Free ports for the base objects' listeners, their backends at `backend`.
+fn free_ports(backend: SocketAddr) -> fuzz::Ports {
+    let port = testkit::free_port;
+    fuzz::Ports { http: port(), https: port(), tls: port(), tcp: port(), udp: port(), set: port(), backend }
+}
+
+/// Whether a status holds a condition (at any depth) with this reason whose message names
+/// `field`.
+fn has_condition(status: &serde_json::Value, reason: &str, field: &str) -> bool {
+    match status {
+        serde_json::Value::Object(map) => {
+            let message = map.get("message").and_then(|m| m.as_str()).unwrap_or_default();
+            (map.get("reason").is_some_and(|r| r == reason) && message.contains(field))
+                || map.values().any(|v| has_condition(v, reason, field))
+        }
+        serde_json::Value::Array(items) => items.iter().any(|v| has_condition(v, reason, field)),
+        _ => false,
+    }
 }
 
 /// Waits until every fleet's Envoy has answered the configuration it is served: `Err` with

@@ -253,6 +253,18 @@ impl Harness {
         Self::watch_cluster(Vec::new(), launch).await
     }
 
+    /// Kubernetes mode with Envoy in the Gateway's fleet on Delta xDS, and the default fleet's
+    /// listeners on 127.0.0.1 `http_port` and `https_port` for a second Envoy ([`fleet_envoy`]).
+    pub async fn start_kubernetes_gateway_and_default(
+        client: kube::Client,
+        http_port: u16,
+        https_port: u16,
+    ) -> anyhow::Result<Self> {
+        let options = default_fleet_options(http_port, https_port);
+        let launch = Launch { delta: true, status_client: Some(client), options, ..Launch::default() };
+        Self::watch_cluster(Vec::new(), launch).await
+    }
+
     /// A directory source (as `--from-dir`) holding `yaml`, then [`Harness::launch`].
     async fn from_dir(yaml: &str, launch: Launch<'_>) -> anyhow::Result<Self> {
         let dir = std::env::temp_dir().join(format!("contour-e2e-{}-{}", std::process::id(), testkit::free_port()));

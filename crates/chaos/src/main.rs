@@ -11,12 +11,15 @@
 //! - `endpoint-churn`: for a minute, backends are added to the loaded Service, and the oldest are
 //!   removed as Kubernetes removes a pod: its endpoint is marked terminating first, then removed,
 //!   then the backend stops;
+//! - `backend-crash`: for a minute, a backend is added each cycle and the oldest crashes (killed at
+//!   once, still in the EndpointSlice until it is removed a moment later, as Kubernetes notices);
+//! - `backend-crash-retry`: the same while the loaded route retries on `reset` and `connect-failure`;
 //! - `leader-kill`: a second replica joins; the Lease holder gets SIGKILL and starts again.
 //!
 //! After each fault a new app is created, and the time until it answers through Envoy and until
 //! its status is written is measured: the control plane is back. One table row a fault: requests
-//! sent, failed, p99 and slowest latency. Exits 1 if any request failed or the control plane did
-//! not come back.
+//! sent, failed, p99 and slowest latency. Exits 1 if a request failed that the fault does not excuse
+//! (see [`Row::unexplained_failures`]) or the control plane did not come back.
 //!
 //!   chaos [--quick] [--faults a,b] [--rate 300] [--connections 8]
 //!
@@ -48,15 +51,19 @@ enum Fault {
     XdsCut,
     ConfigChurn,
     EndpointChurn,
+    BackendCrash,
+    BackendCrashRetry,
     LeaderKill,
 }
 
-const FAULTS: [Fault; 6] = [
+const FAULTS: [Fault; 8] = [
     Fault::ControllerKill,
     Fault::ApiServerStop,
     Fault::XdsCut,
     Fault::ConfigChurn,
     Fault::EndpointChurn,
+    Fault::BackendCrash,
+    Fault::BackendCrashRetry,
     Fault::LeaderKill,
 ];
 
@@ -68,6 +75,8 @@ impl Fault {
             Self::XdsCut => "xds-cut",
             Self::ConfigChurn => "config-churn",
             Self::EndpointChurn => "endpoint-churn",
+            Self::BackendCrash => "backend-crash",
+            Self::BackendCrashRetry => "backend-crash-retry",
             Self::LeaderKill => "leader-kill",
         }
     }
@@ -147,6 +156,25 @@ struct Row {
     served: Option<Duration>,
     /// From the fault's end to the new app's status being written.
     status: Option<Duration>,
+    /// Envoy's retries to the loaded app's backends: done, refused by the circuit breaker
+    /// (`upstream_rq_retry_overflow`), and given up (`upstream_rq_retry_limit_exceeded`).
+    retried: Vec<u64>,
+}
+
+impl Row {
+    /// Failed requests nothing excuses. A crashed backend without a retry policy costs the
+    /// requests sent to it until it leaves the EndpointSlice; with one, only the retries Envoy
+    /// would not make: over the cluster's circuit breaker (`max_retries`, 3 at once by default)
+    /// or past the retry count.
+    fn unexplained_failures(&self) -> u64 {
+        match (self.fault, &self.retried[..]) {
+            (Fault::BackendCrash, _) => 0,
+            (Fault::BackendCrashRetry, &[_, overflow, limit]) => {
+                self.load.failed_total().saturating_sub(overflow + limit)
+            }
+            _ => self.load.failed_total(),
+        }
+    }
 }
 
 #[tokio::main]
@@ -158,16 +186,21 @@ async fn main() -> anyhow::Result<()> {
         eprintln!("== {}", fault.name());
         let row = rig.run(fault, &args).await.with_context(|| fault.name())?;
         eprintln!("   {}", row.load.summary());
+        if let [done, overflow, limit] = row.retried[..] {
+            eprintln!("   Envoy retried {done}; {overflow} retries refused by the circuit breaker, {limit} gave up");
+        }
         rows.push(row);
     }
     let rejected = rig.envoy.rejected_updates().await.map_or("?".into(), |n| n.to_string());
     print_table(&args, &rows);
     println!("\nEnvoy rejected {rejected} configuration updates over the whole run.");
-    let failed: u64 = rows.iter().map(|r| r.load.failed_total()).sum();
+    let failed: u64 = rows.iter().map(Row::unexplained_failures).sum();
     let unrecovered = rows.iter().filter(|r| r.served.is_none() || r.status.is_none()).count();
     drop(rig);
     if failed > 0 || unrecovered > 0 {
-        eprintln!("chaos: {failed} requests failed; the control plane did not come back after {unrecovered} faults");
+        eprintln!(
+            "chaos: {failed} requests failed that no fault excuses; the control plane did not come back after {unrecovered} faults"
+        );
         std::process::exit(1);
     }
     Ok(())
@@ -327,6 +360,10 @@ impl Rig {
             self.replicas.push(second);
             self.relay.set_targets(self.replicas.iter().map(|r| r.xds).collect());
         }
+        let retries = fault == Fault::BackendCrashRetry;
+        if retries {
+            self.set_proxy(Some(retry_policy())).await?;
+        }
         let load = Load {
             addr: SocketAddr::from(([127, 0, 0, 1], self.http)),
             host: host(APP),
@@ -340,6 +377,7 @@ impl Rig {
         }));
         tokio::time::sleep(STEADY).await;
 
+        let retried = self.retry_counters().await;
         let began = Instant::now();
         let outcome = self.inject(fault, &args.lengths).await;
         let lasted = began.elapsed();
@@ -351,8 +389,12 @@ impl Rig {
         tokio::time::sleep(STEADY).await;
         let _ = stop.send(());
         let load = load.await?;
+        let retried = self.retry_counters().await.iter().zip(retried).map(|(after, before)| after - before).collect();
+        if retries {
+            self.set_proxy(None).await?;
+        }
         let (served, status) = back?;
-        Ok(Row { fault, lasted, load, served, status })
+        Ok(Row { fault, lasted, load, served, status, retried })
     }
 
     async fn inject(&mut self, fault: Fault, lengths: &Lengths) -> anyhow::Result<()> {
@@ -388,7 +430,8 @@ impl Rig {
                 self.relay.unblock();
             }
             Fault::ConfigChurn => self.config_churn(lengths.churn).await?,
-            Fault::EndpointChurn => self.endpoint_churn(lengths).await?,
+            Fault::EndpointChurn => self.endpoint_churn(lengths, false).await?,
+            Fault::BackendCrash | Fault::BackendCrashRetry => self.endpoint_churn(lengths, true).await?,
         }
         Ok(())
     }
@@ -405,7 +448,7 @@ impl Rig {
             ticks.tick().await;
             let other = app_objects(&format!("churn-{}", step / 5), &probe, 0);
             match step % 5 {
-                0 => apply_yaml(&self.client, &proxy(APP, step).to_string()).await?,
+                0 => apply_yaml(&self.client, &proxy(APP, step, None).to_string()).await?,
                 i @ 1..=3 => apply_yaml(&self.client, &other[i as usize - 1].to_string()).await?,
                 _ => {
                     if let Some(old) = (step / 5).checked_sub(5) {
@@ -419,21 +462,25 @@ impl Rig {
         Ok(())
     }
 
-    /// Backends come and go on the loaded Service: each cycle a new one is added, then the
-    /// oldest is marked terminating, removed once Envoy had time to stop sending to it, and
-    /// stopped.
-    async fn endpoint_churn(&mut self, lengths: &Lengths) -> anyhow::Result<()> {
+    /// Backends come and go on the loaded Service: each cycle a new one is added, and the oldest
+    /// leaves. Drained, it is marked terminating, removed once Envoy had time to stop sending to
+    /// it, then stopped; crashed, it is killed at once and removed from the EndpointSlice a
+    /// moment later.
+    async fn endpoint_churn(&mut self, lengths: &Lengths, crash: bool) -> anyhow::Result<()> {
         let began = Instant::now();
         let third = lengths.cycle / 3;
         let mut cycles = 0;
         while began.elapsed() < lengths.churn {
             cycles += 1;
-            let added = NetnsBackend::start(&format!("b{}", cycles + 1)).await?;
+            let added = NetnsBackend::start(&format!("b{}", self.apps + cycles + 1)).await?;
             self.backends.push(added);
             self.set_endpoints(None).await?;
             tokio::time::sleep(third).await;
-            let oldest = self.backends[0].addr.ip();
-            self.set_endpoints(Some(oldest)).await?;
+            if crash {
+                self.backends[0].crash().await;
+            } else {
+                self.set_endpoints(Some(self.backends[0].addr.ip())).await?;
+            }
             tokio::time::sleep(third).await;
             let removed = self.backends.remove(0);
             self.set_endpoints(None).await?;
@@ -444,8 +491,27 @@ impl Rig {
         Ok(())
     }
 
+    /// The loaded app's HTTPProxy, with this retry policy.
+    async fn set_proxy(&self, retry: Option<Value>) -> anyhow::Result<()> {
+        apply_yaml(&self.client, &proxy(APP, 0, retry).to_string()).await?;
+        // Give Envoy the new route before the load starts.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        Ok(())
+    }
+
     async fn set_endpoints(&self, terminating: Option<IpAddr>) -> anyhow::Result<()> {
         apply_yaml(&self.client, &slice(APP, &endpoints(&self.backends, terminating)).to_string()).await
+    }
+
+    /// Envoy's retry counters of the loaded app's cluster (see [`Row::retried`]).
+    async fn retry_counters(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        for counter in ["upstream_rq_retry", "upstream_rq_retry_overflow", "upstream_rq_retry_limit_exceeded"] {
+            let name = format!("cluster.default_{APP}_80.{counter}");
+            let body = self.envoy.admin_get(&format!("/stats?filter=^{name}$")).await.unwrap_or_default();
+            out.push(body.rsplit(' ').next().and_then(|v| v.trim().parse().ok()).unwrap_or(0));
+        }
+        out
     }
 
     async fn holder(&self) -> Option<String> {
@@ -504,7 +570,7 @@ fn endpoints(backends: &[NetnsBackend], terminating: Option<IpAddr>) -> Vec<Endp
 fn app_objects(name: &str, endpoints: &[Endpoint], version: u64) -> [Value; 3] {
     let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
         "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}});
-    [service, slice(name, endpoints), proxy(name, version)]
+    [service, slice(name, endpoints), proxy(name, version, None)]
 }
 
 /// [`app_objects`] as a multi-document YAML text.
@@ -526,8 +592,17 @@ fn slice(name: &str, endpoints: &[Endpoint]) -> Value {
 }
 
 /// The HTTPProxy of app `name`; `version` goes into a request header, so each one is a change.
-fn proxy(name: &str, version: u64) -> Value {
+fn proxy(name: &str, version: u64, retry: Option<Value>) -> Value {
+    let mut route = json!({"services": [{"name": name, "port": 80}],
+        "requestHeadersPolicy": {"set": [{"name": "x-chaos-version", "value": version.to_string()}]}});
+    if let Some(retry) = retry {
+        route["retryPolicy"] = retry;
+    }
     json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy", "metadata": {"name": name, "namespace": "default"},
-        "spec": {"virtualhost": {"fqdn": host(name)}, "routes": [{"services": [{"name": name, "port": 80}],
-            "requestHeadersPolicy": {"set": [{"name": "x-chaos-version", "value": version.to_string()}]}}]}})
+        "spec": {"virtualhost": {"fqdn": host(name)}, "routes": [route]}})
+}
+
+/// The retry policy of `backend-crash-retry`: what a crashed backend causes, retried on another.
+fn retry_policy() -> Value {
+    json!({"count": 3, "retryOn": ["reset", "connect-failure"]})
 }

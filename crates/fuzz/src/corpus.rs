@@ -65,6 +65,13 @@ pub fn load() -> Vec<Entry> {
         .collect()
 }
 
+/// Whether two objects are the same one: kind, namespace and name.
+pub fn same_object(a: &Value, b: &Value) -> bool {
+    a["kind"] == b["kind"]
+        && a["metadata"]["name"] == b["metadata"]["name"]
+        && a["metadata"]["namespace"] == b["metadata"]["namespace"]
+}
+
 fn parse_expect(line: &str) -> Option<Expect> {
     let words: Vec<&str> = line.split_whitespace().collect();
     match words.as_slice() {
@@ -86,21 +93,20 @@ impl Entry {
         self.text.lines().any(|l| l.trim() == "kind: Gateway" || l.trim() == "kind: GatewayClass")
     }
 
+    /// This case's own objects, their placeholders filled.
+    pub fn documents(&self, base: &Base) -> Vec<Value> {
+        let text = base.fill(&self.text);
+        serde_yaml::Deserializer::from_str(&text)
+            .map(|doc| serde::Deserialize::deserialize(doc).expect("corpus cases are YAML"))
+            .filter(|v: &Value| !v.is_null())
+            .collect()
+    }
+
     /// The base objects with this case's in place.
     pub fn objects(&self, base: &Base) -> Objects {
-        let text = base.fill(&self.text);
         let mut json = base.objects.clone();
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let value: Value = serde::Deserialize::deserialize(doc).expect("corpus cases are YAML");
-            if value.is_null() {
-                continue;
-            }
-            let same = |o: &Value| {
-                o["kind"] == value["kind"]
-                    && o["metadata"]["name"] == value["metadata"]["name"]
-                    && o["metadata"]["namespace"] == value["metadata"]["namespace"]
-            };
-            match json.iter().position(same) {
+        for value in self.documents(base) {
+            match json.iter().position(|o| same_object(o, &value)) {
                 Some(i) => json[i] = value,
                 None => json.push(value),
             }

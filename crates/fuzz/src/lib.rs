@@ -41,13 +41,21 @@ pub struct Ports {
     pub udp: u16,
     /// The listener of the ListenerSet attached to it.
     pub set: u16,
-    /// Where every EndpointSlice points (on 127.0.0.1).
-    pub backend: u16,
+    /// Where every EndpointSlice with a live backend points.
+    pub backend: std::net::SocketAddr,
 }
 
 impl Default for Ports {
     fn default() -> Self {
-        Self { http: 8080, https: 8443, tls: 9443, tcp: 9000, udp: 9053, set: 8081, backend: 3000 }
+        Self {
+            http: 8080,
+            https: 8443,
+            tls: 9443,
+            tcp: 9000,
+            udp: 9053,
+            set: 8081,
+            backend: std::net::SocketAddr::from(([127, 0, 0, 1], 3000)),
+        }
     }
 }
 
@@ -159,6 +167,11 @@ impl Base {
     /// `text` with the ports in place of their placeholders.
     pub fn fill(&self, text: &str) -> String {
         fill(text, &self.ports)
+    }
+
+    /// The base objects, placeholders filled.
+    pub fn objects(&self) -> &[Value] {
+        &self.objects
     }
 
     /// How many places a field change can hit.
@@ -292,7 +305,8 @@ fn fill(text: &str, ports: &Ports) -> String {
         .replace("%TCP%", &ports.tcp.to_string())
         .replace("%UDP%", &ports.udp.to_string())
         .replace("%SET%", &ports.set.to_string())
-        .replace("%BACKEND%", &ports.backend.to_string())
+        .replace("%BACKEND%", &ports.backend.port().to_string())
+        .replace("%BACKEND_IP%", &ports.backend.ip().to_string())
 }
 
 /// Whether an object is one of the sentinels no change may touch.

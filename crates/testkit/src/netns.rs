@@ -40,6 +40,13 @@ fn ip(args: &[&str]) -> anyhow::Result<()> {
 }
 
 impl NetnsBackend {
+    /// Kills the backend at once, as a crash would; its address stays and refuses connections.
+    pub async fn crash(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
     /// Creates a namespace with a veth pair and starts an echo backend in it on port 8080.
     pub async fn start(name: &str) -> anyhow::Result<Self> {
         static NEXT: AtomicU32 = AtomicU32::new(0);

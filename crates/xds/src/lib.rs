@@ -16,6 +16,7 @@ mod lua;
 mod ordered;
 mod ratelimit;
 mod rbac;
+mod retry;
 mod route;
 mod runtime;
 mod secret;

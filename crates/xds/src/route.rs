@@ -468,7 +468,7 @@ fn forward(
         cluster_not_found_response_code: r::route_action::ClusterNotFoundResponseCode::InternalServerError as i32,
         timeout: route.timeout_ms.map(duration_ms),
         idle_timeout: policy.idle_timeout_ms.map(duration_ms),
-        retry_policy: policy.retry.as_ref().map(retry_policy),
+        retry_policy: policy.retry.as_ref().map(crate::retry::policy),
         upgrade_configs: if policy.websockets {
             vec![r::route_action::UpgradeConfig { upgrade_type: "websocket".into(), ..Default::default() }]
         } else {
@@ -514,19 +514,6 @@ fn forward(
         }
     }
     action
-}
-
-fn retry_policy(p: &ir::RetryPolicy) -> r::RetryPolicy {
-    r::RetryPolicy {
-        retry_on: p.retry_on.join(","),
-        num_retries: Some(UInt32Value { value: p.count }),
-        per_try_timeout: p.per_try_timeout_ms.map(duration_ms),
-        retriable_status_codes: p.retriable_status_codes.clone(),
-        retry_back_off: p
-            .backoff_ms
-            .map(|ms| r::retry_policy::RetryBackOff { base_interval: Some(duration_ms(ms)), max_interval: None }),
-        ..Default::default()
-    }
 }
 
 fn hash_policy(p: &ir::HashPolicy) -> r::route_action::HashPolicy {
