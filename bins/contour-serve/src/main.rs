@@ -382,8 +382,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
         ..Default::default()
     });
     let xds_addr = SocketAddr::new(args.xds_address, args.xds_port);
-    let xds_listener =
-        tokio::net::TcpListener::bind(xds_addr).await.with_context(|| format!("binding xDS on {xds_addr}"))?;
+    let xds_listener = xds_server::listen(xds_addr).with_context(|| format!("binding xDS on {xds_addr}"))?;
     info!(%xds_addr, "contour-serve starting");
 
     let (gateway_api, httpproxy) = (options.gateway_api.clone(), options.httpproxy.clone());

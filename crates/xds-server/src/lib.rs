@@ -24,7 +24,7 @@ use tokio::sync::watch;
 pub use xds::{FleetResources, Resource, ResourceType, Resources};
 
 pub use fleets::{Programming, Rejection};
-pub use services::{serve, serve_tls};
+pub use services::{listen, serve, serve_tls};
 pub use tls::{Reloading, TlsError, TlsFiles, accept as accept_tls};
 
 /// The fleet Envoys join when their node names no cluster.

@@ -40,6 +40,20 @@ use crate::{Inner, ResourceType, XdsServer, index};
 
 type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
+/// How many connections may wait to be accepted; the kernel caps it at `net.core.somaxconn`.
+const BACKLOG: u32 = 4096;
+
+/// Binds a listener for Envoys' xDS connections with a backlog for a burst of them (a fleet
+/// restarting, or every Envoy reconnecting at once). The standard library's and tokio's `bind`
+/// ask for 128, so a thousand Envoys connecting at once overflowed the queue and had a third of
+/// their connections reset; Go servers, upstream Contour's among them, get `somaxconn`.
+pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
 /// Serves ADS and the per-type services on a bound listener until `shutdown` completes.
 pub async fn serve(
     server: XdsServer,

@@ -209,7 +209,7 @@ struct FakeEnvoy {
 }
 
 async fn start(server: &XdsServer) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = listen(([127, 0, 0, 1], 0).into()).unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve(server.clone(), listener, std::future::pending()));
     format!("http://{addr}")
@@ -217,7 +217,13 @@ async fn start(server: &XdsServer) -> String {
 
 impl FakeEnvoy {
     async fn connect(url: &str, fleet: &str, delta: bool) -> Self {
-        let mut client = AggregatedDiscoveryServiceClient::connect(url.to_string()).await.unwrap();
+        Self::try_connect(url, fleet, delta).await.unwrap()
+    }
+
+    /// [`FakeEnvoy::connect`], failing as Envoy's connection would (the caller retries).
+    async fn try_connect(url: &str, fleet: &str, delta: bool) -> Result<Self, String> {
+        let mut client =
+            AggregatedDiscoveryServiceClient::connect(url.to_string()).await.map_err(|e| format!("{e:?}"))?;
         let node = Some(envoy_types::pb::envoy::config::core::v3::Node {
             id: "fake".into(),
             cluster: fleet.into(),
@@ -251,7 +257,9 @@ impl FakeEnvoy {
                 .await
                 .unwrap();
             }
-            me.delta_rx = Some(client.delta_aggregated_resources(ReceiverStream::new(rx)).await.unwrap().into_inner());
+            let stream =
+                client.delta_aggregated_resources(ReceiverStream::new(rx)).await.map_err(|e| format!("{e:?}"))?;
+            me.delta_rx = Some(stream.into_inner());
             me.delta_tx = Some(tx);
         } else {
             let (tx, rx) = mpsc::channel(64);
@@ -260,10 +268,12 @@ impl FakeEnvoy {
                     .await
                     .unwrap();
             }
-            me.sotw_rx = Some(client.stream_aggregated_resources(ReceiverStream::new(rx)).await.unwrap().into_inner());
+            let stream =
+                client.stream_aggregated_resources(ReceiverStream::new(rx)).await.map_err(|e| format!("{e:?}"))?;
+            me.sotw_rx = Some(stream.into_inner());
             me.sotw_tx = Some(tx);
         }
-        me
+        Ok(me)
     }
 
     /// Handles responses until none arrives for a while; returns what was seen in that time.

@@ -1,4 +1,5 @@
-//! Limits: an Envoy that stops reading while the configuration churns.
+//! Limits: an Envoy that stops reading while the configuration churns; a burst of a thousand
+//! Envoys connecting at once.
 
 use super::*;
 
@@ -39,4 +40,66 @@ async fn an_envoy_that_stops_reading_has_a_bounded_backlog_and_holds_back_no_one
         let waiting = seen.len();
         println!("delta {delta}: the stuck Envoy got {waiting} responses for 500 changes");
     }
+}
+
+/// A thousand Envoys connect at once (a fleet restarted, or every Envoy back after the
+/// controller was away), half on State-of-the-World and half on Delta: each gets the whole
+/// configuration at the first try (an Envoy whose connection fails tries again, as Envoy does,
+/// but only after a backoff).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_a_thousand_envoys_is_served() {
+    const ENVOYS: usize = 1000;
+    let server = XdsServer::default();
+    server.set_fleets(one_fleet("v0"));
+    server.set_ready();
+    let url = start(&server).await;
+    let started = std::time::Instant::now();
+    let envoys: Vec<_> = (0..ENVOYS)
+        .map(|i| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let mut errors = Vec::new();
+                for _ in 0..5 {
+                    match FakeEnvoy::try_connect(&url, "f", i % 2 == 1).await {
+                        Ok(mut envoy) => {
+                            // Responses may be slow to start under the burst: read for up to 30 s
+                            // until every type is held.
+                            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                            while !whole(&envoy.model.held) && std::time::Instant::now() < deadline {
+                                envoy.settle().await;
+                            }
+                            return (envoy.model.held, errors);
+                        }
+                        Err(e) => errors.push(e),
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                (BTreeMap::new(), errors)
+            })
+        })
+        .collect();
+    let (mut served, mut retried, mut errors) = (0, 0, Vec::new());
+    for envoy in envoys {
+        let (held, failed) = envoy.await.expect("an Envoy's task");
+        served += usize::from(whole(&held));
+        retried += usize::from(!failed.is_empty());
+        errors.extend(failed);
+    }
+    let took = started.elapsed();
+    println!(
+        "{ENVOYS} Envoys at once: {served} got the whole configuration in {took:?}; {retried} had to reconnect; \
+         the server counted {} streams; errors: {:?}",
+        server.stats().streams_total,
+        errors.iter().take(3).collect::<Vec<_>>()
+    );
+    assert_eq!(served, ENVOYS, "every Envoy gets its configuration; errors: {errors:?}");
+    // With the standard library's backlog of 128, about a third were reset and had to retry.
+    assert_eq!(retried, 0, "no connection is refused or reset: {errors:?}");
+}
+
+/// Whether an Envoy holds a listener, a cluster, a route and endpoints.
+fn whole(held: &BTreeMap<ResourceType, BTreeMap<String, Any>>) -> bool {
+    [ResourceType::Listener, ResourceType::Cluster, ResourceType::Route, ResourceType::Endpoint]
+        .into_iter()
+        .all(|t| held.get(&t).is_some_and(|r| !r.is_empty()))
 }
