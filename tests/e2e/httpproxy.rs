@@ -258,6 +258,14 @@ async fn status_through_the_api_server() -> anyhow::Result<()> {
     )
     .await?;
     until("root", |s| s["currentStatus"] == "valid").await?;
+
+    // Deleted and created again under the same name: another object, whose status is written
+    // although it is the same as the first one's was.
+    let orphan = proxy("orphan", "  routes: [{services: [{name: web, port: 80}]}]");
+    testkit::delete_yaml(&client, &orphan).await?;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    apply_yaml(&client, &orphan).await?;
+    until("orphan", |s| s["currentStatus"] == "orphaned").await?;
     Ok(())
 }
 

@@ -15,14 +15,15 @@ pub struct IngressStatusOptions {
     pub static_addresses: Vec<String>,
 }
 
-/// The load-balancer status each of our Ingresses should carry; empty when no address is known.
-pub fn load_balancers(snapshot: &Snapshot, o: &IngressStatusOptions) -> Vec<(ObjectKey, Value)> {
+/// The load-balancer status each of our Ingresses should carry, with the Ingress's uid; empty
+/// when no address is known.
+pub fn load_balancers(snapshot: &Snapshot, o: &IngressStatusOptions) -> Vec<(ObjectKey, String, Value)> {
     let Some(value) = load_balancer(snapshot, o) else { return Vec::new() };
     snapshot
         .ingresses
         .iter()
         .filter(|(_, i)| frontends::ingress::is_ours(snapshot, i, &o.class_names))
-        .map(|(k, _)| (k.clone(), value.clone()))
+        .map(|(k, i)| (k.clone(), i.metadata.uid.clone().unwrap_or_default(), value.clone()))
         .collect()
 }
 

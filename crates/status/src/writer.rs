@@ -122,7 +122,7 @@ impl StatusWriter {
     pub async fn write(
         &mut self,
         set: &StatusSet,
-        ingresses: &[(objects::ObjectKey, Value)],
+        ingresses: &[(objects::ObjectKey, String, Value)],
         proxies: &[frontends::httpproxy::status::ProxyStatus],
         extensions: &[frontends::httpproxy::status::ProxyStatus],
         address: Option<&Value>,
@@ -168,10 +168,10 @@ impl StatusWriter {
                 desired: Desired::Ancestors(p.parents.clone()),
             });
         }
-        for (key, lb) in ingresses {
+        for (key, uid, lb) in ingresses {
             writes.push(Write {
                 kind: "Ingress",
-                uid: None,
+                uid: Some(uid.clone()),
                 namespace: key.namespace.clone(),
                 name: key.name.clone(),
                 desired: Desired::LoadBalancer(lb.clone()),
@@ -180,7 +180,7 @@ impl StatusWriter {
         for p in proxies {
             writes.push(Write {
                 kind: "HTTPProxy",
-                uid: None,
+                uid: Some(p.uid.clone()),
                 namespace: p.key.namespace.clone(),
                 name: p.key.name.clone(),
                 desired: Desired::Proxy(p.clone(), address.cloned()),
@@ -189,7 +189,7 @@ impl StatusWriter {
         for e in extensions {
             writes.push(Write {
                 kind: "ExtensionService",
-                uid: None,
+                uid: Some(e.uid.clone()),
                 namespace: e.key.namespace.clone(),
                 name: e.key.name.clone(),
                 desired: Desired::Extension(e.clone()),
@@ -213,6 +213,13 @@ impl StatusWriter {
                 writes.push(Write { kind, uid: None, namespace, name, desired });
             }
         }
+
+        // Forget objects that are gone (and, for routes, hold none of our entries): one deleted
+        // and created again later is written afresh, and what is remembered stays as large as
+        // what exists.
+        let current: std::collections::HashSet<(&str, &str, &str)> =
+            writes.iter().map(|w| (w.kind, w.namespace.as_str(), w.name.as_str())).collect();
+        self.last.retain(|(kind, namespace, name), _| current.contains(&(*kind, namespace.as_str(), name.as_str())));
 
         let mut kinds: Vec<&'static str> = writes.iter().map(|w| w.kind).collect();
         kinds.sort_unstable();
@@ -469,6 +476,7 @@ mod tests {
         ProxyStatus {
             key: objects::ObjectKey::new("n", "p"),
             vhost: "a.example".into(),
+            uid: "u".into(),
             generation: 1,
             current_status: if valid { "valid" } else { "invalid" },
             description: "Valid HTTPProxy".into(),

@@ -26,6 +26,8 @@ pub struct ProxyStatus {
     pub key: ObjectKey,
     /// The virtual host's fqdn for a root, empty otherwise (upstream's `vhost` metric label).
     pub vhost: String,
+    /// Its uid: a proxy deleted and created again under the same name is another object.
+    pub uid: String,
     /// `metadata.generation` the status describes.
     pub generation: i64,
     /// `valid`, `invalid` or `orphaned`.
@@ -70,7 +72,7 @@ pub fn compute(snapshot: &Snapshot, options: &Options, diagnostics: &[Diagnostic
         if !crate::class::is_served(class, &options.class_names) {
             continue;
         }
-        let mut status = detailed(key, proxy.metadata.generation, &by_proxy, "Valid HTTPProxy");
+        let mut status = detailed(key, &proxy.metadata, &by_proxy, "Valid HTTPProxy");
         let orphan = status.errors.iter().find(|e| e.type_ == "Orphaned").map(|e| e.message.clone());
         if orphan.is_some() {
             status.current_status = "orphaned";
@@ -89,7 +91,7 @@ pub fn extensions(snapshot: &Snapshot, diagnostics: &[Diagnostic]) -> Vec<ProxyS
     snapshot
         .extension_services
         .iter()
-        .map(|(key, ext)| detailed(key, ext.metadata.generation, &by_object, "Valid ExtensionService"))
+        .map(|(key, ext)| detailed(key, &ext.metadata, &by_object, "Valid ExtensionService"))
         .collect()
 }
 
@@ -105,7 +107,7 @@ fn by_object<'d>(diagnostics: &'d [Diagnostic], kind: &str) -> BTreeMap<(&'d str
 /// An object's `Valid` condition from its diagnostics: `valid` message when there is no error.
 fn detailed(
     key: &ObjectKey,
-    generation: Option<i64>,
+    metadata: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     by_object: &BTreeMap<(&str, &str), Vec<&Diagnostic>>,
     valid_message: &str,
 ) -> ProxyStatus {
@@ -130,7 +132,8 @@ fn detailed(
     ProxyStatus {
         key: key.clone(),
         vhost: String::new(),
-        generation: generation.unwrap_or(0),
+        uid: metadata.uid.clone().unwrap_or_default(),
+        generation: metadata.generation.unwrap_or(0),
         current_status,
         description: message.clone(),
         valid,
