@@ -27,7 +27,7 @@ pub use jwt::{JwksServer, Signer, now_s};
 pub use load::{Load, LoadReport};
 pub use netns::NetnsBackend;
 pub use otlp::{OtlpCollector, Span};
-pub use process::{signal, workspace_binary};
+pub use process::{signal, usage, workspace_binary};
 pub use ratelimit::RateLimitService;
 pub use relay::Relay;
 

@@ -26,3 +26,22 @@ pub fn signal(pid: u32, name: &str) -> anyhow::Result<()> {
     anyhow::ensure!(status.success(), "kill -{name} {pid}: {status}");
     Ok(())
 }
+
+/// CPU seconds (user + system) and RSS / peak RSS (MiB) of a process.
+pub fn usage(pid: u32) -> (f64, f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // After the command: state is field 0, utime 11, stime 12; 100 ticks a second on Linux.
+    let cpu = (ticks(11) + ticks(12)) / 100.0;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |field: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (cpu, kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
+}

@@ -194,25 +194,6 @@ async fn create(client: &kube::Client, object: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// CPU seconds (user + system) and RSS / peak RSS (MiB) of a process.
-fn usage(pid: u32) -> (f64, f64, f64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> =
-        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
-    // After the command: state is field 0, utime 11, stime 12; 100 ticks a second on Linux.
-    let cpu = (ticks(11) + ticks(12)) / 100.0;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = |field: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (cpu, kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
-}
-
 async fn measure(
     c: &Controller,
     n: usize,
@@ -284,7 +265,7 @@ async fn measure(
     };
     let (served, all_valid) = tokio::join!(served, all_valid);
     let mut f = Figures { served, all_valid, ..Figures::default() };
-    f.rss_converged = usage(pid).1;
+    f.rss_converged = testkit::usage(pid).1;
 
     // Bytes Envoy receives from the controller for a one-proxy change.
     // Both bootstraps name the xDS cluster's stats `<namespace>_contour_<port>`.
@@ -358,9 +339,9 @@ async fn measure(
 
     // Idle: nothing changes for a while.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let idle_from = usage(pid).0;
+    let idle_from = testkit::usage(pid).0;
     tokio::time::sleep(args.idle).await;
-    (f.cpu, _, f.peak_rss) = usage(pid);
+    (f.cpu, _, f.peak_rss) = testkit::usage(pid);
     f.idle_cpu = f.cpu - idle_from;
 
     let _ = serve.start_kill();
