@@ -221,8 +221,7 @@ async fn the_corpus_is_refused_before_envoy() -> anyhow::Result<()> {
 /// Gateway API's CRDs, TCPRoute and UDPRoute, and Contour's) to the controller watching it, with the
 /// Gateway's fleet and the default fleet in two Envoys. A case the API server refuses is refused
 /// at admission, as `kubectl apply` shows; one it admits must get its condition's reason in the
-/// object's status (its message naming the field, but for HTTPProxy, whose messages are
-/// upstream's). Either way, no NACK, and the sentinels keep answering.
+/// object's status (for a route, its message naming the field). Either way, no NACK, and the sentinels keep answering.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_corpus_in_kubernetes_mode_is_refused_by_the_api_server_or_gets_its_condition() -> anyhow::Result<()> {
     let api = testkit::ApiServer::start().await?;
@@ -282,8 +281,9 @@ async fn the_corpus_in_kubernetes_mode_is_refused_by_the_api_server_or_gets_its_
                         .find(|o| o["kind"] == kind.as_str())
                         .and_then(|o| o["apiVersion"].as_str())
                         .unwrap_or_default();
-                    // HTTPProxy conditions keep upstream's messages, which name no field.
-                    let field = if kind == "HTTPProxy" { "" } else { field.as_str() };
+                    // Route conditions name the field in their message; a Gateway's are per
+                    // listener, and HTTPProxy's keep upstream's messages, which name none.
+                    let field = if kind.ends_with("Route") { field.as_str() } else { "" };
                     let found = testkit::eventually(Duration::from_secs(10), || async {
                         let status = testkit::status_of(&client, api_version, kind, namespace, name).await.ok()?;
                         has_condition(&status, reason, field).then_some(())

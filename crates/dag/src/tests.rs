@@ -2,8 +2,14 @@ use super::*;
 use ir::PathMatch;
 use objects::Snapshot;
 
+/// The objects of a YAML fixture; `%CERT%` and `%KEY%` in double-quoted strings become a real
+/// certificate and key.
 fn snapshot(yaml: &str) -> Snapshot {
-    Snapshot::from_yaml(yaml).expect("fixture parses")
+    use objects::secrets::testing::quoted;
+    let yaml = yaml
+        .replace("%CERT%", &quoted(objects::secrets::testing::CERT))
+        .replace("%KEY%", &quoted(objects::secrets::testing::KEY));
+    Snapshot::from_yaml(&yaml).expect("fixture parses")
 }
 
 /// Our GatewayClass, to start fixtures with.
@@ -47,7 +53,7 @@ apiVersion: v1
 kind: Secret
 metadata: {name: cert}
 type: kubernetes.io/tls
-stringData: {tls.crt: "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n", tls.key: "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n"}
+stringData: {tls.crt: "%CERT%", tls.key: "%KEY%"}
 ---
 apiVersion: v1
 kind: Service
@@ -393,8 +399,8 @@ fn client_validation_bundles_differ_by_how_they_verify() {
     let yaml = [
         format!(
             "apiVersion: v1\nkind: Service\nmetadata: {{name: web, namespace: apps}}\nspec: {{ports: [{{port: 80}}]}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: cert, namespace: apps}}\ntype: kubernetes.io/tls\nstringData: {{tls.crt: \"{c}\", tls.key: \"{k}\", ca.crt: \"{c}\"}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: crl, namespace: apps}}\nstringData: {{crl.pem: \"{r}\"}}\n",
-            c = pem("CERTIFICATE"),
-            k = pem("PRIVATE KEY"),
+            c = "%CERT%",
+            k = "%KEY%",
             r = pem("X509 CRL"),
         ),
         proxy("full", "{caSecret: cert, crlSecret: crl}"),
@@ -424,11 +430,10 @@ fn client_validation_bundles_differ_by_how_they_verify() {
 /// come along (a CA used by no listener was lost before, and Envoy waited for it forever).
 #[test]
 fn what_route_clusters_use_reaches_the_fleet_from_the_cache_too() {
-    let pem = |label: &str| format!("-----BEGIN {label}-----\\nx\\n-----END {label}-----\\n");
     let yaml = format!(
         "apiVersion: v1\nkind: Service\nmetadata: {{name: web, namespace: apps}}\nspec: {{ports: [{{port: 443}}]}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: backend-ca, namespace: apps}}\nstringData: {{ca.crt: \"{c}\"}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: envoy-client, namespace: infra}}\ntype: kubernetes.io/tls\nstringData: {{tls.crt: \"{c}\", tls.key: \"{k}\"}}\n---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: p, namespace: apps}}\nspec:\n  virtualhost: {{fqdn: p.test}}\n  routes: [{{services: [{{name: web, port: 443, protocol: tls, validation: {{caSecret: backend-ca, subjectName: web.apps}}}}]}}]\n",
-        c = pem("CERTIFICATE"),
-        k = pem("PRIVATE KEY"),
+        c = "%CERT%",
+        k = "%KEY%",
     );
     let s = snapshot(&yaml);
     let t = frontends::httpproxy::translate(&s, &Default::default());

@@ -181,7 +181,8 @@ fn tls_versions_and_client_certificates_reach_the_listener() {
     use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
         DownstreamTlsContext, common_tls_context::ValidationContextType, tls_parameters::TlsProtocol,
     };
-    let pem = |label: &str| format!("-----BEGIN {label}-----\\nx\\n-----END {label}-----\\n");
+    use objects::secrets::testing::quoted;
+    let (cert, key) = (quoted(objects::secrets::testing::CERT), quoted(objects::secrets::testing::KEY));
     let yaml = format!(
         r#"
 apiVersion: v1
@@ -207,9 +208,7 @@ spec:
       clientValidation: {{caSecret: cert, optionalClientCertificate: true, forwardClientCertificate: {{subject: true}}}}
   routes: [{{services: [{{name: web, port: 80}}]}}]
 "#,
-        pem("CERTIFICATE").replace('\n', "\\n"),
-        pem("PRIVATE KEY").replace('\n', "\\n"),
-        pem("CERTIFICATE").replace('\n', "\\n"),
+        cert, key, cert,
     );
     let fleet = compiled_proxies(&yaml);
     let https = fleet.of(ResourceType::Listener).values().find(|l| l.name.starts_with("https-")).expect("https");

@@ -309,7 +309,8 @@ impl<'a> Builder<'a> {
             ir::CaKind::ConfigMap => {
                 self.read(Kind::ConfigMap, &key);
                 let text = self.snapshot.config_maps.get(&key)?.data.as_ref()?.get("ca.crt")?;
-                let pem = text.contains("-----BEGIN CERTIFICATE-----").then(|| text.clone().into_bytes())?;
+                objects::secrets::ca_certificates(text.as_bytes()).ok()?;
+                let pem = text.clone().into_bytes();
                 // Named apart from a Secret's bundle of the same name.
                 (pem, format!("{}/{}/configmap/ca", r.namespace, r.name))
             }

@@ -37,12 +37,12 @@ spec: {ports: [{name: https, port: 443}]}
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: ca, namespace: infra}
-data: {ca.crt: "-----BEGIN CERTIFICATE-----\nconfigmap\n-----END CERTIFICATE-----\n"}
+data: {ca.crt: "configmap\n%CERT%"}
 ---
 apiVersion: v1
 kind: Secret
 metadata: {name: ca, namespace: infra}
-stringData: {ca.crt: "-----BEGIN CERTIFICATE-----\nsecret\n-----END CERTIFICATE-----\n"}
+stringData: {ca.crt: "secret\n%CERT%"}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: BackendTLSPolicy
@@ -135,7 +135,7 @@ apiVersion: v1
 kind: Secret
 metadata: {name: client, namespace: infra}
 type: kubernetes.io/tls
-stringData: {tls.crt: "-----BEGIN CERTIFICATE-----\nc\n-----END CERTIFICATE-----\n", tls.key: "-----BEGIN PRIVATE KEY-----\nk\n-----END PRIVATE KEY-----\n"}
+stringData: {tls.crt: "%CERT%", tls.key: "%KEY%"}
 ---
 apiVersion: v1
 kind: Service

@@ -75,7 +75,8 @@ pub(crate) fn ca_certificate(
     let usable = match (group, kind) {
         ("", "ConfigMap") => {
             let pem = snapshot.config_maps.get(&key).and_then(|c| c.data.as_ref()?.get("ca.crt"));
-            pem.is_some_and(|pem| pem.contains("-----BEGIN CERTIFICATE-----")).then_some(CaKind::ConfigMap)
+            pem.is_some_and(|pem| objects::secrets::ca_certificates(pem.as_bytes()).is_ok())
+                .then_some(CaKind::ConfigMap)
         }
         ("", "Secret") => {
             objects::secrets::ca_bundle(snapshot.secrets.get(&key).map(|s| &**s)).is_ok().then_some(CaKind::Secret)

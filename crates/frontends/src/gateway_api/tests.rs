@@ -1,8 +1,14 @@
 use super::*;
 use ir::{BackendTarget, HttpFilter, PathMatch, Protocol};
 
+/// The objects of a YAML fixture; [`PEM`] and [`KEY`] in double-quoted strings become a real
+/// certificate and key.
 fn snapshot(yaml: &str) -> Snapshot {
-    Snapshot::from_yaml(yaml).expect("fixture parses")
+    use objects::secrets::testing::quoted;
+    let yaml = yaml
+        .replace(PEM, &quoted(objects::secrets::testing::CERT))
+        .replace(KEY, &quoted(objects::secrets::testing::KEY));
+    Snapshot::from_yaml(&yaml).expect("fixture parses")
 }
 
 /// Our GatewayClass, to start fixtures with.
@@ -12,8 +18,10 @@ metadata: {name: contour}
 spec: {controllerName: projectcontour.io/gateway-controller}
 ";
 
-/// A PEM block that passes for a certificate, escaped for a YAML double-quoted string.
-const PEM: &str = "-----BEGIN CERTIFICATE-----\\nx\\n-----END CERTIFICATE-----\\n";
+/// Stands for a real certificate in a YAML double-quoted string ([`snapshot`] puts it in).
+const PEM: &str = "%CERT%";
+/// Stands for its private key.
+const KEY: &str = "%KEY%";
 
 /// The status and reason of the condition of `type_`.
 fn condition<'a>(conditions: &'a [status::Condition], type_: &str) -> (bool, &'a str) {

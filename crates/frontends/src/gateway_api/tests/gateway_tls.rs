@@ -4,8 +4,6 @@
 use super::*;
 use ir::ObjectRef;
 
-const KEY: &str = "-----BEGIN PRIVATE KEY-----\\nx\\n-----END PRIVATE KEY-----\\n";
-
 /// A Gateway with four HTTPS listeners (ports 443, 7443, 8443, 6443) and an HTTP one (80),
 /// `frontend` as its `spec.tls.frontend`, and the objects the references may name.
 fn fixture(frontend: &str, backend: &str) -> String {

@@ -33,7 +33,7 @@ apiVersion: v1
 kind: Secret
 metadata: {{name: cert, namespace: certs}}
 type: kubernetes.io/tls
-stringData: {{tls.crt: "{PEM}", tls.key: "{PEM}"}}
+stringData: {{tls.crt: "{PEM}", tls.key: "{KEY}"}}
 ---
 apiVersion: gateway.networking.k8s.io/v1beta1
 kind: ReferenceGrant
