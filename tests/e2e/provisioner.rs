@@ -3,6 +3,8 @@
 //! objects (ServiceAccount, certificate Secret, workload, Service) as its
 //! ContourDeployment says; they follow the Gateway's listeners and the ContourDeployment, a bad
 //! ContourDeployment shows on the GatewayClass, and a deleted Gateway leaves nothing behind.
+//! Without `--xds-address`, as upstream's provisioner manifest runs it and with upstream's
+//! provisioner RBAC, each Gateway gets a controller of its own, which goes with the Gateway too.
 
 use std::time::Duration;
 
@@ -41,6 +43,7 @@ async fn provisioner(api: &ApiServer, metrics: u16) -> anyhow::Result<tokio::pro
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(["--mode", "cluster", "--envoy-certificate", "projectcontour/envoycert", "--resync-seconds", "1"])
+        .args(["--xds-address", "contour.projectcontour"])
         .args(["--enable-leader-election", "--leader-election-namespace", "projectcontour"])
         .args(["--contour-image", "contour-rs:test", "--metrics-addr", &format!("127.0.0.1:{metrics}")])
         .stdout(std::process::Stdio::null())
@@ -118,7 +121,7 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
     assert_eq!(deployment["metadata"]["ownerReferences"][0]["name"], "edge");
     // Our binaries accept what the fleet's pods tell them (parsing only).
     for line in crate::deploy::command_lines(&serde_json::to_string(&deployment)?) {
-        let Some(binary) = line.first().filter(|b| b.starts_with("contour-")) else { continue };
+        let Some(binary) = line.first().filter(|b| *b == "contour" || b.starts_with("contour-")) else { continue };
         let out = tokio::process::Command::new(testkit::workspace_binary(binary)?)
             .args(&line[1..])
             .arg("--help")
@@ -192,5 +195,136 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
     let _running = provisioner(&api, testkit::free_port()).await?;
     until(&client, "v1", "Service", "envoy-other", "deleted", |s| s.is_none()).await?;
     until(&client, "apps/v1", "DaemonSet", "envoy-other", "deleted", |d| d.is_none()).await?;
+    Ok(())
+}
+
+/// Upstream's provisioner RBAC (examples/gateway-provisioner of the pinned contour module): its
+/// namespace, ServiceAccount, ClusterRole, Role and bindings.
+fn upstream_provisioner_rbac() -> anyhow::Result<String> {
+    let dir = std::env::var("CONTOUR_UPSTREAM")
+        .map_err(|_| anyhow::anyhow!("CONTOUR_UPSTREAM is not set: run the tests through hack/test"))?;
+    let dir = std::path::Path::new(&dir).join("examples/gateway-provisioner");
+    let files = ["00-common.yaml", "01-roles.yaml", "02-rolebindings.yaml"];
+    Ok(files.iter().map(|f| crate::deploy::read(&dir.join(f))).collect::<anyhow::Result<Vec<_>>>()?.join("\n---\n"))
+}
+
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array().into_iter().flatten().filter_map(Value::as_str).collect()
+}
+
+#[tokio::test]
+async fn without_an_installation_each_gateway_gets_a_controller_of_its_own_and_takes_it_along() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    let client = api.client().await?;
+    apply_yaml(&client, &upstream_provisioner_rbac()?).await?;
+    apply_yaml(&client, "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n").await?;
+    let params = "apiVersion: projectcontour.io/v1alpha1\nkind: ContourDeployment\nmetadata: {name: params, namespace: default}\nspec:\n  contour: {watchNamespaces: [team-a], disabledFeatures: [tlsroutes], replicas: 1}\n  runtimeSettings: {envoy: {listener: {useProxyProtocol: true}}}\n";
+    apply_yaml(&client, &[CLASS, "---\n", params].concat()).await?;
+    apply_yaml(&client, &gateway("[{name: http, port: 80, protocol: HTTP}]")).await?;
+    // As upstream's manifest runs it: no --xds-address, upstream's ServiceAccount and RBAC.
+    let kubeconfig = api.service_account_kubeconfig("projectcontour", "contour-gateway-provisioner").await?;
+    let _running = tokio::process::Command::new(testkit::workspace_binary("contour-provisioner")?)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--mode", "cluster", "--resync-seconds", "1", "--metrics-addr", "0"])
+        .args(["--contour-image", "ghcr.io/projectcontour/contour:v1.33.8"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+
+    // The Gateway's controller: upstream's flags, its namespaces (the Gateway's own added), its
+    // disabled kinds, its ContourConfiguration.
+    let controller = until(&client, "apps/v1", "Deployment", "contour-edge", "created", |d| d.is_some()).await?;
+    let controller = controller.unwrap_or_default();
+    assert_eq!(controller["spec"]["replicas"], 1);
+    let container = &controller["spec"]["template"]["spec"]["containers"][0];
+    let args = strings(&container["args"]);
+    for want in [
+        "serve",
+        "--contour-config-name=contourconfig-edge",
+        "--leader-election-resource-name=leader-elect-edge",
+        "--envoy-service-name=envoy-edge",
+        "--watch-namespaces=team-a,default",
+        "--disable-feature=tlsroutes",
+    ] {
+        assert!(args.contains(&want), "{want} in {args:?}");
+    }
+    let configuration = object(&client, "projectcontour.io/v1alpha1", "ContourConfiguration", "contourconfig-edge")
+        .await?
+        .unwrap_or_default();
+    assert_eq!(
+        configuration["spec"]["gateway"]["gatewayRef"],
+        serde_json::json!({"namespace": "default", "name": "edge"})
+    );
+    assert_eq!(configuration["spec"]["envoy"]["listener"]["useProxyProtocol"], true);
+    assert!(object(&client, "v1", "Service", "contour-edge").await?.is_some());
+    // RBAC for what it watches only; the binding names its ServiceAccount.
+    let cluster_role = object(&client, "rbac.authorization.k8s.io/v1", "ClusterRole", "contour-default-edge").await?;
+    let rules = cluster_role.unwrap_or_default()["rules"].clone();
+    let granted: Vec<&str> = rules.as_array().into_iter().flatten().flat_map(|r| strings(&r["resources"])).collect();
+    assert_eq!(granted, ["gatewayclasses", "gatewayclasses/status", "namespaces"]);
+    for namespace in ["team-a", "default"] {
+        let role = testkit::object_of(
+            &client,
+            "rbac.authorization.k8s.io/v1",
+            "Role",
+            namespace,
+            "contour-resources-default-edge",
+        )
+        .await?;
+        let role = role.ok_or_else(|| anyhow::anyhow!("no Role in {namespace}"))?;
+        let resources: Vec<&str> =
+            role["rules"].as_array().into_iter().flatten().flat_map(|r| strings(&r["resources"])).collect();
+        assert!(resources.contains(&"httproutes") && !resources.contains(&"tlsroutes"), "{resources:?}");
+    }
+    // Its certificates, from one CA of its own, made once.
+    let serving =
+        until(&client, "v1", "Secret", "contourcert-edge", "created", |s| s.is_some()).await?.unwrap_or_default();
+    let client_cert = object(&client, "v1", "Secret", "envoycert-edge").await?.unwrap_or_default();
+    assert_eq!(serving["data"]["ca.crt"], client_cert["data"]["ca.crt"]);
+    // The fleet dials it, on upstream's ports (listener port + 8000).
+    let fleet =
+        until(&client, "apps/v1", "DaemonSet", "envoy-edge", "created", |d| d.is_some()).await?.unwrap_or_default();
+    let bootstrap = strings(&fleet["spec"]["template"]["spec"]["initContainers"][0]["args"]);
+    assert!(bootstrap.contains(&"--xds-address=contour-edge.default"), "{bootstrap:?}");
+    let svc = object(&client, "v1", "Service", "envoy-edge").await?;
+    assert_eq!(service_ports(svc.as_ref()), [("http-80".to_string(), 80, 8080)]);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let again = object(&client, "v1", "Secret", "contourcert-edge").await?.unwrap_or_default();
+    assert_eq!(again["data"]["tls.crt"], serving["data"]["tls.crt"], "reconciles keep the certificates");
+
+    // The Gateway goes: its controller, its RBAC in every namespace and cluster-wide, its
+    // certificates and its fleet go too.
+    delete_yaml(&client, &gateway("[]")).await?;
+    for (api_version, kind, name) in [
+        ("apps/v1", "Deployment", "contour-edge"),
+        ("v1", "Service", "contour-edge"),
+        ("v1", "ServiceAccount", "contour-edge"),
+        ("v1", "Secret", "contourcert-edge"),
+        ("v1", "Secret", "envoycert-edge"),
+        ("projectcontour.io/v1alpha1", "ContourConfiguration", "contourconfig-edge"),
+        ("rbac.authorization.k8s.io/v1", "Role", "contour-edge"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding", "contour-rolebinding-edge"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole", "contour-default-edge"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "contour-default-edge"),
+        ("apps/v1", "DaemonSet", "envoy-edge"),
+        ("v1", "Service", "envoy-edge"),
+    ] {
+        until(&client, api_version, kind, name, "deleted", |o| o.is_none()).await?;
+    }
+    for kind in ["Role", "RoleBinding"] {
+        let left = testkit::object_of(
+            &client,
+            "rbac.authorization.k8s.io/v1",
+            kind,
+            "team-a",
+            "contour-resources-default-edge",
+        )
+        .await?;
+        assert!(left.is_none(), "{kind} in team-a left behind");
+    }
     Ok(())
 }

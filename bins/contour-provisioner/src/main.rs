@@ -60,8 +60,10 @@ struct Args {
     /// Host mode: where each Envoy's bootstrap, admin socket and log go.
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// The controller's xDS address, as Envoy dials it (host mode: 127.0.0.1; cluster mode:
-    /// contour.projectcontour, the installation's Service).
+    /// The controller's xDS address, as Envoy dials it (host mode: 127.0.0.1). In cluster mode it
+    /// names the installation's contour-serve (deploy/install: contour.projectcontour), which
+    /// then serves every Gateway's fleet; without it each Gateway gets a contour-serve of its own,
+    /// as upstream's provisioner makes.
     #[arg(long)]
     xds_address: Option<String>,
     /// The controller's xDS port.
@@ -105,8 +107,12 @@ fn main() -> anyhow::Result<()> {
                 fleet: provisioner::cluster::Settings {
                     contour_image: args.contour_image.clone(),
                     envoy_image: args.envoy_image.clone(),
-                    xds_address: args.xds_address.clone().unwrap_or_else(|| "contour.projectcontour".into()),
-                    xds_port: args.xds_port,
+                    controller: match args.xds_address.clone() {
+                        Some(xds_address) => {
+                            provisioner::cluster::Controller::Shared { xds_address, xds_port: args.xds_port }
+                        }
+                        None => provisioner::cluster::Controller::PerGateway,
+                    },
                 },
                 certificate: (namespace.into(), name.into()),
             })

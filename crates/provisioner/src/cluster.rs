@@ -1,16 +1,19 @@
-//! Cluster mode: each Gateway's fleet runs as Envoy pods in the Gateway's namespace, fed by the
-//! one contour-serve of the installation (a fleet per Gateway, where upstream runs a controller
-//! per Gateway). Per Gateway, with upstream's names and labels: the ServiceAccount `envoy-<gw>`,
-//! the xDS client certificate `envoycert-<gw>` (a copy of the installation's `envoycert`), the
-//! DaemonSet or Deployment `envoy-<gw>` and the Service `envoy-<gw>`.
+//! Cluster mode: each Gateway's fleet runs as Envoy pods in the Gateway's namespace. Per Gateway,
+//! with upstream's names and labels: the ServiceAccount `envoy-<gw>`, the xDS client certificate
+//! `envoycert-<gw>`, the DaemonSet or Deployment `envoy-<gw>` and the Service `envoy-<gw>`.
 //!
-//! Pure: a Gateway, its ContourDeployment and the settings in, server-side-apply bodies out.
+//! Who feeds the fleet ([`Controller`]):
+//! - **the installation's one contour-serve** (`deploy/install`; a fleet per Gateway, where
+//!   upstream runs a controller per Gateway). `envoycert-<gw>` is a copy of the installation's
+//!   `envoycert`. Envoy listens on the Gateway's listener ports themselves (the pod may bind ports
+//!   below 1024 through the namespaced sysctl `net.ipv4.ip_unprivileged_port_start`, still as
+//!   user 65534), so the Service's target ports, Envoy's statistics and the controller's
+//!   listeners all say the port the Gateway says;
+//! - **a contour-serve of the Gateway's own** ([`contour`]), as upstream's provisioner makes: the
+//!   drop-in for an install of upstream's provisioner manifest alone. The controller serves the
+//!   Gateway as upstream's static Gateway does, on the listener port plus 8000.
 //!
-//! One difference from upstream's pods, on purpose: Envoy listens on the Gateway's listener
-//! ports themselves (the pod may bind ports below 1024 through the namespaced sysctl
-//! `net.ipv4.ip_unprivileged_port_start`, still as user 65534), so the Service's target ports,
-//! Envoy's statistics and the controller's listeners all say the port the Gateway says, where
-//! upstream moves each port up by 8000.
+//! Pure: a Gateway, its ContourDeployment and the settings in, object bodies out.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +23,9 @@ use gateway_api::listenersets::ListenerSet;
 use serde_json::{Value, json};
 
 use crate::gateway::GATEWAY_NAME_LABEL;
+
+pub mod apply;
+pub mod contour;
 
 /// The label upstream's provisioner marks every object of a Gateway with.
 pub const OWNING_GATEWAY_LABEL: &str = "projectcontour.io/owning-gateway-name";
@@ -37,10 +43,22 @@ pub struct Settings {
     pub contour_image: String,
     /// Envoy's image.
     pub envoy_image: String,
-    /// The controller's xDS address as pods reach it (its Service's DNS name).
-    pub xds_address: String,
-    /// The controller's xDS port.
-    pub xds_port: u16,
+    /// Who serves the fleets' xDS.
+    pub controller: Controller,
+}
+
+/// Who serves a Gateway's fleet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Controller {
+    /// The installation's one contour-serve, every Gateway a fleet of its own.
+    Shared {
+        /// Its xDS address as pods reach it (its Service's DNS name).
+        xds_address: String,
+        /// Its xDS port.
+        xds_port: u16,
+    },
+    /// A contour-serve per Gateway ([`contour`]), as upstream's provisioner makes.
+    PerGateway,
 }
 
 /// Why a ContourDeployment cannot be used: upstream's messages, joined by `; `.
@@ -151,13 +169,14 @@ fn metadata(gateway: &Gateway, name: &str, labels: &BTreeMap<String, String>) ->
 }
 
 /// Every object of the Gateway's fleet, in the order they are applied: the ServiceAccount, the
-/// certificate Secret (with `certificate`'s data: `ca.crt`, `tls.crt`, `tls.key`, base64), the
-/// workload and the Service.
+/// certificate Secret when the installation's is copied (`certificate`'s data: `ca.crt`,
+/// `tls.crt`, `tls.key`, base64), the workload and the Service; with a controller per Gateway,
+/// the controller's objects ([`contour::objects`]) come before the fleet's.
 pub fn objects(
     gateway: &Gateway,
     spec: Option<&ContourDeploymentSpec>,
     settings: &Settings,
-    certificate: &BTreeMap<String, String>,
+    certificate: Option<&BTreeMap<String, String>>,
 ) -> Vec<Value> {
     let gw = gateway.metadata.name.clone().unwrap_or_default();
     let name = fleet_name(&gw);
@@ -167,16 +186,39 @@ pub fn objects(
         "kind": "ServiceAccount",
         "metadata": metadata(gateway, &name, &labels),
     });
-    let mut secret_labels = labels.clone();
-    secret_labels.insert("app".into(), "contour".into());
-    let secret = json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": metadata(gateway, &certificate_name(&gw), &secret_labels),
-        "type": "kubernetes.io/tls",
-        "data": certificate,
-    });
-    vec![account, secret, workload(gateway, spec, settings, &labels), service(gateway, spec, &labels)]
+    let mut out = match settings.controller {
+        Controller::Shared { .. } => vec![account],
+        Controller::PerGateway => {
+            let mut out = contour::objects(gateway, spec, &settings.contour_image);
+            out.push(account);
+            out
+        }
+    };
+    if let Some(certificate) = certificate {
+        let mut secret_labels = labels.clone();
+        secret_labels.insert("app".into(), "contour".into());
+        out.push(json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": metadata(gateway, &certificate_name(&gw), &secret_labels),
+            "type": "kubernetes.io/tls",
+            "data": certificate,
+        }));
+    }
+    out.push(workload(gateway, spec, settings, &labels));
+    out.push(service(gateway, spec, settings, &labels));
+    out
+}
+
+/// The port Envoy listens on for a listener port: the port itself when fed by the shared
+/// controller, upstream's mapping (plus 8000) when by the Gateway's own.
+fn envoy_port(settings: &Settings, port: i32) -> i32 {
+    match settings.controller {
+        Controller::Shared { .. } => port,
+        Controller::PerGateway => {
+            u16::try_from(port).map_or(port, |p| i32::from(frontends::gateway_api::container_port(p)))
+        }
+    }
 }
 
 /// The Gateway with the listeners of the ListenerSets it admits appended, so that its fleet's
@@ -229,12 +271,7 @@ fn workload(
     let name = fleet_name(&gw);
     let envoy = spec.and_then(|s| s.envoy.clone()).unwrap_or_default();
     let kind = workload_kind(spec);
-    let mut workload_labels = labels.clone();
-    workload_labels.extend([
-        ("app.kubernetes.io/instance".to_string(), gw.clone()),
-        ("app.kubernetes.io/name".into(), "contour".into()),
-        ("app.kubernetes.io/component".into(), "ingress-controller".into()),
-    ]);
+    let workload_labels = workload_labels(labels, &gw);
     let selector = json!({"app": name});
     let mut pod_labels = workload_labels.clone();
     pod_labels.insert("app".into(), name.clone());
@@ -242,17 +279,31 @@ fn workload(
     pod_annotations.extend(common_annotations(gateway));
     let init_resources =
         json!({"requests": {"cpu": "25m", "memory": "50Mi"}, "limits": {"cpu": "200m", "memory": "100Mi"}});
+    // The fleet's name: the Gateway's with the shared controller; with the Gateway's own, the
+    // default fleet, which its controller serves the Gateway to (upstream's node cluster, the
+    // namespace).
+    let (xds_address, xds_port, fleet) = match &settings.controller {
+        Controller::Shared { xds_address, xds_port } => (xds_address.clone(), *xds_port, format!("{namespace}/{gw}")),
+        Controller::PerGateway => (
+            format!("{}.{namespace}", contour::Names::of(&namespace, &gw).controller),
+            contour::XDS_PORT,
+            "$(CONTOUR_NAMESPACE)".to_string(),
+        ),
+    };
     let mut bootstrap = vec![
-        "/config/envoy.json".to_string(),
-        format!("--xds-address={}", settings.xds_address),
-        format!("--xds-port={}", settings.xds_port),
+        "bootstrap".to_string(),
+        "/config/envoy.json".into(),
+        format!("--xds-address={xds_address}"),
+        format!("--xds-port={xds_port}"),
         "--xds-resource-version=v3".into(),
         "--resources-dir=/config/resources".into(),
         "--envoy-cafile=/certs/ca.crt".into(),
         "--envoy-cert-file=/certs/tls.crt".into(),
         "--envoy-key-file=/certs/tls.key".into(),
-        format!("--fleet={namespace}/{gw}"),
     ];
+    if let Controller::Shared { .. } = settings.controller {
+        bootstrap.push(format!("--fleet={fleet}"));
+    }
     if let Some(heap) = envoy.overload_max_heap_size.filter(|h| *h > 0) {
         bootstrap.push(format!("--overload-max-heap={heap}"));
     }
@@ -271,14 +322,14 @@ fn workload(
     let mut shutdown_mounts = vec![json!({"name": "envoy-admin", "mountPath": "/admin"})];
     shutdown_mounts.extend(extra_mounts);
     let mut ports = vec![json!({"name": "metrics", "containerPort": ENVOY_HEALTH_PORT, "protocol": "TCP"})];
-    ports.extend(listener_ports(gateway).into_iter().map(
-        |(port, protocol, kind)| json!({"name": format!("{kind}-{port}"), "containerPort": port, "protocol": protocol}),
-    ));
+    ports.extend(listener_ports(gateway).into_iter().map(|(port, protocol, kind)| {
+        json!({"name": format!("{kind}-{port}"), "containerPort": envoy_port(settings, port), "protocol": protocol})
+    }));
     let mut args = vec![
         "-c".to_string(),
         "/config/envoy.json".into(),
         "--service-cluster".into(),
-        format!("{namespace}/{gw}"),
+        fleet,
         "--service-node".into(),
         "$(ENVOY_POD_NAME)".into(),
         "--log-level".into(),
@@ -303,14 +354,12 @@ fn workload(
             "runAsNonRoot": true,
             "fsGroup": 65534,
             "seccompProfile": {"type": "RuntimeDefault"},
-            // Envoy binds the Gateway's own ports, 80 and 443 too, without root.
-            "sysctls": [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}],
         },
         "initContainers": [{
             "name": "envoy-initconfig",
             "image": settings.contour_image,
             "imagePullPolicy": "IfNotPresent",
-            "command": ["contour-bootstrap"],
+            "command": ["contour"],
             "args": bootstrap,
             "env": [namespace_env.clone()],
             "securityContext": hardened(true),
@@ -325,10 +374,10 @@ fn workload(
                 "name": "shutdown-manager",
                 "image": settings.contour_image,
                 "imagePullPolicy": "IfNotPresent",
-                "command": ["contour-shutdown-manager", "serve"],
-                "args": [format!("--serve-port={SHUTDOWN_MANAGER_PORT}"), "--ready-file=/admin/ok"],
+                "command": ["contour"],
+                "args": ["envoy", "shutdown-manager", format!("--serve-port={SHUTDOWN_MANAGER_PORT}"), "--ready-file=/admin/ok"],
                 "lifecycle": {"preStop": {"exec": {"command": [
-                    "contour-shutdown-manager", "shutdown", "--admin-address=/admin/admin.sock", "--ready-file=/admin/ok",
+                    "contour", "envoy", "shutdown", "--admin-address=/admin/admin.sock", "--ready-file=/admin/ok",
                 ]}}},
                 "livenessProbe": {"httpGet": {"path": "/healthz", "port": SHUTDOWN_MANAGER_PORT}},
                 "securityContext": hardened(true),
@@ -362,14 +411,11 @@ fn workload(
         ],
         "volumes": volumes,
     });
-    if let Some(p) = &envoy.node_placement {
-        if let Some(s) = &p.node_selector {
-            pod["nodeSelector"] = json!(s);
-        }
-        if let Some(t) = &p.tolerations {
-            pod["tolerations"] = serde_json::to_value(t).unwrap_or_default();
-        }
+    if let Controller::Shared { .. } = settings.controller {
+        // Envoy binds the Gateway's own ports, 80 and 443 too, without root.
+        pod["securityContext"]["sysctls"] = json!([{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}]);
     }
+    place(&mut pod, envoy.node_placement.as_ref());
     let template = json!({
         "metadata": {"labels": pod_labels, "annotations": pod_annotations},
         "spec": pod,
@@ -411,6 +457,28 @@ fn workload(
     body
 }
 
+/// The labels of a workload of the Gateway `gateway`: upstream's `app.kubernetes.io` ones added.
+fn workload_labels(labels: &BTreeMap<String, String>, gateway: &str) -> BTreeMap<String, String> {
+    let mut out = labels.clone();
+    out.extend([
+        ("app.kubernetes.io/instance".to_string(), gateway.to_string()),
+        ("app.kubernetes.io/name".into(), "contour".into()),
+        ("app.kubernetes.io/component".into(), "ingress-controller".into()),
+    ]);
+    out
+}
+
+/// A ContourDeployment's `nodePlacement` on a pod spec: its node selector and tolerations.
+fn place(pod: &mut Value, placement: Option<&api::contourdeployment::NodePlacement>) {
+    let Some(p) = placement else { return };
+    if let Some(s) = &p.node_selector {
+        pod["nodeSelector"] = json!(s);
+    }
+    if let Some(t) = &p.tolerations {
+        pod["tolerations"] = serde_json::to_value(t).unwrap_or_default();
+    }
+}
+
 /// A container that cannot gain privileges and has no capabilities (as deploy/envoy's), with a
 /// read-only root file system where the program writes nowhere but its volumes.
 fn hardened(read_only_root: bool) -> Value {
@@ -421,7 +489,12 @@ fn hardened(read_only_root: bool) -> Value {
     context
 }
 
-fn service(gateway: &Gateway, spec: Option<&ContourDeploymentSpec>, labels: &BTreeMap<String, String>) -> Value {
+fn service(
+    gateway: &Gateway,
+    spec: Option<&ContourDeploymentSpec>,
+    settings: &Settings,
+    labels: &BTreeMap<String, String>,
+) -> Value {
     let gw = gateway.metadata.name.clone().unwrap_or_default();
     let name = fleet_name(&gw);
     let publishing = spec.and_then(|s| s.envoy.as_ref()).and_then(|e| e.network_publishing.clone()).unwrap_or_default();
@@ -434,7 +507,7 @@ fn service(gateway: &Gateway, spec: Option<&ContourDeploymentSpec>, labels: &BTr
         .into_iter()
         .map(|(port, protocol, kind)| {
             let mut p =
-                json!({"name": format!("{kind}-{port}"), "port": port, "protocol": protocol, "targetPort": port});
+                json!({"name": format!("{kind}-{port}"), "port": port, "protocol": protocol, "targetPort": envoy_port(settings, port)});
             if type_ == "NodePort" {
                 // Upstream's: the node port is the listener port.
                 p["nodePort"] = json!(port);

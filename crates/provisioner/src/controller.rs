@@ -54,10 +54,10 @@ pub enum Mode {
 /// Cluster mode's settings.
 #[derive(Debug, Clone)]
 pub struct ClusterSettings {
-    /// Images and the controller's address.
+    /// Images and who serves the fleets.
     pub fleet: cluster::Settings,
     /// The installation's xDS client certificate Secret (`namespace`, `name`), which each fleet
-    /// gets a copy of.
+    /// gets a copy of when the installation's controller serves it.
     pub certificate: (String, String),
 }
 
@@ -315,22 +315,27 @@ impl State {
             }
             let gone: Vec<String> = self.clustered.keys().filter(|k| !kept.contains(k)).cloned().collect();
             for key in gone {
-                self.clustered.remove(&key);
-                cluster_teardown(&self.client, &key).await;
+                let applied = self.clustered.remove(&key).map(|c| c.applied).unwrap_or_default();
+                cluster_teardown(&self.client, &key, &applied).await;
             }
             if ours.is_empty() {
                 return;
             }
-            let certificate = match self.certificate(&settings).await {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(error = %e, "no xDS client certificate for the fleets yet");
-                    return;
-                }
+            // The installation's certificate, copied to every fleet; a Gateway's own controller
+            // makes its fleet's certificates instead.
+            let certificate = match settings.fleet.controller {
+                cluster::Controller::PerGateway => None,
+                cluster::Controller::Shared { .. } => match self.certificate(&settings).await {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no xDS client certificate for the fleets yet");
+                        return;
+                    }
+                },
             };
             for (key, (gw, spec)) in ours {
                 let gw = &cluster::with_listener_sets(gw, listener_sets.values());
-                if let Err(e) = self.provision_cluster(key, gw, spec, &settings, &certificate).await {
+                if let Err(e) = self.provision_cluster(key, gw, spec, &settings, certificate.as_ref()).await {
                     self.counters.errors.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(gateway = %key, error = %e, "provisioning");
                 }
@@ -381,7 +386,7 @@ impl State {
         gw: &Gateway,
         spec: Option<&ContourDeploymentSpec>,
         settings: &ClusterSettings,
-        certificate: &BTreeMap<String, String>,
+        certificate: Option<&BTreeMap<String, String>>,
     ) -> Result<(), crate::Error> {
         let uid = gw.metadata.uid.clone().unwrap_or_default();
         let objects = cluster::objects(gw, spec, &settings.fleet, certificate);
@@ -390,12 +395,15 @@ impl State {
             return Ok(());
         }
         let namespace = gw.metadata.namespace.clone().unwrap_or_default();
+        if settings.fleet.controller == cluster::Controller::PerGateway {
+            ensure_certificates(&self.client, gw, spec).await?;
+        }
         for body in &objects {
-            apply(&self.client, &namespace, body).await?;
+            apply(&self.client, body).await?;
         }
         let other = if cluster::workload_kind(spec) == "DaemonSet" { "Deployment" } else { "DaemonSet" };
         let name = cluster::fleet_name(gw.metadata.name.as_deref().unwrap_or_default());
-        delete(&self.client, &namespace, "apps/v1", other, &name).await;
+        delete(&self.client, Some(&namespace), "apps/v1", other, &name).await;
         tracing::info!(gateway = %key, workload = cluster::workload_kind(spec), "fleet applied");
         *entry = Clustered { uid, applied: objects };
         Ok(())
@@ -517,19 +525,67 @@ impl State {
     }
 }
 
-/// Server-side applies one object.
-async fn apply(client: &kube::Client, namespace: &str, body: &Value) -> Result<(), crate::Error> {
-    let (kind, name) =
-        (body["kind"].as_str().unwrap_or_default(), body["metadata"]["name"].as_str().unwrap_or_default());
+/// Creates one object, or updates it when it differs from what is asked (create and update, not
+/// server-side apply: upstream's provisioner ClusterRole grants no `patch`).
+async fn apply(client: &kube::Client, body: &Value) -> Result<(), crate::Error> {
+    let meta = &body["metadata"];
+    let (kind, name) = (body["kind"].as_str().unwrap_or_default(), meta["name"].as_str().unwrap_or_default());
+    let namespace = meta["namespace"].as_str();
+    let what = format!("{kind} {}/{name}", namespace.unwrap_or_default());
     let api = dynamic(client, namespace, body["apiVersion"].as_str().unwrap_or_default(), kind);
-    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
-        .await
-        .map_err(kube_err(format!("{kind} {namespace}/{name}")))?;
+    let params = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+    let serde_err = |e| kube_err(what.clone())(kube::Error::SerdeError(e));
+    match api.get_opt(name).await.map_err(kube_err(what.clone()))? {
+        None => {
+            let object: DynamicObject = serde_json::from_value(body.clone()).map_err(serde_err)?;
+            api.create(&params, &object).await.map_err(kube_err(what.clone()))?;
+        }
+        Some(current) => {
+            let current = serde_json::to_value(&current).map_err(serde_err)?;
+            if cluster::apply::contains(&current, body) {
+                return Ok(());
+            }
+            let desired = cluster::apply::updated(&current, body);
+            let object: DynamicObject = serde_json::from_value(desired).map_err(serde_err)?;
+            api.replace(name, &params, &object).await.map_err(kube_err(what.clone()))?;
+        }
+    }
     Ok(())
 }
 
-/// Deletes one object if it exists.
-async fn delete(client: &kube::Client, namespace: &str, api_version: &str, kind: &str, name: &str) {
+/// Makes the Gateway's controller and fleet certificates (a CA of its own) unless both exist;
+/// they are never replaced while they do.
+async fn ensure_certificates(
+    client: &kube::Client,
+    gw: &Gateway,
+    spec: Option<&ContourDeploymentSpec>,
+) -> Result<(), crate::Error> {
+    let namespace = gw.metadata.namespace.clone().unwrap_or_default();
+    let gateway = gw.metadata.name.clone().unwrap_or_default();
+    let names = cluster::contour::Names::of(&namespace, &gateway);
+    let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), &namespace);
+    let mut present = 0;
+    for name in [&names.controller_certificate, &cluster::certificate_name(&gateway)] {
+        if api.get_opt(name).await.map_err(kube_err(format!("Secret {namespace}/{name}")))?.is_some() {
+            present += 1;
+        }
+    }
+    if present == 2 {
+        return Ok(());
+    }
+    let secrets = cluster::contour::certificate_secrets(gw, spec).map_err(|e| crate::Error::Io {
+        what: format!("certificates of Gateway {namespace}/{gateway}"),
+        source: std::io::Error::other(e),
+    })?;
+    for secret in &secrets {
+        apply(client, secret).await?;
+    }
+    tracing::info!(gateway = %format!("{namespace}/{gateway}"), "xDS certificates made");
+    Ok(())
+}
+
+/// Deletes one object if it exists (`namespace` `None` for a cluster-scoped one).
+async fn delete(client: &kube::Client, namespace: Option<&str>, api_version: &str, kind: &str, name: &str) {
     match dynamic(client, namespace, api_version, kind).delete(name, &DeleteParams::background()).await {
         Ok(_) => tracing::info!(kind, namespace, name, "deleted"),
         Err(kube::Error::Api(e)) if e.code == 404 => {}
@@ -537,22 +593,65 @@ async fn delete(client: &kube::Client, namespace: &str, api_version: &str, kind:
     }
 }
 
-fn dynamic(client: &kube::Client, namespace: &str, api_version: &str, kind: &str) -> kube::Api<DynamicObject> {
+fn dynamic(client: &kube::Client, namespace: Option<&str>, api_version: &str, kind: &str) -> kube::Api<DynamicObject> {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    kube::Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk(&gvk))
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
+    match namespace {
+        Some(namespace) => kube::Api::namespaced_with(client.clone(), namespace, &resource),
+        None => kube::Api::all_with(client.clone(), &resource),
+    }
 }
 
-/// Removes every object of a Gateway's fleet (`namespace/name`), for clusters whose garbage
-/// collector does not (the objects are owned by the Gateway too).
-async fn cluster_teardown(client: &kube::Client, key: &str) {
+/// Removes every object of a Gateway's fleet and controller (`namespace/name`): what was applied
+/// for it, and by name what a provisioner before a restart may have made (the Gateway's
+/// namespaced objects are owned by it too, for the cluster's garbage collector; cluster-scoped
+/// ones and Roles in watched namespaces are not, and go only here).
+async fn cluster_teardown(client: &kube::Client, key: &str, applied: &[Value]) {
     let (namespace, gateway) = key.split_once('/').unwrap_or_default();
-    let name = cluster::fleet_name(gateway);
-    for (api_version, kind) in
-        [("apps/v1", "DaemonSet"), ("apps/v1", "Deployment"), ("v1", "Service"), ("v1", "ServiceAccount")]
-    {
-        delete(client, namespace, api_version, kind, &name).await;
+    for body in applied.iter().rev() {
+        let meta = &body["metadata"];
+        let (api_version, kind) =
+            (body["apiVersion"].as_str().unwrap_or_default(), body["kind"].as_str().unwrap_or_default());
+        delete(client, meta["namespace"].as_str(), api_version, kind, meta["name"].as_str().unwrap_or_default()).await;
     }
-    delete(client, namespace, "v1", "Secret", &cluster::certificate_name(gateway)).await;
+    let fleet = cluster::fleet_name(gateway);
+    let names = cluster::contour::Names::of(namespace, gateway);
+    let here = Some(namespace);
+    for (api_version, kind, name) in [
+        ("apps/v1", "DaemonSet", &fleet),
+        ("apps/v1", "Deployment", &fleet),
+        ("v1", "Service", &fleet),
+        ("v1", "ServiceAccount", &fleet),
+        ("v1", "Secret", &cluster::certificate_name(gateway)),
+    ] {
+        delete(client, here, api_version, kind, name).await;
+    }
+    if applied.is_empty() || applied.iter().any(|o| o["metadata"]["name"] == names.controller.as_str()) {
+        let rbac = "rbac.authorization.k8s.io/v1";
+        for (api_version, kind, name) in [
+            ("apps/v1", "Deployment", &names.controller),
+            ("v1", "Service", &names.controller),
+            ("v1", "ServiceAccount", &names.controller),
+            ("v1", "Secret", &names.controller_certificate),
+            ("projectcontour.io/v1alpha1", "ContourConfiguration", &names.configuration),
+            (rbac, "RoleBinding", &names.role_binding),
+            (rbac, "Role", &names.role),
+        ] {
+            delete(client, here, api_version, kind, name).await;
+        }
+        delete(client, None, rbac, "ClusterRoleBinding", &names.cluster_role).await;
+        delete(client, None, rbac, "ClusterRole", &names.cluster_role).await;
+        // Roles in watched namespaces, found by their label and name.
+        for kind in ["RoleBinding", "Role"] {
+            let selector = format!("{}={gateway}", cluster::OWNING_GATEWAY_LABEL);
+            let list =
+                dynamic(client, None, rbac, kind).list(&kube::api::ListParams::default().labels(&selector)).await;
+            for o in list.map(|l| l.items).unwrap_or_default() {
+                if o.metadata.name.as_deref() == Some(names.namespace_role.as_str()) {
+                    delete(client, o.metadata.namespace.as_deref(), rbac, kind, &names.namespace_role).await;
+                }
+            }
+        }
+    }
     tracing::info!(gateway = %key, "deprovisioned");
 }

@@ -12,6 +12,9 @@ pub use frontends::gateway_api::status::GATEWAY_NAME_LABEL;
 /// The label marking objects this provisioner manages.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "contour-provisioner");
 
+/// The load-balancer class of host mode's Services, whose addresses the provisioner publishes.
+pub const HOST_LOAD_BALANCER_CLASS: &str = "projectcontour.io/host-provisioner";
+
 /// The Service's name: upstream's `envoy-<gateway>`, shortened with a hash when that is longer
 /// than a Service name may be.
 pub fn service_name(gateway: &str) -> String {
@@ -80,6 +83,9 @@ pub fn service(gateway: &Gateway) -> Value {
         },
         "spec": {
             "type": "LoadBalancer",
+            // This provisioner is the Service's load balancer (it writes the address): a class of
+            // its own keeps the cluster's load-balancer controller, if any, from writing another.
+            "loadBalancerClass": HOST_LOAD_BALANCER_CLASS,
             "allocateLoadBalancerNodePorts": false,
             "ports": ports,
         },

@@ -104,6 +104,35 @@ pub const HOLDOFF: Duration = Duration::from_millis(200);
 /// How often every object's status is read back and repaired if someone else changed it.
 pub const RESYNC: Duration = Duration::from_secs(300);
 
+/// How long a fleet's configuration may wait with no Envoy of the fleet connected to this replica
+/// before its state is taken from the build alone (upstream's Programmed): with several replicas
+/// the fleet's Envoys may all be connected to another one, whose ACKs the leader never sees.
+pub const UNSEEN_GRACE: Duration = Duration::from_secs(3);
+
+/// Fleets whose configuration waits while no Envoy of theirs is connected here, since when.
+#[derive(Debug, Default)]
+struct Unseen {
+    since: BTreeMap<String, tokio::time::Instant>,
+}
+
+impl Unseen {
+    /// The state to report for `fleet`: Envoy's verdict; or, once the fleet has waited
+    /// [`UNSEEN_GRACE`] with no Envoy connected to this replica, Programmed.
+    fn judge(&mut self, fleet: &str, state: Programming, connected: usize, now: tokio::time::Instant) -> Programming {
+        if state != Programming::Pending || connected > 0 {
+            self.since.remove(fleet);
+            return state;
+        }
+        let since = *self.since.entry(fleet.to_string()).or_insert(now);
+        if now.duration_since(since) >= UNSEEN_GRACE { Programming::Programmed } else { Programming::Pending }
+    }
+
+    /// When the next waiting fleet reaches its grace, if one has yet to.
+    fn next(&self, now: tokio::time::Instant) -> Option<tokio::time::Instant> {
+        self.since.values().map(|s| *s + UNSEEN_GRACE).filter(|d| *d > now).min()
+    }
+}
+
 /// Starts a writer for `client` that follows `published` and the xDS server's feedback.
 pub fn spawn(
     client: kube::Client,
@@ -136,11 +165,14 @@ pub async fn run(
     // fleet's state as it was (most ACKs: an endpoint update, a route Envoy took) writes nothing
     // and costs no status computation.
     let mut last_states: Option<(Arc<controller::Published>, BTreeMap<String, Programming>)> = None;
+    let mut unseen = Unseen::default();
     loop {
         let mut only_feedback = false;
+        let wake = unseen.next(tokio::time::Instant::now());
         tokio::select! {
             changed = published.changed() => if changed.is_err() { return },
             changed = feedback.changed() => if changed.is_err() { return } else { only_feedback = true },
+            _ = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)), if wake.is_some() => only_feedback = true,
             _ = resync.tick() => writer.forget(),
             // A new leader trusts nothing it wrote before.
             alive = leadership.changed() => if alive { writer.forget() } else { return },
@@ -157,7 +189,10 @@ pub async fn run(
             .keys()
             .map(String::as_str)
             .chain([ir::DEFAULT_FLEET])
-            .map(|fleet| (fleet.to_string(), xds.programming(fleet)))
+            .map(|fleet| {
+                let now = tokio::time::Instant::now();
+                (fleet.to_string(), unseen.judge(fleet, xds.programming(fleet), xds.connected(fleet), now))
+            })
             .collect();
         if only_feedback
             && last_states.as_ref().is_some_and(|(published, last)| Arc::ptr_eq(published, &p) && *last == states)
@@ -184,5 +219,34 @@ pub async fn run(
         let extensions = frontends::httpproxy::status::extensions(&p.snapshot, &p.dag.diagnostics);
         writer.write(&set, &ingresses, &proxies, &extensions, address.as_ref(), &leadership).await;
         events.publish(&p.snapshot, &p.dag.diagnostics).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fleet_with_no_envoy_here_is_taken_as_programmed_after_the_grace() {
+        let start = tokio::time::Instant::now();
+        let mut unseen = Unseen::default();
+        assert_eq!(unseen.judge("gw", Programming::Pending, 0, start), Programming::Pending);
+        assert_eq!(unseen.next(start), Some(start + UNSEEN_GRACE), "the loop wakes when the grace ends");
+        let later = start + UNSEEN_GRACE;
+        assert_eq!(unseen.judge("gw", Programming::Pending, 0, later), Programming::Programmed);
+        assert_eq!(unseen.next(later), None);
+    }
+
+    #[test]
+    fn an_envoy_connected_here_decides_and_its_verdicts_are_kept() {
+        let start = tokio::time::Instant::now();
+        let mut unseen = Unseen::default();
+        unseen.judge("gw", Programming::Pending, 0, start);
+        let later = start + UNSEEN_GRACE * 2;
+        assert_eq!(unseen.judge("gw", Programming::Pending, 1, later), Programming::Pending, "one here still takes it");
+        assert_eq!(unseen.judge("gw", Programming::Pending, 0, later), Programming::Pending, "the wait starts again");
+        let rejected = Programming::Rejected("bad".into());
+        assert_eq!(unseen.judge("gw", rejected.clone(), 0, later + UNSEEN_GRACE), rejected);
+        assert_eq!(unseen.judge("gw", Programming::Programmed, 1, later), Programming::Programmed);
     }
 }

@@ -359,7 +359,9 @@ async fn write_one(
     let now = now();
     counters.total[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
     for _ in 0..ATTEMPTS {
-        let object = match api.get_status(&w.name).await {
+        // The object itself, not its status subresource: upstream's ClusterRoles grant `get` on
+        // the kinds but only `update` on `gateways/status` and the other route statuses.
+        let object = match api.get(&w.name).await {
             Ok(o) => o,
             Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
             Err(e) => return Err(api_error(e)),

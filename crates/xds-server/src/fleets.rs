@@ -215,6 +215,11 @@ impl Fleets {
         if accepted { Programming::Programmed } else { Programming::Pending }
     }
 
+    /// The streams subscribed to a fleet's configuration.
+    pub(crate) fn connected(&self, id: &str) -> usize {
+        self.fleets.get(id).map_or(0, |f| f.served.receiver_count())
+    }
+
     /// The resources of a fleet no Envoy has accepted yet, by type and name.
     pub(crate) fn pending(&self, id: &str) -> Vec<(ResourceType, String)> {
         let Some(fleet) = self.fleets.get(id) else { return Vec::new() };

@@ -176,6 +176,11 @@ impl XdsServer {
         self.inner.fleets.lock().expect("fleets lock").programming(fleet)
     }
 
+    /// How many xDS streams of the fleet's Envoys this server holds now.
+    pub fn connected(&self, fleet: &str) -> usize {
+        self.inner.fleets.lock().expect("fleets lock").connected(fleet)
+    }
+
     /// The resources of a fleet that no Envoy has accepted yet (what keeps it
     /// [`Programming::Pending`]), by type and name.
     pub fn pending(&self, fleet: &str) -> Vec<(ResourceType, String)> {

@@ -25,8 +25,7 @@ fn settings() -> Settings {
     Settings {
         contour_image: "contour-rs:1".into(),
         envoy_image: "envoyproxy/envoy:v1.40.0".into(),
-        xds_address: "contour.projectcontour".into(),
-        xds_port: 8001,
+        controller: Controller::Shared { xds_address: "contour.projectcontour".into(), xds_port: 8001 },
     }
 }
 
@@ -37,7 +36,7 @@ fn deployment(yaml: &str) -> ContourDeploymentSpec {
 fn render(spec: Option<&ContourDeploymentSpec>) -> Vec<Value> {
     let certificate: BTreeMap<String, String> =
         [("ca.crt", "Q0E="), ("tls.crt", "Q1JU"), ("tls.key", "S0VZ")].map(|(k, v)| (k.into(), v.into())).into();
-    objects(&gateway(GATEWAY), spec, &settings(), &certificate)
+    objects(&gateway(GATEWAY), spec, &settings(), Some(&certificate))
 }
 
 fn strings(v: &Value) -> Vec<&str> {
@@ -155,7 +154,7 @@ fn admitted_listener_sets_add_their_ports_to_the_fleet() {
     let ports = |allowed: &str| {
         let gateway = gateway(&format!("{GATEWAY}  allowedListeners: {allowed}\n"));
         let certificate = BTreeMap::new();
-        let objects = objects(&with_listener_sets(&gateway, &sets), None, &settings(), &certificate);
+        let objects = objects(&with_listener_sets(&gateway, &sets), None, &settings(), Some(&certificate));
         let service: Vec<i64> =
             objects[3]["spec"]["ports"].as_array().into_iter().flatten().filter_map(|p| p["port"].as_i64()).collect();
         let containers = objects[2]["spec"]["template"]["spec"]["containers"].as_array().cloned().unwrap_or_default();
@@ -226,7 +225,7 @@ envoy:
 #[test]
 fn a_requested_address_becomes_the_load_balancer_ip() {
     let yaml = format!("{GATEWAY}  addresses: [{{value: 192.0.2.7}}]\n");
-    let objects = objects(&gateway(&yaml), None, &settings(), &BTreeMap::new());
+    let objects = objects(&gateway(&yaml), None, &settings(), Some(&BTreeMap::new()));
     assert_eq!(objects[3]["spec"]["loadBalancerIP"], "192.0.2.7");
 }
 

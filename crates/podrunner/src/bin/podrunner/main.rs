@@ -4,7 +4,7 @@
 //! bridge it creates, keeps its readiness from its probes, forwards its host ports from
 //! loopback, publishes its listening ports for `kubectl port-forward` through kwok, answers
 //! the pods' DNS queries for cluster names, and (with `--service-cidr`) serves Services at their
-//! cluster IPs.
+//! cluster IPs and publishes those of `LoadBalancer` Services as their load-balancer addresses.
 //!
 //! Started as `coredns` (a symlink the runner makes), it is the stand-in for CoreDNS instead: it
 //! answers the Corefile's `whoami` zones and refuses everything else, so nothing is ever
@@ -12,6 +12,7 @@
 
 mod cluster_dns;
 mod dns;
+mod load_balancer;
 mod net;
 mod pod;
 mod port_forward;
@@ -111,6 +112,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let client = kube::Client::try_default().await.context("no kubeconfig")?;
     let forwarding = args.service_cidr.clone().zip(args.api_server);
     let (table, range) = services::start(client.clone(), forwarding, (&args.bridge, gateway, prefix))?;
+    if range.is_some() {
+        tokio::spawn(load_balancer::publish(client.clone()));
+    }
     let shared = Arc::new(pod::Shared {
         client: client.clone(),
         images,
