@@ -223,17 +223,23 @@ async fn without_an_installation_each_gateway_gets_a_controller_of_its_own_and_t
     let params = "apiVersion: projectcontour.io/v1alpha1\nkind: ContourDeployment\nmetadata: {name: params, namespace: default}\nspec:\n  contour: {watchNamespaces: [team-a], disabledFeatures: [tlsroutes], replicas: 1}\n  runtimeSettings: {envoy: {listener: {useProxyProtocol: true}}}\n";
     apply_yaml(&client, &[CLASS, "---\n", params].concat()).await?;
     apply_yaml(&client, &gateway("[{name: http, port: 80, protocol: HTTP}]")).await?;
+    let other = named_gateway("other", "[{name: http, port: 8080, protocol: HTTP}]");
+    apply_yaml(&client, &other).await?;
     // As upstream's manifest runs it: no --xds-address, upstream's ServiceAccount and RBAC.
     let kubeconfig = api.service_account_kubeconfig("projectcontour", "contour-gateway-provisioner").await?;
-    let _running = tokio::process::Command::new(testkit::workspace_binary("contour-provisioner")?)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["--mode", "cluster", "--resync-seconds", "1", "--metrics-addr", "0"])
-        .args(["--contour-image", "ghcr.io/projectcontour/contour:v1.33.8"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
+    let start = || {
+        tokio::process::Command::new(testkit::workspace_binary("contour-provisioner")?)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--mode", "cluster", "--resync-seconds", "1", "--metrics-addr", "0"])
+            .args(["--contour-image", "ghcr.io/projectcontour/contour:v1.33.8"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(anyhow::Error::from)
+    };
+    let mut running = start()?;
 
     // The Gateway's controller: upstream's flags, its namespaces (the Gateway's own added), its
     // disabled kinds, its ContourConfiguration.
@@ -326,5 +332,31 @@ async fn without_an_installation_each_gateway_gets_a_controller_of_its_own_and_t
         .await?;
         assert!(left.is_none(), "{kind} in team-a left behind");
     }
+
+    // A Gateway that goes while the provisioner is down: the cluster's garbage collector takes
+    // what it owned (done here by hand: this API server runs no controllers); the provisioner,
+    // back, finds its ClusterRole and Roles by their labels and removes them, and leaves alone an
+    // object of one of its names that it did not make.
+    let role = "rbac.authorization.k8s.io/v1";
+    until(&client, role, "ClusterRole", "contour-default-other", "created", |o| o.is_some()).await?;
+    running.kill().await?;
+    delete_yaml(&client, &other).await?;
+    let owned = "apiVersion: v1\nkind: Service\nmetadata: {name: envoy-other, namespace: default}\n---\n\
+                 apiVersion: v1\nkind: Service\nmetadata: {name: contour-other, namespace: default}\n---\n\
+                 apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: contour-other, namespace: default}\n---\n\
+                 apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: envoy-other, namespace: default}\n---\n\
+                 apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: contour-other, namespace: default}\n";
+    delete_yaml(&client, owned).await?;
+    let theirs = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: contour-other, namespace: default, labels: {team: a}}\n";
+    apply_yaml(&client, theirs).await?;
+    let _running = start()?;
+    until(&client, role, "ClusterRole", "contour-default-other", "deleted", |o| o.is_none()).await?;
+    until(&client, role, "ClusterRoleBinding", "contour-default-other", "deleted", |o| o.is_none()).await?;
+    for kind in ["Role", "RoleBinding"] {
+        let left = testkit::object_of(&client, role, kind, "team-a", "contour-resources-default-other").await?;
+        assert!(left.is_none(), "{kind} in team-a left behind");
+    }
+    let kept = object(&client, "v1", "ServiceAccount", "contour-other").await?;
+    assert!(kept.is_some_and(|a| a["metadata"]["labels"]["team"] == "a"), "an object not ours is left alone");
     Ok(())
 }

@@ -16,7 +16,7 @@ use gateway_api::listenersets::ListenerSet;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::Value;
 
 use crate::class::{self, Parameters};
@@ -164,15 +164,19 @@ pub async fn run(
         swept: false,
     };
     let classes = watcher::watcher(kube::Api::<GatewayClass>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
         .map(|e| Event::Class(Box::new(e)));
     let gateways = watcher::watcher(kube::Api::<Gateway>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
         .map(|e| Event::Gateway(Box::new(e)));
     // Without the ContourDeployment CRD this watch only retries; classes then name none.
     let parameters = watcher::watcher(kube::Api::<ContourDeployment>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
         .filter_map(|e| async move { e.ok().map(|_| Event::Parameters) });
     // Without the ListenerSet CRD (or the permission) this watch only retries; no fleet then
     // takes ports from ListenerSets, and nothing waits for it.
     let listener_sets = watcher::watcher(kube::Api::<ListenerSet>::all(client), watcher::Config::default())
+        .default_backoff()
         .filter_map(|e| async move { e.ok().map(|e| Event::ListenerSet(Box::new(e))) });
     let mut events =
         futures::stream::select_all([classes.boxed(), gateways.boxed(), parameters.boxed(), listener_sets.boxed()]);
@@ -303,7 +307,8 @@ impl State {
         if let Mode::Cluster(settings) = self.settings.mode.clone() {
             if !self.swept {
                 // Fleets made before a restart: those whose Gateway went meanwhile go too.
-                match self.fleets_on_record().await {
+                let per_gateway = settings.fleet.controller == cluster::Controller::PerGateway;
+                match self.fleets_on_record(per_gateway).await {
                     Ok(keys) => {
                         for key in keys {
                             self.clustered.entry(key).or_default();
@@ -316,7 +321,8 @@ impl State {
             let gone: Vec<String> = self.clustered.keys().filter(|k| !kept.contains(k)).cloned().collect();
             for key in gone {
                 let applied = self.clustered.remove(&key).map(|c| c.applied).unwrap_or_default();
-                cluster_teardown(&self.client, &key, &applied).await;
+                let per_gateway = settings.fleet.controller == cluster::Controller::PerGateway;
+                cluster_teardown(&self.client, &key, &applied, per_gateway).await;
             }
             if ours.is_empty() {
                 return;
@@ -350,8 +356,10 @@ impl State {
         }
     }
 
-    /// The Gateways (`namespace/name`) whose fleet Services this provisioner made in cluster mode.
-    async fn fleets_on_record(&self) -> Result<Vec<String>, crate::Error> {
+    /// The Gateways (`namespace/name`) whose fleet Services this provisioner made in cluster mode,
+    /// and, with a controller per Gateway, those whose ClusterRoles it made (they outlive the
+    /// Gateway's own objects, which the cluster's garbage collector removes with it).
+    async fn fleets_on_record(&self, per_gateway: bool) -> Result<Vec<String>, crate::Error> {
         let api: kube::Api<Service> = kube::Api::all(self.client.clone());
         let selector =
             format!("app.kubernetes.io/managed-by={},{}", cluster::MANAGED_BY_VALUE, cluster::OWNING_GATEWAY_LABEL);
@@ -359,14 +367,27 @@ impl State {
             .list(&kube::api::ListParams::default().labels(&selector))
             .await
             .map_err(kube_err("listing fleet Services"))?;
-        Ok(list
+        let mut out: Vec<String> = list
             .items
             .iter()
             .filter_map(|s| {
                 let gateway = s.metadata.labels.as_ref()?.get(cluster::OWNING_GATEWAY_LABEL)?;
                 Some(format!("{}/{gateway}", s.metadata.namespace.as_deref()?))
             })
-            .collect())
+            .collect();
+        if per_gateway {
+            let selector = format!("{selector},{}", cluster::contour::OWNING_GATEWAY_NAMESPACE_LABEL);
+            let roles = dynamic(&self.client, None, "rbac.authorization.k8s.io/v1", "ClusterRole")
+                .list(&kube::api::ListParams::default().labels(&selector))
+                .await
+                .map_err(kube_err("listing controller ClusterRoles"))?;
+            out.extend(roles.items.iter().filter_map(|r| {
+                let labels = r.metadata.labels.as_ref()?;
+                let namespace = labels.get(cluster::contour::OWNING_GATEWAY_NAMESPACE_LABEL)?;
+                Some(format!("{namespace}/{}", labels.get(cluster::OWNING_GATEWAY_LABEL)?))
+            }));
+        }
+        Ok(out)
     }
 
     /// The data of the installation's xDS client certificate Secret (base64 values).
@@ -396,7 +417,7 @@ impl State {
         }
         let namespace = gw.metadata.namespace.clone().unwrap_or_default();
         if settings.fleet.controller == cluster::Controller::PerGateway {
-            ensure_certificates(&self.client, gw, spec).await?;
+            ensure_certificates(&self.client, gw, spec, &settings.fleet.contour_image).await?;
         }
         for body in &objects {
             apply(&self.client, body).await?;
@@ -481,6 +502,13 @@ impl State {
         if p.applied.as_ref() != Some(&body) {
             let name = body["metadata"]["name"].as_str().unwrap_or_default().to_string();
             let api: kube::Api<Service> = kube::Api::namespaced(self.client.clone(), &namespace);
+            // A Service made before it had a load-balancer class cannot be given one: made again.
+            if p.applied.is_none()
+                && let Ok(Some(old)) = api.get_opt(&name).await
+                && old.spec.as_ref().is_some_and(|s| s.load_balancer_class.is_none())
+            {
+                let _ = api.delete(&name, &DeleteParams::default()).await;
+            }
             api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&body))
                 .await
                 .map_err(kube_err(format!("Service {namespace}/{name}")))?;
@@ -553,27 +581,34 @@ async fn apply(client: &kube::Client, body: &Value) -> Result<(), crate::Error> 
     Ok(())
 }
 
-/// Makes the Gateway's controller and fleet certificates (a CA of its own) unless both exist;
-/// they are never replaced while they do.
+/// Makes the Gateway's controller and fleet certificates (a CA of its own) unless both exist and
+/// were made for this image's tag (upstream's rule: an upgrade makes new ones); a reconcile
+/// never replaces them otherwise.
 async fn ensure_certificates(
     client: &kube::Client,
     gw: &Gateway,
     spec: Option<&ContourDeploymentSpec>,
+    contour_image: &str,
 ) -> Result<(), crate::Error> {
     let namespace = gw.metadata.namespace.clone().unwrap_or_default();
     let gateway = gw.metadata.name.clone().unwrap_or_default();
     let names = cluster::contour::Names::of(&namespace, &gateway);
     let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), &namespace);
-    let mut present = 0;
+    let tag = cluster::contour::image_tag(contour_image);
+    let mut current = 0;
     for name in [&names.controller_certificate, &cluster::certificate_name(&gateway)] {
-        if api.get_opt(name).await.map_err(kube_err(format!("Secret {namespace}/{name}")))?.is_some() {
-            present += 1;
+        let found = api.get_opt(name).await.map_err(kube_err(format!("Secret {namespace}/{name}")))?;
+        let version = found
+            .as_ref()
+            .and_then(|s| s.metadata.annotations.as_ref()?.get(cluster::contour::GENERATED_BY_VERSION).cloned());
+        if version.as_deref() == Some(tag) {
+            current += 1;
         }
     }
-    if present == 2 {
+    if current == 2 {
         return Ok(());
     }
-    let secrets = cluster::contour::certificate_secrets(gw, spec).map_err(|e| crate::Error::Io {
+    let secrets = cluster::contour::certificate_secrets(gw, spec, contour_image).map_err(|e| crate::Error::Io {
         what: format!("certificates of Gateway {namespace}/{gateway}"),
         source: std::io::Error::other(e),
     })?;
@@ -602,11 +637,30 @@ fn dynamic(client: &kube::Client, namespace: Option<&str>, api_version: &str, ki
     }
 }
 
+/// Deletes one object if it exists and carries the owner labels of Gateway `gateway`: an object
+/// of that name that this provisioner did not make is left alone.
+async fn delete_owned(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    (api_version, kind, name): (&str, &str, &str),
+    gateway: &str,
+) {
+    let api = dynamic(client, namespace, api_version, kind);
+    let Ok(Some(found)) = api.get_opt(name).await else { return };
+    let labels = found.metadata.labels.unwrap_or_default();
+    let ours = labels.get(cluster::OWNING_GATEWAY_LABEL).is_some_and(|g| g == gateway)
+        && labels.get("app.kubernetes.io/managed-by").is_some_and(|m| m == cluster::MANAGED_BY_VALUE);
+    if ours {
+        delete(client, namespace, api_version, kind, name).await;
+    }
+}
+
 /// Removes every object of a Gateway's fleet and controller (`namespace/name`): what was applied
-/// for it, and by name what a provisioner before a restart may have made (the Gateway's
-/// namespaced objects are owned by it too, for the cluster's garbage collector; cluster-scoped
-/// ones and Roles in watched namespaces are not, and go only here).
-async fn cluster_teardown(client: &kube::Client, key: &str, applied: &[Value]) {
+/// for it, and by name (when it carries the Gateway's owner labels) what a provisioner before a
+/// restart may have made. The Gateway's namespaced objects are owned by it too, for the cluster's
+/// garbage collector; cluster-scoped ones and Roles in watched namespaces are not, and go only
+/// here.
+async fn cluster_teardown(client: &kube::Client, key: &str, applied: &[Value], per_gateway: bool) {
     let (namespace, gateway) = key.split_once('/').unwrap_or_default();
     for body in applied.iter().rev() {
         let meta = &body["metadata"];
@@ -615,21 +669,21 @@ async fn cluster_teardown(client: &kube::Client, key: &str, applied: &[Value]) {
         delete(client, meta["namespace"].as_str(), api_version, kind, meta["name"].as_str().unwrap_or_default()).await;
     }
     let fleet = cluster::fleet_name(gateway);
-    let names = cluster::contour::Names::of(namespace, gateway);
     let here = Some(namespace);
-    for (api_version, kind, name) in [
-        ("apps/v1", "DaemonSet", &fleet),
+    for object in [
+        ("apps/v1", "DaemonSet", fleet.as_str()),
         ("apps/v1", "Deployment", &fleet),
         ("v1", "Service", &fleet),
         ("v1", "ServiceAccount", &fleet),
         ("v1", "Secret", &cluster::certificate_name(gateway)),
     ] {
-        delete(client, here, api_version, kind, name).await;
+        delete_owned(client, here, object, gateway).await;
     }
-    if applied.is_empty() || applied.iter().any(|o| o["metadata"]["name"] == names.controller.as_str()) {
+    if per_gateway {
+        let names = cluster::contour::Names::of(namespace, gateway);
         let rbac = "rbac.authorization.k8s.io/v1";
-        for (api_version, kind, name) in [
-            ("apps/v1", "Deployment", &names.controller),
+        for object in [
+            ("apps/v1", "Deployment", names.controller.as_str()),
             ("v1", "Service", &names.controller),
             ("v1", "ServiceAccount", &names.controller),
             ("v1", "Secret", &names.controller_certificate),
@@ -637,13 +691,17 @@ async fn cluster_teardown(client: &kube::Client, key: &str, applied: &[Value]) {
             (rbac, "RoleBinding", &names.role_binding),
             (rbac, "Role", &names.role),
         ] {
-            delete(client, here, api_version, kind, name).await;
+            delete_owned(client, here, object, gateway).await;
         }
-        delete(client, None, rbac, "ClusterRoleBinding", &names.cluster_role).await;
-        delete(client, None, rbac, "ClusterRole", &names.cluster_role).await;
-        // Roles in watched namespaces, found by their label and name.
+        delete_owned(client, None, (rbac, "ClusterRoleBinding", &names.cluster_role), gateway).await;
+        delete_owned(client, None, (rbac, "ClusterRole", &names.cluster_role), gateway).await;
+        // Roles in watched namespaces, found by their labels and name.
+        let selector = format!(
+            "{}={gateway},{}={namespace}",
+            cluster::OWNING_GATEWAY_LABEL,
+            cluster::contour::OWNING_GATEWAY_NAMESPACE_LABEL
+        );
         for kind in ["RoleBinding", "Role"] {
-            let selector = format!("{}={gateway}", cluster::OWNING_GATEWAY_LABEL);
             let list =
                 dynamic(client, None, rbac, kind).list(&kube::api::ListParams::default().labels(&selector)).await;
             for o in list.map(|l| l.items).unwrap_or_default() {

@@ -109,22 +109,39 @@ pub const RESYNC: Duration = Duration::from_secs(300);
 /// the fleet's Envoys may all be connected to another one, whose ACKs the leader never sees.
 pub const UNSEEN_GRACE: Duration = Duration::from_secs(3);
 
-/// Fleets whose configuration waits while no Envoy of theirs is connected here, since when.
+/// Fleets whose configuration waits while no Envoy of theirs is connected here, since when; and
+/// those taken as Programmed that way, until an Envoy connected here gives its verdict.
 #[derive(Debug, Default)]
 struct Unseen {
     since: BTreeMap<String, tokio::time::Instant>,
+    assumed: std::collections::BTreeSet<String>,
 }
 
 impl Unseen {
     /// The state to report for `fleet`: Envoy's verdict; or, once the fleet has waited
-    /// [`UNSEEN_GRACE`] with no Envoy connected to this replica, Programmed.
+    /// [`UNSEEN_GRACE`] with no Envoy connected to this replica, Programmed, which holds (no
+    /// flapping back to Pending when an Envoy connects here later) until an Envoy connected here
+    /// has accepted or rejected the configuration.
     fn judge(&mut self, fleet: &str, state: Programming, connected: usize, now: tokio::time::Instant) -> Programming {
-        if state != Programming::Pending || connected > 0 {
+        if state != Programming::Pending {
+            self.since.remove(fleet);
+            self.assumed.remove(fleet);
+            return state;
+        }
+        if self.assumed.contains(fleet) {
+            return Programming::Programmed;
+        }
+        if connected > 0 {
             self.since.remove(fleet);
             return state;
         }
         let since = *self.since.entry(fleet.to_string()).or_insert(now);
-        if now.duration_since(since) >= UNSEEN_GRACE { Programming::Programmed } else { Programming::Pending }
+        if now.duration_since(since) < UNSEEN_GRACE {
+            return Programming::Pending;
+        }
+        self.since.remove(fleet);
+        self.assumed.insert(fleet.to_string());
+        Programming::Programmed
     }
 
     /// When the next waiting fleet reaches its grace, if one has yet to.
@@ -235,6 +252,11 @@ mod tests {
         let later = start + UNSEEN_GRACE;
         assert_eq!(unseen.judge("gw", Programming::Pending, 0, later), Programming::Programmed);
         assert_eq!(unseen.next(later), None);
+        // An Envoy connects here and has not answered yet: no flapping back to Pending.
+        assert_eq!(unseen.judge("gw", Programming::Pending, 1, later), Programming::Programmed);
+        // Once it has answered, its verdicts count again.
+        assert_eq!(unseen.judge("gw", Programming::Programmed, 1, later), Programming::Programmed);
+        assert_eq!(unseen.judge("gw", Programming::Pending, 1, later), Programming::Pending);
     }
 
     #[test]

@@ -21,6 +21,14 @@ use serde_json::{Value, json};
 
 use super::{common_labels, metadata};
 
+/// The label naming the Gateway's namespace on the objects it cannot own (cluster-scoped ones
+/// and Roles in other namespaces), so a provisioner that restarts finds them after the Gateway
+/// has gone.
+pub const OWNING_GATEWAY_NAMESPACE_LABEL: &str = "projectcontour.io/owning-gateway-namespace";
+/// The annotation on the certificate Secrets naming the image tag that made them (upstream's):
+/// another tag (an upgrade) makes new ones.
+pub const GENERATED_BY_VERSION: &str = "projectcontour.io/generated-by-version";
+
 /// The controller's xDS port, in its pod and on its Service.
 pub const XDS_PORT: u16 = 8001;
 /// Where the controller serves `/metrics` and `/healthz`.
@@ -157,8 +165,14 @@ fn cluster_rules() -> Vec<Value> {
 
 /// Labels for objects outside the Gateway's namespace or scope, which find their way back to it
 /// by these (no owner reference).
-fn unowned_metadata(name: &str, namespace: Option<&str>, labels: &BTreeMap<String, String>) -> Value {
+fn unowned_metadata(
+    name: &str,
+    namespace: Option<&str>,
+    gateway: &Gateway,
+    labels: &BTreeMap<String, String>,
+) -> Value {
     let mut meta = json!({"name": name, "labels": labels});
+    meta["labels"][OWNING_GATEWAY_NAMESPACE_LABEL] = json!(gateway.metadata.namespace);
     if let Some(namespace) = namespace {
         meta["namespace"] = json!(namespace);
     }
@@ -191,13 +205,13 @@ pub fn objects(gateway: &Gateway, spec: Option<&ContourDeploymentSpec>, contour_
     out.push(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
-        "metadata": unowned_metadata(&names.cluster_role, None, &labels),
+        "metadata": unowned_metadata(&names.cluster_role, None, gateway, &labels),
         "rules": cluster_role_rules,
     }));
     out.push(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": unowned_metadata(&names.cluster_role, None, &labels),
+        "metadata": unowned_metadata(&names.cluster_role, None, gateway, &labels),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": names.cluster_role},
         "subjects": subject(&names, &namespace),
     }));
@@ -205,13 +219,13 @@ pub fn objects(gateway: &Gateway, spec: Option<&ContourDeploymentSpec>, contour_
         out.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
-            "metadata": unowned_metadata(&names.namespace_role, Some(watched_namespace), &labels),
+            "metadata": unowned_metadata(&names.namespace_role, Some(watched_namespace), gateway, &labels),
             "rules": namespaced_rules(&disabled),
         }));
         out.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": unowned_metadata(&names.namespace_role, Some(watched_namespace), &labels),
+            "metadata": unowned_metadata(&names.namespace_role, Some(watched_namespace), gateway, &labels),
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.namespace_role},
             "subjects": subject(&names, &namespace),
         }));
@@ -367,10 +381,12 @@ fn deployment(
 
 /// The certificate Secrets of a Gateway's controller and fleet, `contourcert-<gw>` and
 /// `envoycert-<gw>`, from a new CA of the Gateway's own (upstream's compact layout: `ca.crt`,
-/// `tls.crt`, `tls.key`), labelled and owned like the rest.
+/// `tls.crt`, `tls.key`), labelled and owned like the rest, and annotated with the tag of the
+/// image that serves them: as upstream, an upgrade makes new ones.
 pub fn certificate_secrets(
     gateway: &Gateway,
     spec: Option<&ContourDeploymentSpec>,
+    contour_image: &str,
 ) -> Result<Vec<Value>, certs::Error> {
     let gw = gateway.metadata.name.clone().unwrap_or_default();
     let namespace = gateway.metadata.namespace.clone().unwrap_or_default();
@@ -380,8 +396,15 @@ pub fn certificate_secrets(
     for secret in &mut out {
         let name = secret["metadata"]["name"].as_str().unwrap_or_default().to_string();
         secret["metadata"] = metadata(gateway, &name, &labels);
+        secret["metadata"]["annotations"][GENERATED_BY_VERSION] = json!(image_tag(contour_image));
     }
     Ok(out)
+}
+
+/// The tag of an image reference (`""` without one), as upstream compares it.
+pub fn image_tag(image: &str) -> &str {
+    let name = image.split_once('@').map_or(image, |(name, _)| name);
+    name.rsplit_once(':').filter(|(_, tag)| !tag.contains('/')).map_or("", |(_, tag)| tag)
 }
 
 #[cfg(test)]

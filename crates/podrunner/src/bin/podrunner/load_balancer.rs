@@ -8,7 +8,7 @@
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::json;
 
 /// The address `service` should publish, when it is a `LoadBalancer` Service with a cluster IP
@@ -32,7 +32,7 @@ fn wanted(service: &Service) -> Option<String> {
 /// Publishes the address of every `LoadBalancer` Service until the process ends.
 pub async fn publish(client: kube::Client) {
     let api = kube::Api::<Service>::all(client.clone());
-    let mut events = watcher::watcher(api, watcher::Config::default()).boxed();
+    let mut events = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
     while let Some(event) = events.next().await {
         let service = match event {
             Ok(watcher::Event::Apply(s) | watcher::Event::InitApply(s)) => s,

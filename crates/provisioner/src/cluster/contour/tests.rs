@@ -174,6 +174,7 @@ fn watched_namespaces_get_roles_and_the_cluster_role_keeps_cluster_kinds() {
     assert_eq!(bindings, 3);
     for o in objects.iter().filter(|o| o["metadata"]["name"] == "contour-resources-apps-web") {
         assert!(o["metadata"].get("ownerReferences").is_none(), "another namespace's object has no owner here");
+        assert_eq!(o["metadata"]["labels"][OWNING_GATEWAY_NAMESPACE_LABEL], "apps", "found again by its labels");
     }
     let args =
         strings(&find(&objects, "Deployment", "contour-web")["spec"]["template"]["spec"]["containers"][0]["args"])
@@ -217,7 +218,7 @@ fn runtime_settings_become_the_configuration_with_this_gateway_as_its_gateway_re
 
 #[test]
 fn each_gateway_gets_certificates_from_a_ca_of_its_own() {
-    let first = certificate_secrets(&gateway(), None).expect("certificates");
+    let first = certificate_secrets(&gateway(), None, "ghcr.io/projectcontour/contour:v1.33.8").expect("certificates");
     let names: Vec<&str> = first.iter().filter_map(|s| s["metadata"]["name"].as_str()).collect();
     assert_eq!(names, ["contourcert-web", "envoycert-web"]);
     for secret in &first {
@@ -229,6 +230,9 @@ fn each_gateway_gets_certificates_from_a_ca_of_its_own() {
         }
     }
     assert_eq!(first[0]["data"]["ca.crt"], first[1]["data"]["ca.crt"], "one CA signs both");
-    let second = certificate_secrets(&gateway(), None).expect("certificates");
+    assert_eq!(first[0]["metadata"]["annotations"][GENERATED_BY_VERSION], "v1.33.8");
+    assert_eq!(image_tag("registry:5000/contour"), "", "a registry port is no tag");
+    assert_eq!(image_tag("contour:v2@sha256:ab"), "v2");
+    let second = certificate_secrets(&gateway(), None, "ghcr.io/projectcontour/contour:v1.33.8").expect("certificates");
     assert_ne!(first[0]["data"]["ca.crt"], second[0]["data"]["ca.crt"], "another Gateway's CA is not this one's");
 }
