@@ -123,7 +123,7 @@ struct CachedVhost {
 /// backends, and the certificates presented to backends.
 #[derive(Debug, Default)]
 pub(crate) struct Uses {
-    clusters: Vec<Cluster>,
+    clusters: Vec<Arc<Cluster>>,
     validation: Vec<CaBundle>,
     secrets: Vec<TlsSecret>,
 }
@@ -235,7 +235,7 @@ impl Builder<'_> {
         let Some(name) = self.tls_secret(certificate, out) else { return };
         for cluster in out.clusters.values_mut() {
             if cluster.speaks_tls() {
-                cluster.client_certificate = Some(name.clone());
+                Arc::make_mut(cluster).client_certificate = Some(name.clone());
             }
         }
     }
@@ -349,7 +349,7 @@ impl Builder<'_> {
             let mut diagnostics = Vec::new();
             for p in &parts {
                 let u = &p.uses;
-                uses.clusters.extend(u.clusters.iter().map(|c| (c.name.clone(), c.clone())));
+                uses.clusters.extend(u.clusters.iter().map(|c| (c.name.clone(), Arc::clone(c))));
                 uses.validation.extend(u.validation.iter().map(|b| (b.name.clone(), b.clone())));
                 uses.secrets.extend(u.secrets.iter().map(|t| (t.name.clone(), t.clone())));
                 diagnostics.extend(p.diagnostics.iter().cloned());
@@ -431,7 +431,7 @@ impl Builder<'_> {
     fn merge(&mut self, uses: &Uses, diagnostics: &[Diagnostic], out: &mut FleetDag) {
         for c in &uses.clusters {
             if !out.clusters.contains_key(&c.name) {
-                out.clusters.insert(c.name.clone(), c.clone());
+                out.clusters.insert(c.name.clone(), Arc::clone(c));
             }
         }
         for b in &uses.validation {

@@ -126,7 +126,7 @@ pub struct EndpointCache {
 
 #[derive(Debug)]
 struct CachedEndpoints {
-    cluster: Cluster,
+    cluster: Arc<Cluster>,
     /// The identities of the slices the endpoints came from.
     slices: Vec<usize>,
     endpoints: Arc<[Endpoint]>,
@@ -194,7 +194,7 @@ pub fn cluster_endpoints_of(
     let changed = |ns: &str, name: &str| wanted.get(ns).is_some_and(|names| names.contains(name));
     // A cluster of several Services (a UDPRoute's, an ExtensionService's) takes the endpoints of
     // all of them, changed or not.
-    let affected: Vec<&crate::Cluster> = fleet
+    let affected: Vec<&Arc<Cluster>> = fleet
         .clusters
         .values()
         .filter(|c| c.external_name.is_none() && c.services().any(|(s, _)| changed(&s.namespace, &s.name)))
@@ -221,7 +221,7 @@ pub fn cluster_endpoints_of(
         let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
         let slices = identities(index.slices(c));
         let entry =
-            CachedEndpoints { cluster: c.clone(), slices, endpoints: Arc::clone(&endpoints), epoch: cache.epoch };
+            CachedEndpoints { cluster: Arc::clone(c), slices, endpoints: Arc::clone(&endpoints), epoch: cache.epoch };
         cache.by_cluster.insert(c.name.clone(), entry);
         out.insert(c.name.clone(), endpoints);
     }
@@ -248,7 +248,7 @@ pub fn fleet_endpoints_cached(
     let mut out = FleetEndpoints::new();
     // An ExternalName Service's cluster resolves its name itself: no load assignment over EDS.
     for c in fleet.clusters.values().filter(|c| c.external_name.is_none()) {
-        let cached = cache.by_cluster.get_mut(&c.name).filter(|e| e.cluster == *c);
+        let cached = cache.by_cluster.get_mut(&c.name).filter(|e| Arc::ptr_eq(&e.cluster, c) || e.cluster == *c);
         let endpoints = match cached {
             Some(e) if e.epoch == epoch => Arc::clone(&e.endpoints),
             Some(e) if identities(index.get_or_insert_with(|| SliceIndex::new(snapshot)).slices(c)) == e.slices => {
@@ -259,7 +259,8 @@ pub fn fleet_endpoints_cached(
                 let index = index.get_or_insert_with(|| SliceIndex::new(snapshot));
                 let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
                 let slices = identities(index.slices(c));
-                let entry = CachedEndpoints { cluster: c.clone(), slices, endpoints: Arc::clone(&endpoints), epoch };
+                let entry =
+                    CachedEndpoints { cluster: Arc::clone(c), slices, endpoints: Arc::clone(&endpoints), epoch };
                 cache.by_cluster.insert(c.name.clone(), entry);
                 endpoints
             }

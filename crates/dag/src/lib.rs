@@ -47,8 +47,9 @@ pub struct FleetDag {
     pub address: Option<IpAddr>,
     /// One listener per port, sorted by port.
     pub listeners: Vec<DagListener>,
-    /// Upstream clusters by name.
-    pub clusters: BTreeMap<String, Cluster>,
+    /// Upstream clusters by name. Shared: the same cluster sits in the build caches (per route
+    /// and per virtual host), here, and in the xDS and endpoint caches.
+    pub clusters: BTreeMap<String, std::sync::Arc<Cluster>>,
     /// TLS certificates by name.
     pub secrets: BTreeMap<String, TlsSecret>,
     /// CA bundles for verifying peers' certificates, by name (`namespace/name`).

@@ -323,7 +323,7 @@ pub fn compile(dag: &dag::Dag, options: &CompileOptions) -> BTreeMap<String, Fle
 #[derive(Debug, Default)]
 pub struct Cache {
     routes: route::RouteCache,
-    clusters: rustc_hash::FxHashMap<String, (dag::Cluster, Resource)>,
+    clusters: rustc_hash::FxHashMap<String, (Arc<dag::Cluster>, Resource)>,
 }
 
 /// [`compile`], re-encoding only the routes and virtual hosts the DAG did not share with the
@@ -341,10 +341,10 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
     let mut out = FleetResources::default();
     for c in fleet.clusters.values() {
         let resource = match cache.clusters.get(&c.name) {
-            Some((cached, r)) if cached == c => r.clone(),
+            Some((cached, r)) if Arc::ptr_eq(cached, c) || cached == c => r.clone(),
             _ => {
                 let r = cluster::cluster(c, &options.cluster);
-                cache.clusters.insert(c.name.clone(), (c.clone(), r.clone()));
+                cache.clusters.insert(c.name.clone(), (Arc::clone(c), r.clone()));
                 r
             }
         };

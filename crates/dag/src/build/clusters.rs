@@ -130,7 +130,7 @@ impl<'a> Builder<'a> {
         };
         cluster.name = format!("{}/{}", cluster.name, settings_hash(&settings));
         let name = cluster.name.clone();
-        out.clusters.entry(name.clone()).or_insert(cluster);
+        out.clusters.entry(name.clone()).or_insert_with(|| Arc::new(cluster));
         Some(name)
     }
 
@@ -166,7 +166,7 @@ impl<'a> Builder<'a> {
         }
         self.udp = false;
         let ((first, _), rest) = parts.split_first()?;
-        let mut cluster = scratch.clusters.get(first)?.clone();
+        let mut cluster = Cluster::clone(scratch.clusters.get(first)?);
         cluster.name = name.clone();
         // Datagrams: no HTTP protocol or TLS towards the backends.
         (cluster.protocol, cluster.validation, cluster.sni, cluster.client_certificate) = (None, None, None, None);
@@ -176,7 +176,7 @@ impl<'a> Builder<'a> {
             .map(|c| (c.service.clone(), c.port_name.clone()))
             .collect();
         cluster.locality_weights = parts.iter().map(|(_, weight)| *weight).collect();
-        out.clusters.insert(name.clone(), cluster);
+        out.clusters.insert(name.clone(), Arc::new(cluster));
         Some(name)
     }
 
@@ -211,7 +211,7 @@ impl<'a> Builder<'a> {
             built.push(name);
         }
         let Some((first, rest)) = built.split_first() else { return false };
-        let mut cluster = scratch.clusters.get(first).cloned().expect("just built");
+        let mut cluster = Cluster::clone(scratch.clusters.get(first).expect("just built"));
         cluster.more_services = rest
             .iter()
             .filter(|name| *name != first)
@@ -231,7 +231,7 @@ impl<'a> Builder<'a> {
         cluster.circuit_breakers = own.or(&cluster.circuit_breakers);
         out.validation.append(&mut scratch.validation);
         out.secrets.append(&mut scratch.secrets);
-        out.clusters.insert(cluster.name.clone(), cluster);
+        out.clusters.insert(cluster.name.clone(), Arc::new(cluster));
         true
     }
 
@@ -271,7 +271,7 @@ impl<'a> Builder<'a> {
             more_services: Vec::new(),
             locality_weights: Vec::new(),
         };
-        out.clusters.insert(name, cluster);
+        out.clusters.insert(name, Arc::new(cluster));
     }
 
     /// Envoy's client certificate towards TLS backends, added to the fleet's secrets; `None` when
