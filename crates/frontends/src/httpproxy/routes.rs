@@ -179,7 +179,7 @@ fn route(
             return fail(t, "RouteError", "CookieRewritePoliciesInvalid", format!("{e} on route cookie rewrite rules"));
         }
     };
-    let timeouts = match policy::timeouts(r.timeout_policy.as_ref()) {
+    let timeouts = match policy::timeouts(r.timeout_policy.as_deref()) {
         Ok(t) => t,
         Err(e) => {
             return fail(t, "RouteError", "TimeoutPolicyNotValid", format!("route.timeoutPolicy failed to parse: {e}"));
@@ -205,7 +205,7 @@ fn route(
     };
     let ignore_host_rate_limits = global.is_some_and(|g| g.disabled == Some(true));
     // A TLS root's routes require its default provider unless they say otherwise.
-    let jwt_provider = match t.jwt.as_ref().map(|j| j.route(r.jwt_verification_policy.as_ref())) {
+    let jwt_provider = match t.jwt.as_ref().map(|j| j.route(r.jwt_verification_policy.as_deref())) {
         None => None,
         Some(Err(e)) => return fail(t, "JWTVerificationError", "InvalidJWTVerificationPolicy", e),
         Some(Ok(Some(name))) if !t.jwt.as_ref().is_some_and(|j| j.names.contains(&name)) => {
@@ -214,7 +214,7 @@ fn route(
         }
         Some(Ok(provider)) => provider,
     };
-    let (load_balancer, hash_policies, warnings) = policy::load_balancer(r.load_balancer_policy.as_ref());
+    let (load_balancer, hash_policies, warnings) = policy::load_balancer(r.load_balancer_policy.as_deref());
     for w in warnings {
         t.warning(origin, "SpecError", &format!("{field}.loadBalancerPolicy"), "IgnoredField", w);
     }
@@ -247,11 +247,11 @@ fn route(
         matcher.headers.push(authority);
     }
     let rewrite = prefix_replacement(t, origin, field, r, &matcher.path)?;
-    let health_check = match policy::health_check(r.health_check_policy.as_ref()) {
+    let health_check = match policy::health_check(r.health_check_policy.as_deref()) {
         Ok(h) => h,
         Err(e) => return fail(t, "RouteError", "HealthCheckPolicyInvalid", e),
     };
-    let retry = match policy::retry(r.retry_policy.as_ref()) {
+    let retry = match policy::retry(r.retry_policy.as_deref()) {
         Ok(retry) => retry,
         Err(e) => return fail(t, "RouteError", "RetryPolicyInvalid", e),
     };
@@ -297,11 +297,11 @@ fn route(
         retry,
         websockets: r.enable_websockets == Some(true),
         hash_policies,
-        internal_redirect: policy::internal_redirect(r.internal_redirect_policy.as_ref()),
+        internal_redirect: policy::internal_redirect(r.internal_redirect_policy.as_deref()),
         cluster: ClusterPolicy { load_balancer, health_check, idle_connection_timeout_ms: timeouts.idle_connection },
         cors: None,
         // Routes of a root with an authorization server; elsewhere `authPolicy` means nothing.
-        authorization: t.auth.as_ref().map(|a| a.route(r.auth_policy.as_ref())),
+        authorization: t.auth.as_ref().map(|a| a.route(r.auth_policy.as_deref())),
         jwt_provider,
         global_rate_limit,
         ignore_host_rate_limits,
