@@ -57,7 +57,7 @@ pub struct HTTPProxySpec {
     pub routes: Option<Vec<Route>>,
     /// TCP proxying (TLS passthrough or termination); routes then only serve plain HTTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tcpproxy: Option<TCPProxy>,
+    pub tcpproxy: Option<Box<TCPProxy>>,
     /// Other HTTPProxies whose routes this one includes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub includes: Option<Vec<Include>>,

@@ -551,7 +551,7 @@ impl Translator<'_> {
             self.error(origin, "IPFilterError", "spec.virtualhost", "IncompatibleIPAddressFilters", message);
             return Err(());
         }
-        let cors = match vhost.cors_policy.as_ref().map(filters::cors).transpose() {
+        let cors = match vhost.cors_policy.as_deref().map(filters::cors).transpose() {
             Ok(c) => c,
             Err(e) => {
                 let message = format!("Spec.VirtualHost.CORSPolicy: {e}");

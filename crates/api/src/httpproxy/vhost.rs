@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{DURATION, DURATION_OR_INFINITY, DURATION_OR_ZERO, RateLimitPolicy, UpstreamValidation};
 
+// Policies most virtual hosts leave unset are boxed, as a route's are (memory at 10k proxies).
 /// The fully qualified domain name and the settings that apply to all of its routes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -16,16 +17,16 @@ pub struct VirtualHost {
     pub fqdn: String,
     /// TLS termination or passthrough.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<TLS>,
+    pub tls: Option<Box<TLS>>,
     /// External authorization for every route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub authorization: Option<AuthorizationServer>,
+    pub authorization: Option<Box<AuthorizationServer>>,
     /// CORS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cors_policy: Option<CORSPolicy>,
+    pub cors_policy: Option<Box<CORSPolicy>>,
     /// Rate limits for every route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_limit_policy: Option<RateLimitPolicy>,
+    pub rate_limit_policy: Option<Box<RateLimitPolicy>>,
     /// JWT providers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jwt_providers: Option<Vec<JWTProvider>>,
