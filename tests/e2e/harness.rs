@@ -298,7 +298,8 @@ impl Harness {
         dir: PathBuf,
         launch: Launch<'_>,
     ) -> anyhow::Result<Self> {
-        let Launch { delta, vhds, status_client, fleet, tls, options, envoy } = launch;
+        let Launch { delta, vhds, status_client, fleet, tls, mut options, envoy } = launch;
+        options.compile.vhds = vhds;
         let server = XdsServer::new(xds_server::Options { vhds, ..Default::default() });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let xds_port = listener.local_addr()?.port();

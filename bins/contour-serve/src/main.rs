@@ -368,6 +368,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             om_enforced_health_listener: args.om_enforced_health,
             metrics_listener: args.envoy_metrics.clone(),
             merge_slashes: !args.disable_merge_slashes,
+            vhds: args.vhds,
             listener: args.listener.clone(),
             cluster: args.cluster.clone(),
             global_authorization: args.global_ext_auth.as_ref().and_then(frontends::httpproxy::global_authorization),

@@ -31,7 +31,9 @@ fn main() -> anyhow::Result<()> {
     if std::env::var_os("BENCH_STAGES").is_some() {
         println!("  after generate: {:.1} MiB", rss_mib("VmRSS:"));
     }
-    let options = controller::Options::default();
+    // Delta with VHDS, so a change's wire size is what changed.
+    let mut options = controller::Options::default();
+    options.compile.vhds = true;
 
     // Full build: best of several runs after a warm-up (the machine is noisy; best is the floor).
     let runs =

@@ -279,6 +279,17 @@ async fn endpoints_skip_the_holdoff_and_a_quiet_change_rebuilds_at_once() {
     assert_eq!(counters.rebuilds.load(Ordering::Relaxed), 3);
 }
 
+/// The wait for the rest of a change grows with what a rebuild costs, within bounds.
+#[test]
+fn the_leading_wait_follows_the_cost_of_a_rebuild() {
+    let holdoff = Duration::from_millis(100);
+    assert_eq!(crate::leading_gap(Duration::ZERO, holdoff), LEADING_COALESCE);
+    assert_eq!(crate::leading_gap(Duration::from_millis(8), holdoff), LEADING_COALESCE, "a small build");
+    assert_eq!(crate::leading_gap(Duration::from_millis(60), holdoff), Duration::from_millis(15), "10k objects");
+    assert_eq!(crate::leading_gap(Duration::from_secs(2), holdoff), holdoff, "never past the holdoff");
+    assert_eq!(crate::leading_gap(Duration::ZERO, Duration::from_millis(1)), Duration::from_millis(1));
+}
+
 /// A new app arrives as its Service first, then its route a little later: the Service alone
 /// changes nothing for Envoy, so the route is not held back by the burst holdoff. Churn of
 /// objects nothing uses is still debounced after a few quick rebuilds.

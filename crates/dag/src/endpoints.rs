@@ -6,6 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use objects::Snapshot;
+use objects::services::slice_service;
 use objects::types::EndpointSlice;
 
 use crate::Cluster;
@@ -21,8 +22,8 @@ impl<'a> SliceIndex<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Self {
         let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
         for (key, slice) in snapshot.endpoint_slices.iter() {
-            if let Some(service) = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME)) {
-                by_service.entry((key.namespace.as_str(), service.as_str())).or_default().push(slice);
+            if let Some(service) = slice_service(slice) {
+                by_service.entry((key.namespace.as_str(), service)).or_default().push(slice);
             }
         }
         Self { by_service }
@@ -141,8 +142,8 @@ pub fn services_with_changed_slices(previous: &Snapshot, snapshot: &Snapshot) ->
     let mut out = HashSet::new();
     let (mut a, mut b) = (previous.endpoint_slices.iter().peekable(), snapshot.endpoint_slices.iter().peekable());
     let mut note = |key: &objects::ObjectKey, slice: &EndpointSlice| {
-        if let Some(service) = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME)) {
-            out.insert((key.namespace.clone(), service.clone()));
+        if let Some(service) = slice_service(slice) {
+            out.insert((key.namespace.clone(), service.to_string()));
         }
     };
     loop {
@@ -209,10 +210,10 @@ pub fn cluster_endpoints_of(
     for ns in wanted.keys() {
         let start = objects::ObjectKey::new(*ns, "");
         for (key, slice) in snapshot.endpoint_slices.range(start..).take_while(|(k, _)| k.namespace == *ns) {
-            if let Some(service) = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME))
+            if let Some(service) = slice_service(slice)
                 && wanted_service(ns, service)
             {
-                by_service.entry((key.namespace.as_str(), service.as_str())).or_default().push(slice);
+                by_service.entry((key.namespace.as_str(), service)).or_default().push(slice);
             }
         }
     }
@@ -227,9 +228,6 @@ pub fn cluster_endpoints_of(
     }
     out
 }
-
-/// The label that names an EndpointSlice's Service.
-const SERVICE_NAME: &str = "kubernetes.io/service-name";
 
 /// The endpoints of every cluster of a fleet, reusing what `cache` computed for clusters whose
 /// slices did not change.

@@ -1,8 +1,21 @@
 //! What a Service says about the protocol its backends speak, as upstream Contour reads it.
 //! Shared by the front ends (which check settings that depend on it) and the DAG.
 
-use crate::types::Service;
+use crate::types::{EndpointSlice, Service};
 use k8s_openapi::api::core::v1::ServicePort;
+
+/// The label that names an EndpointSlice's Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// The name of the Service an EndpointSlice belongs to (its `kubernetes.io/service-name`
+/// label). A slice in a snapshot keeps that name alone, in `generateName`, which nothing else
+/// reads (see the snapshot's compaction); a slice not yet in one has its labels.
+pub fn slice_service(slice: &EndpointSlice) -> Option<&str> {
+    match &slice.metadata.labels {
+        Some(labels) => labels.get(SERVICE_NAME_LABEL).map(String::as_str),
+        None => slice.metadata.generate_name.as_deref(),
+    }
+}
 
 /// A protocol other than plain HTTP/1.1 that a Service port asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

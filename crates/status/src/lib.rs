@@ -225,10 +225,10 @@ pub async fn run(
             }
         });
         let ingresses = load_balancers(&p.snapshot, &options.ingress);
-        let mut proxies = (*p.proxies).clone();
+        let mut proxies = std::borrow::Cow::Borrowed(p.proxies.as_slice());
         // Envoy refusing the default fleet's configuration shows on every proxy it serves.
         if let Some(Programming::Rejected(e)) = states.get(ir::DEFAULT_FLEET) {
-            for proxy in proxies.iter_mut().filter(|s| s.current_status == "valid") {
+            for proxy in proxies.to_mut().iter_mut().filter(|s| s.current_status == "valid") {
                 proxy.reject(e);
             }
         }

@@ -44,6 +44,9 @@ struct Written {
     /// Conditions of other types on an HTTPProxy or ExtensionService (kept as they are when
     /// we write ours); almost always none.
     others: Option<Value>,
+    /// Of the desired HTTPProxy or ExtensionService status it was written or checked for, as
+    /// computed (see [`desired_digest`]).
+    desired: Option<u64>,
 }
 
 impl Written {
@@ -62,7 +65,7 @@ impl Written {
             _ => None,
         };
         let entries = ours.as_array().is_some_and(|a| !a.is_empty());
-        Self { uid, digest: json::digest(ours), entries, others }
+        Self { uid, digest: json::digest(ours), entries, others, desired: desired_digest(desired) }
     }
 
     /// Whether it already says what is desired now.
@@ -78,6 +81,33 @@ impl Written {
         };
         json::digest(&rendered) == self.digest
     }
+}
+
+/// A digest of a desired HTTPProxy or ExtensionService status as the pipeline computed it, not
+/// as rendered: an unchanged one is passed over without rendering it as JSON. Every build
+/// publishes every proxy's status, so at 10k proxies rendering them all took most of a new
+/// app's CPU. `None` for the other kinds (few objects).
+fn desired_digest(desired: &Desired) -> Option<u64> {
+    match desired {
+        Desired::Proxy(p, lb) => Some(proxy_digest(p, lb.as_ref().map(address_digest))),
+        Desired::Extension(e) => Some(proxy_digest(e, None)),
+        _ => None,
+    }
+}
+
+fn proxy_digest(p: &frontends::httpproxy::status::ProxyStatus, address: Option<u64>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    p.hash(&mut h);
+    address.hash(&mut h);
+    h.finish()
+}
+
+fn address_digest(lb: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    lb.to_string().hash(&mut h);
+    h.finish()
 }
 
 struct Write {
@@ -116,6 +146,18 @@ impl StatusWriter {
     /// Forgets what was written, so the next pass reads every object back and repairs it.
     pub fn forget(&mut self) {
         self.last.clear();
+    }
+
+    /// Whether the HTTPProxy or ExtensionService at `key` was last written or found for the same
+    /// desired status (the same object, by uid); counted as a write that changed nothing.
+    fn unchanged(&self, key: &(&'static str, String, String), uid: &str, digest: u64) -> bool {
+        let same =
+            self.last.get(key).is_some_and(|w| w.uid.as_deref().is_none_or(|u| u == uid) && w.desired == Some(digest));
+        if same {
+            self.counters.total[kind_index(key.0)].fetch_add(1, Ordering::Relaxed);
+            self.counters.noop[kind_index(key.0)].fetch_add(1, Ordering::Relaxed);
+        }
+        same
     }
 
     /// Writes what changed; routes we wrote before but no longer parent lose our entries.
@@ -177,23 +219,24 @@ impl StatusWriter {
                 desired: Desired::LoadBalancer(lb.clone()),
             });
         }
-        for p in proxies {
-            writes.push(Write {
-                kind: "HTTPProxy",
-                uid: Some(p.uid.clone()),
-                namespace: p.key.namespace.clone(),
-                name: p.key.name.clone(),
-                desired: Desired::Proxy(p.clone(), address.cloned()),
-            });
-        }
-        for e in extensions {
-            writes.push(Write {
-                kind: "ExtensionService",
-                uid: Some(e.uid.clone()),
-                namespace: e.key.namespace.clone(),
-                name: e.key.name.clone(),
-                desired: Desired::Extension(e.clone()),
-            });
+        // Proxies whose desired status is what was last written or found are passed over here.
+        let mut kept = Vec::new();
+        let address_digest = address.map(address_digest);
+        for (kind, p) in
+            proxies.iter().map(|p| ("HTTPProxy", p)).chain(extensions.iter().map(|e| ("ExtensionService", e)))
+        {
+            let key = (kind, p.key.namespace.clone(), p.key.name.clone());
+            let digest = proxy_digest(p, if kind == "HTTPProxy" { address_digest } else { None });
+            if self.unchanged(&key, &p.uid, digest) {
+                kept.push(key);
+                continue;
+            }
+            let desired = match kind {
+                "HTTPProxy" => Desired::Proxy(p.clone(), address.cloned()),
+                _ => Desired::Extension(p.clone()),
+            };
+            let (_, namespace, name) = key;
+            writes.push(Write { kind, uid: Some(p.uid.clone()), namespace, name, desired });
         }
         // Routes that had our entries and now have none.
         let gone: Vec<_> = self
@@ -217,8 +260,11 @@ impl StatusWriter {
         // Forget objects that are gone (and, for routes, hold none of our entries): one deleted
         // and created again later is written afresh, and what is remembered stays as large as
         // what exists.
-        let current: std::collections::HashSet<(&str, &str, &str)> =
-            writes.iter().map(|w| (w.kind, w.namespace.as_str(), w.name.as_str())).collect();
+        let current: std::collections::HashSet<(&str, &str, &str)> = writes
+            .iter()
+            .map(|w| (w.kind, w.namespace.as_str(), w.name.as_str()))
+            .chain(kept.iter().map(|(kind, namespace, name)| (*kind, namespace.as_str(), name.as_str())))
+            .collect();
         self.last.retain(|(kind, namespace, name), _| current.contains(&(*kind, namespace.as_str(), name.as_str())));
 
         let mut kinds: Vec<&'static str> = writes.iter().map(|w| w.kind).collect();
@@ -503,8 +549,19 @@ mod tests {
         assert!(!written.matches(&Desired::Proxy(proxy(false), None), "c"));
         assert!(!written.matches(&Desired::Proxy(proxy(true), Some(json!({"ingress": [{"ip": "1.2.3.4"}]}))), "c"));
 
+        // The pass over every proxy compares the same digest without rendering: equal for the
+        // same desired status and address, and for no other.
+        let address = json!({"ingress": [{"ip": "1.2.3.4"}]});
+        let fast = |p: &ProxyStatus, lb: Option<&Value>| Some(proxy_digest(p, lb.map(address_digest)));
+        assert_eq!(written.desired, fast(&proxy(true), None));
+        assert_ne!(written.desired, fast(&proxy(false), None));
+        assert_ne!(written.desired, fast(&proxy(true), Some(&address)));
+        let with_address = Desired::Proxy(proxy(true), Some(address.clone()));
+        assert_eq!(Written::of(None, &ours, &with_address).desired, fast(&proxy(true), Some(&address)));
+
         let routes = Desired::Route(Vec::new());
         let none = Written::of(None, &json::parents(&[], &Value::Null, "c", "now"), &routes);
+        assert_eq!(none.desired, None, "routes are compared as rendered");
         assert!(none.matches(&routes, "c"));
         assert!(!none.entries);
     }

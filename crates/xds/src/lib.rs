@@ -254,6 +254,10 @@ pub struct CompileOptions {
     /// Spans of the default fleet's requests to an OpenTelemetry collector (`tracing`), once its
     /// ExtensionService is valid.
     pub tracing: Option<Tracing>,
+    /// Also encode each plain-HTTP route table's virtual hosts as VHDS resources, for a server
+    /// that serves them (`contour-serve --vhds=true`). Off, only the inline form is made: at 10k
+    /// virtual hosts the second form held 10 MiB nothing read.
+    pub vhds: bool,
 }
 
 /// Upstream's `rateLimitService`: where Envoy asks, in which domain, and what happens when it
@@ -289,6 +293,7 @@ impl Default for CompileOptions {
             rate_limit_service: None,
             geoip: None,
             tracing: None,
+            vhds: false,
         }
     }
 }
@@ -367,7 +372,7 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
         let (listener, tables) = listener::listener(l, options, fleet);
         out.insert(ResourceType::Listener, listener);
         for (table, vhds) in tables {
-            out.insert_forms(route::route_configuration(table, vhds, &mut cache.routes));
+            out.insert_forms(route::route_configuration(table, vhds && options.vhds, &mut cache.routes));
         }
     }
     out

@@ -37,11 +37,25 @@ spec:
   rules: [{backendRefs: [{name: web, port: 80}]}]
 "#;
 
+/// Compiled for a server that serves VHDS too, so both forms of each route table are made.
 fn compiled(yaml: &str) -> FleetResources {
+    compiled_with(yaml, &CompileOptions { vhds: true, ..Default::default() })
+}
+
+fn compiled_with(yaml: &str, options: &CompileOptions) -> FleetResources {
     let s = objects::Snapshot::from_yaml(yaml).expect("fixture parses");
     let t = frontends::gateway_api::translate(&s, &Default::default());
     let dag = dag::build(&t.ir, &s, t.diagnostics);
-    compile(&dag, &CompileOptions::default()).remove("default/gw").expect("fleet compiled")
+    compile(&dag, options).remove("default/gw").expect("fleet compiled")
+}
+
+#[test]
+fn without_vhds_only_the_inline_form_is_made() {
+    let a = compiled_with(FIXTURE, &CompileOptions::default());
+    assert!(a.of(ResourceType::VirtualHost).is_empty());
+    // Delta streams without VHDS get the inline form; it is the same resource.
+    assert_eq!(a.of(ResourceType::Route), a.of(ResourceType::RouteVhds));
+    assert_eq!(a.of(ResourceType::Route), compiled(FIXTURE).of(ResourceType::Route));
 }
 
 #[test]

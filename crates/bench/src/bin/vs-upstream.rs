@@ -4,7 +4,8 @@
 //! same Envoy binary through its own `contour bootstrap`. Prints one table per N with medians
 //! over the runs and the ratio ours / upstream. A benchmark, not a test: nothing is asserted.
 //!
-//!   vs-upstream --ours BIN --upstream BIN [--sizes 1000,5000] [--runs 2] [--apps 10] [--idle 60] [--sotw]
+//!   vs-upstream --ours BIN --upstream BIN [--sizes 1000,5000] [--runs 2] [--apps 20] [--idle 60] [--sotw]
+//!               [--converge-timeout 600] [--change-timeout 60]
 //!               [--ours-arg ARG]...
 //!
 //! Each controller's Envoy gets that controller's own bootstrap at its defaults; `--sotw` gives
@@ -27,7 +28,8 @@ use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use testkit::{ApiServer, Envoy, NetnsBackend, Request};
 
-/// How long any one wait may take before the figure is reported as missed.
+/// How long any one wait may take before the figure is reported as missed, by default
+/// (`--converge-timeout`, `--change-timeout`).
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(600);
 const CHANGE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -47,12 +49,18 @@ struct Figures {
     all_valid: Option<Duration>,
     rss_converged: f64,
     new_app: Vec<Option<Duration>>,
+    /// From the first create to the last one's answer: the API server's part of `new_app`, the
+    /// same for every controller (the three creates are made one after another).
+    new_app_api: Vec<Option<Duration>>,
     endpoints: Vec<Option<Duration>>,
     /// From the EndpointSlice patch to its watch event, seen by the benchmark's own watch: the
     /// API server's part of `endpoints`, the same for every controller.
     endpoints_watch: Vec<Option<Duration>>,
     change_bytes: u64,
     change_apply_ms: f64,
+    /// Controller CPU over the new apps, from the first create to a second after the last one
+    /// served (the gaps between them are idle time).
+    apps_cpu: f64,
     idle_cpu: f64,
     cpu: f64,
     peak_rss: f64,
@@ -71,6 +79,10 @@ struct Args {
     ours_args: Vec<String>,
     /// Where to keep controller logs (`VS_UPSTREAM_LOGS`).
     logs: Option<PathBuf>,
+    /// Start → served or all valid: reported as timed out after this.
+    converge_timeout: Duration,
+    /// One change → seen through Envoy: reported as timed out after this.
+    change_timeout: Duration,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -79,11 +91,13 @@ fn args() -> anyhow::Result<Args> {
         upstream: None,
         sizes: vec![1000, 5000, 10000],
         runs: 2,
-        apps: 10,
+        apps: 20,
         idle: Duration::from_secs(60),
         sotw: false,
         ours_args: Vec::new(),
         logs: std::env::var_os("VS_UPSTREAM_LOGS").map(PathBuf::from),
+        converge_timeout: CONVERGE_TIMEOUT,
+        change_timeout: CHANGE_TIMEOUT,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -97,6 +111,8 @@ fn args() -> anyhow::Result<Args> {
             "--idle" => a.idle = Duration::from_secs(value()?.parse()?),
             "--sotw" => a.sotw = true,
             "--ours-arg" => a.ours_args.push(value()?),
+            "--converge-timeout" => a.converge_timeout = Duration::from_secs(value()?.parse()?),
+            "--change-timeout" => a.change_timeout = Duration::from_secs(value()?.parse()?),
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -245,7 +261,7 @@ async fn measure(
 
     let last = host(&format!("app-{}", n - 1));
     let served = async {
-        testkit::eventually(CONVERGE_TIMEOUT, || async {
+        testkit::eventually(args.converge_timeout, || async {
             let r = testkit::request(listener, &Request::get(&last, "/")).await.ok()?;
             (r.status == 200).then(|| started.elapsed())
         })
@@ -254,7 +270,7 @@ async fn measure(
     let proxies: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), "default", &resource(&app("x", blue.addr.ip())[2]));
     let all_valid = async {
-        let deadline = Instant::now() + CONVERGE_TIMEOUT;
+        let deadline = Instant::now() + args.converge_timeout;
         while Instant::now() < deadline {
             if count_valid(&proxies).await.unwrap_or(0) >= n {
                 return Some(started.elapsed());
@@ -280,7 +296,7 @@ async fn measure(
         json!({"spec": {"routes": [{"conditions": [{"prefix": "/v2"}], "services": [{"name": "app-1", "port": 80}]}]}});
     proxies.patch("app-1", &PatchParams::default(), &Patch::Merge(&narrowed)).await?;
     let one = host("app-1");
-    wait_until(listener, &one, CHANGE_TIMEOUT, |r| r.status == 404).await;
+    wait_until(listener, &one, args.change_timeout, |r| r.status == 404).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     f.change_bytes = envoy.counter_sum(&xds_rx).await?.saturating_sub(before);
     tokio::time::sleep(flush).await;
@@ -289,6 +305,7 @@ async fn measure(
     // New apps, one at a time: created → served through Envoy.
     // Each a second after the last, as a user's changes come: neither controller's holdoff
     // for bursts applies.
+    let apps_from = testkit::usage(pid).0;
     for j in 0..args.apps {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let name = format!("new-{j}");
@@ -299,9 +316,14 @@ async fn measure(
                 eprintln!("{} {name} created at {:?}", o["kind"], std::time::SystemTime::now());
             }
         }
-        f.new_app
-            .push(wait_until(listener, &host(&name), CHANGE_TIMEOUT, |r| r.status == 200).await.map(|()| t.elapsed()));
+        f.new_app_api.push(Some(t.elapsed()));
+        f.new_app.push(
+            wait_until(listener, &host(&name), args.change_timeout, |r| r.status == 200).await.map(|()| t.elapsed()),
+        );
     }
+    // A second more takes in the work the last change left behind (status writes, their watch events).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    f.apps_cpu = testkit::usage(pid).0 - apps_from;
 
     // An EndpointSlice change → traffic follows.
     let slices: Api<DynamicObject> =
@@ -320,7 +342,7 @@ async fn measure(
             eprintln!("EndpointSlice patched at {:?}", std::time::SystemTime::now());
         }
         let watched = async {
-            let seen = tokio::time::timeout(CHANGE_TIMEOUT, async {
+            let seen = tokio::time::timeout(args.change_timeout, async {
                 while let Some(event) = events.next().await {
                     if matches!(event, Ok(WatchEvent::Modified(_))) {
                         return Some(t.elapsed());
@@ -331,7 +353,7 @@ async fn measure(
             seen.await.ok().flatten()
         };
         let follows =
-            wait_until(listener, &target, CHANGE_TIMEOUT, |r| r.header("x-backend") == Some(to.name.as_str()));
+            wait_until(listener, &target, args.change_timeout, |r| r.header("x-backend") == Some(to.name.as_str()));
         let (watched, follows) = tokio::join!(watched, follows);
         f.endpoints_watch.push(watched);
         f.endpoints.push(follows.map(|()| t.elapsed()));
@@ -415,6 +437,11 @@ fn print_table(n: usize, args: &Args, results: &[(&str, Vec<Figures>)]) {
         ),
         ("the same, slowest", |f| f.new_app.iter().map(secs).fold(0.0, f64::max) * 1000.0, "ms"),
         (
+            "the same, the API server's part (the three creates), median",
+            |f| median(f.new_app_api.iter().map(secs).collect()).unwrap_or(f64::INFINITY) * 1000.0,
+            "ms",
+        ),
+        (
             "an EndpointSlice change → traffic follows, median",
             |f| median(f.endpoints.iter().map(secs).collect()).unwrap_or(f64::INFINITY) * 1000.0,
             "ms",
@@ -426,6 +453,7 @@ fn print_table(n: usize, args: &Args, results: &[(&str, Vec<Figures>)]) {
         ),
         ("bytes to Envoy for a one-proxy change", |f| f.change_bytes as f64 / 1024.0, "KiB"),
         ("Envoy's time applying that change (its update_duration sums)", |f| f.change_apply_ms, "ms"),
+        ("controller CPU over the new apps (with the second between each two)", |f| f.apps_cpu, "s"),
         ("controller CPU over the whole run", |f| f.cpu, "s"),
         ("controller CPU while idle", |f| f.idle_cpu, "s"),
         ("peak RSS over the whole run", |f| f.peak_rss, "MiB"),
@@ -437,8 +465,8 @@ fn print_table(n: usize, args: &Args, results: &[(&str, Vec<Figures>)]) {
         args.apps,
         args.apps,
         args.idle.as_secs(),
-        CONVERGE_TIMEOUT.as_secs(),
-        CHANGE_TIMEOUT.as_secs()
+        args.converge_timeout.as_secs(),
+        args.change_timeout.as_secs()
     );
     let mut header = String::from("| |");
     let mut rule = String::from("|---|");

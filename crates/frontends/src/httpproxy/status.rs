@@ -9,7 +9,7 @@ use objects::{ObjectKey, Snapshot};
 use super::Options;
 
 /// One error or warning of the `Valid` condition.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SubCondition {
     /// The sub-condition type, such as `IncludeError`.
     pub type_: &'static str,
@@ -20,7 +20,7 @@ pub struct SubCondition {
 }
 
 /// What an HTTPProxy's status should say.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ProxyStatus {
     /// The proxy.
     pub key: ObjectKey,

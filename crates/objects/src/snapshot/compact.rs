@@ -52,11 +52,23 @@ impl Compact for HTTPRoute {
 }
 
 impl Compact for EndpointSlice {
+    /// Also keeps of its metadata only what is read: a slice's labels (the Service's own are
+    /// copied onto it), its `last-change-trigger-time` annotation and its owner reference were
+    /// each a heap map or list per slice, 544 bytes for a map of one label. Only the Service's
+    /// name stays, where [`crate::services::slice_service`] reads it.
     fn compact(&mut self) {
         for endpoint in shrink(&mut self.endpoints) {
             endpoint.addresses.shrink_to_fit();
         }
         shrink(&mut self.ports);
+        let meta = &mut self.metadata;
+        if let Some(mut labels) = meta.labels.take() {
+            meta.generate_name = labels.remove(crate::services::SERVICE_NAME_LABEL);
+        } else if meta.annotations.is_some() || meta.owner_references.is_some() {
+            meta.generate_name = None;
+        }
+        meta.annotations = None;
+        meta.owner_references = None;
     }
 }
 
@@ -121,5 +133,39 @@ mod tests {
         .unwrap();
         slice.compact();
         assert_eq!(slice.endpoints.as_ref().unwrap().capacity(), 1);
+    }
+
+    #[test]
+    fn a_slice_keeps_only_its_services_name_of_its_metadata() {
+        use crate::services::slice_service;
+        // As the EndpointSlice controller writes them: the Service's labels copied, a trigger
+        // time, an owner reference and a generated name.
+        let mut slice: EndpointSlice = serde_json::from_value(serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+            "metadata": {"name": "web-x7k2p", "namespace": "n", "generateName": "web-",
+                "labels": {"kubernetes.io/service-name": "web", "app": "web",
+                    "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"},
+                "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": "2026-11-26T20:00:00Z"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web", "uid": "u"}]},
+            "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]
+        }))
+        .unwrap();
+        assert_eq!(slice_service(&slice), Some("web"));
+        slice.compact();
+        assert_eq!(slice_service(&slice), Some("web"));
+        let meta = &slice.metadata;
+        assert!(meta.labels.is_none() && meta.annotations.is_none() && meta.owner_references.is_none());
+        let once = slice.clone();
+        slice.compact();
+        assert_eq!(slice, once, "compacting again changes nothing");
+
+        // A slice no Service owns keeps none, whatever its generated name.
+        let mut orphan: EndpointSlice = serde_json::from_value(serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+            "metadata": {"name": "x-1", "namespace": "n", "generateName": "x-", "labels": {"team": "a"}},
+        }))
+        .unwrap();
+        orphan.compact();
+        assert_eq!(slice_service(&orphan), None);
     }
 }
