@@ -56,7 +56,8 @@ struct Figures {
     /// From the EndpointSlice patch to its watch event, seen by the benchmark's own watch: the
     /// API server's part of `endpoints`, the same for every controller.
     endpoints_watch: Vec<Option<Duration>>,
-    change_bytes: u64,
+    /// NaN when Envoy's stats could not be read.
+    change_kib: f64,
     change_apply_ms: f64,
     /// Controller CPU over the new apps, from the first create to a second after the last one
     /// served (the gaps between them are idle time).
@@ -83,6 +84,9 @@ struct Args {
     converge_timeout: Duration,
     /// One change → seen through Envoy: reported as timed out after this.
     change_timeout: Duration,
+    /// Only the tuned upstream (`--without-upstream-defaults`): at its defaults upstream needs
+    /// about 200 s per 1k proxies to write statuses.
+    without_upstream_defaults: bool,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -98,6 +102,7 @@ fn args() -> anyhow::Result<Args> {
         logs: std::env::var_os("VS_UPSTREAM_LOGS").map(PathBuf::from),
         converge_timeout: CONVERGE_TIMEOUT,
         change_timeout: CHANGE_TIMEOUT,
+        without_upstream_defaults: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -113,6 +118,7 @@ fn args() -> anyhow::Result<Args> {
             "--ours-arg" => a.ours_args.push(value()?),
             "--converge-timeout" => a.converge_timeout = Duration::from_secs(value()?.parse()?),
             "--change-timeout" => a.change_timeout = Duration::from_secs(value()?.parse()?),
+            "--without-upstream-defaults" => a.without_upstream_defaults = true,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -130,12 +136,14 @@ async fn main() -> anyhow::Result<()> {
         bootstrap_extra: if args.sotw { vec!["--sotw"] } else { Vec::new() },
     }];
     if let Some(upstream) = &args.upstream {
-        controllers.push(Controller {
-            label: "upstream",
-            contour: upstream.clone(),
-            extra: Vec::new(),
-            bootstrap_extra: Vec::new(),
-        });
+        if !args.without_upstream_defaults {
+            controllers.push(Controller {
+                label: "upstream",
+                contour: upstream.clone(),
+                extra: Vec::new(),
+                bootstrap_extra: Vec::new(),
+            });
+        }
         controllers.push(Controller {
             label: "upstream QPS 200",
             contour: upstream.clone(),
@@ -154,6 +162,8 @@ async fn main() -> anyhow::Result<()> {
                 let figures = measure(c, n, &args, &blue, &green)
                     .await
                     .with_context(|| format!("{} at {n}, run {}", c.label, run + 1))?;
+                // Each run's own figures as it ends, so a long benchmark cut short keeps them.
+                print_table(n, &args, &[(c.label, vec![figures.clone()])]);
                 runs.push(figures);
             }
             results.push((c.label, runs));
@@ -290,17 +300,27 @@ async fn measure(
     // one out before and after, so the apply time is the change's alone.
     let flush = Duration::from_millis(5500);
     tokio::time::sleep(flush).await;
-    let before = envoy.counter_sum(&xds_rx).await?;
-    let applying = envoy.update_time_ms().await?;
+    // A controller that has not configured Envoy's stats listener by now (upstream at its
+    // defaults, far behind) has these figures missing, not the whole benchmark failed.
+    let (before, applying) = match (envoy.counter_sum(&xds_rx).await, envoy.update_time_ms().await) {
+        (Ok(b), Ok(a)) => (Some(b), a),
+        (b, a) => {
+            eprintln!("{}: Envoy's stats unreadable before the one-proxy change: {:?} {:?}", c.label, b.err(), a.err());
+            (None, f64::NAN)
+        }
+    };
     let narrowed =
         json!({"spec": {"routes": [{"conditions": [{"prefix": "/v2"}], "services": [{"name": "app-1", "port": 80}]}]}});
     proxies.patch("app-1", &PatchParams::default(), &Patch::Merge(&narrowed)).await?;
     let one = host("app-1");
     wait_until(listener, &one, args.change_timeout, |r| r.status == 404).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    f.change_bytes = envoy.counter_sum(&xds_rx).await?.saturating_sub(before);
+    f.change_kib = match (before, envoy.counter_sum(&xds_rx).await) {
+        (Some(before), Ok(after)) => after.saturating_sub(before) as f64 / 1024.0,
+        _ => f64::NAN,
+    };
     tokio::time::sleep(flush).await;
-    f.change_apply_ms = envoy.update_time_ms().await? - applying;
+    f.change_apply_ms = envoy.update_time_ms().await.map_or(f64::NAN, |after| after - applying);
 
     // New apps, one at a time: created → served through Envoy.
     // Each a second after the last, as a user's changes come: neither controller's holdoff
@@ -451,7 +471,7 @@ fn print_table(n: usize, args: &Args, results: &[(&str, Vec<Figures>)]) {
             |f| median(f.endpoints_watch.iter().map(secs).collect()).unwrap_or(f64::INFINITY) * 1000.0,
             "ms",
         ),
-        ("bytes to Envoy for a one-proxy change", |f| f.change_bytes as f64 / 1024.0, "KiB"),
+        ("bytes to Envoy for a one-proxy change", |f| f.change_kib, "KiB"),
         ("Envoy's time applying that change (its update_duration sums)", |f| f.change_apply_ms, "ms"),
         ("controller CPU over the new apps (with the second between each two)", |f| f.apps_cpu, "s"),
         ("controller CPU over the whole run", |f| f.cpu, "s"),
@@ -461,7 +481,7 @@ fn print_table(n: usize, args: &Args, results: &[(&str, Vec<Figures>)]) {
     println!();
     println!(
         "N = {n} apps (Service + EndpointSlice + root HTTPProxy); medians of {} run(s); {} new apps, {} EndpointSlice changes, {} s idle; timed out: not within {} s (start) or {} s (a change)",
-        args.runs,
+        results.iter().map(|(_, runs)| runs.len()).max().unwrap_or(0),
         args.apps,
         args.apps,
         args.idle.as_secs(),
