@@ -40,6 +40,8 @@ struct Launch<'a> {
     /// The server sends Delta Envoys plain-HTTP virtual hosts over VHDS.
     vhds: bool,
     status_client: Option<kube::Client>,
+    /// What the Kubernetes source saw of statuses, shared with the status writer.
+    seen: Option<store::StatusSeen>,
     fleet: &'a str,
     tls: Option<XdsMtls>,
     options: controller::Options,
@@ -52,6 +54,7 @@ impl Default for Launch<'_> {
             delta: false,
             vhds: false,
             status_client: None,
+            seen: None,
             fleet: GATEWAY,
             tls: None,
             options: Default::default(),
@@ -276,11 +279,14 @@ impl Harness {
     }
 
     /// The Kubernetes source for `launch.status_client`'s cluster, then [`Harness::launch`].
-    async fn watch_cluster(namespaces: Vec<String>, launch: Launch<'_>) -> anyhow::Result<Self> {
+    async fn watch_cluster(namespaces: Vec<String>, mut launch: Launch<'_>) -> anyhow::Result<Self> {
         let client = launch.status_client.clone().expect("a cluster to watch");
         let store = store::Store::new();
+        let seen = store::StatusSeen::default();
+        launch.seen = Some(seen.clone());
         let source = store::KubernetesSource::new(client, namespaces)
-            .keep_service_status(objects::ObjectKey::new("default", "envoy"));
+            .keep_service_status(objects::ObjectKey::new("default", "envoy"))
+            .status_seen(seen);
         let watching = store.clone();
         let source = tokio::spawn(async move {
             if let Err(e) = source.run(watching).await {
@@ -298,7 +304,7 @@ impl Harness {
         dir: PathBuf,
         launch: Launch<'_>,
     ) -> anyhow::Result<Self> {
-        let Launch { delta, vhds, status_client, fleet, tls, mut options, envoy } = launch;
+        let Launch { delta, vhds, status_client, seen, fleet, tls, mut options, envoy } = launch;
         options.compile.vhds = vhds;
         let server = XdsServer::new(xds_server::Options { vhds, ..Default::default() });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -315,7 +321,7 @@ impl Harness {
                 envoy_service: Some(objects::ObjectKey::new("default", "envoy")),
                 ..Default::default()
             };
-            let options = status::Options { ingress, httpproxy, ..Default::default() };
+            let options = status::Options { ingress, httpproxy, seen, ..Default::default() };
             let (writer, counters) = status::spawn(client, controller.published(), server.clone(), options, leadership);
             tasks.push(writer);
             status_counters = Some(counters);

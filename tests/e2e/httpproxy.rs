@@ -269,6 +269,66 @@ async fn status_through_the_api_server() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The status writer's counters for HTTPProxies: (written, found unchanged, objects read).
+fn proxy_writes(h: &Harness) -> (u64, u64, u64) {
+    let c = h.status.as_ref().expect("a status writer");
+    let i = status::KINDS.iter().position(|k| *k == "HTTPProxy").expect("a kind of the writer");
+    let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
+    (load(&c.success[i]), load(&c.noop[i]), load(&c.reads[i]))
+}
+
+#[tokio::test]
+async fn status_is_written_without_reading_what_the_watch_has_seen() -> anyhow::Result<()> {
+    use testkit::{ApiServer, NetnsBackend, apply_yaml};
+
+    let api = ApiServer::start().await?;
+    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    let client = api.client().await?;
+    let web = NetnsBackend::start("web").await?;
+    let routes = "  routes: [{services: [{name: web, port: 80}]}]";
+    let yaml = [
+        service("web", &[web.addr]),
+        proxy("root", &format!("  virtualhost: {{fqdn: www.example.com}}\n{routes}")),
+        proxy("a", routes),
+        proxy("b", routes),
+    ]
+    .concat();
+    apply_yaml(&client, &yaml).await?;
+    let until = |name: &'static str, check: fn(&serde_json::Value) -> bool| {
+        let client = client.clone();
+        async move { crate::kubernetes::status_of_until(&client, "projectcontour.io/v1", "HTTPProxy", name, check).await }
+    };
+
+    // Fresh objects: each status is written once, with the resourceVersion the watch saw.
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let h = Harness::start_kubernetes_default_fleet(client.clone(), http, https).await?;
+    h.until(http, &Request::get("www.example.com", "/"), |r| r.status == 200).await?;
+    until("root", |s| s["currentStatus"] == "valid").await?;
+    until("a", |s| s["currentStatus"] == "orphaned").await?;
+    until("b", |s| s["currentStatus"] == "orphaned").await?;
+    let (written, _, read) = proxy_writes(&h);
+    assert_eq!((written, read), (3, 0), "three statuses written, no object read");
+    drop(h);
+
+    // Another controller over the same objects: every status already says it, so nothing is
+    // read or written.
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let h = Harness::start_kubernetes_default_fleet(client.clone(), http, https).await?;
+    h.until(http, &Request::get("www.example.com", "/"), |r| r.status == 200).await?;
+    let checked = Instant::now();
+    while proxy_writes(&h).1 < 3 && checked.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(proxy_writes(&h), (0, 3, 0), "(written, unchanged, read) after a restart");
+
+    // A status that changes is read first (it holds a condition whose transition time is kept).
+    apply_yaml(&client, &proxy("b", &format!("  virtualhost: {{fqdn: b.example.com}}\n{routes}"))).await?;
+    until("b", |s| s["currentStatus"] == "valid").await?;
+    let (written, _, read) = proxy_writes(&h);
+    assert_eq!((written, read), (1, 1), "one status read and written");
+    h.assert_no_nacks().await
+}
+
 /// A Secret holding a CA bundle (`ca.crt`).
 fn ca_secret(name: &str, pem: &str) -> String {
     let indented: String = pem.lines().map(|l| format!("    {l}\n")).collect();

@@ -418,11 +418,13 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
                 envoy_service: Some(envoy_service.clone()),
                 static_addresses: args.ingress_status_address.clone(),
             };
-            let options = status::Options { gateway_api, httpproxy, ingress };
+            let seen = store::StatusSeen::default();
+            let options = status::Options { gateway_api, httpproxy, ingress, seen: Some(seen.clone()) };
             let (_, counters) =
                 status::spawn(client.clone(), controller.published(), server.clone(), options, leadership);
             let source = store::KubernetesSource::new(client, args.watch_namespaces.clone())
                 .keep_service_status(envoy_service)
+                .status_seen(seen)
                 .disable(disabled_kinds(&args.disable_feature));
             let store = store.clone();
             tokio::spawn(async move {

@@ -177,36 +177,15 @@ fn same_ref(a: &Value, b: &Value) -> bool {
     }) && a["port"] == b["port"]
 }
 
-/// Equal but for transition times.
+/// Equal but for transition times (and null fields).
 pub(crate) fn same(a: &Value, b: &Value) -> bool {
-    strip(a.clone()) == strip(b.clone())
+    store::seen::strip(a.clone()) == store::seen::strip(b.clone())
 }
 
-/// A digest of a value without its transition times, for values made by the functions above
-/// (the same keys in the same order): equal digests, [`same`] values.
+/// A digest of a value without its transition times (see [`store::seen::digest`]): equal
+/// digests, [`same`] values.
 pub(crate) fn digest(v: &Value) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    strip(v.clone()).to_string().hash(&mut hasher);
-    hasher.finish()
-}
-
-fn strip(mut v: Value) -> Value {
-    match &mut v {
-        Value::Object(map) => {
-            map.remove("lastTransitionTime");
-            for (_, x) in map.iter_mut() {
-                *x = strip(std::mem::take(x));
-            }
-        }
-        Value::Array(items) => {
-            for x in items.iter_mut() {
-                *x = strip(std::mem::take(x));
-            }
-        }
-        _ => {}
-    }
-    v
+    store::seen::digest(v)
 }
 
 #[cfg(test)]

@@ -30,6 +30,9 @@ pub struct Options {
     pub httpproxy: frontends::httpproxy::Options,
     /// Where Ingress and HTTPProxy addresses come from.
     pub ingress: IngressStatusOptions,
+    /// What the Kubernetes source saw of each object's status, when it records it (see
+    /// [`store::StatusSeen`]): writes then need no read first.
+    pub seen: Option<store::StatusSeen>,
 }
 pub use writer::StatusWriter;
 
@@ -62,6 +65,8 @@ pub struct Counters {
     pub conflict: [AtomicU64; KINDS.len()],
     /// Updates skipped because the object already said it.
     pub noop: [AtomicU64; KINDS.len()],
+    /// Objects read from the API server before a write (not an upstream metric).
+    pub reads: [AtomicU64; KINDS.len()],
 }
 
 /// The counter index of a kind.
@@ -158,7 +163,10 @@ pub fn spawn(
     options: Options,
     leadership: election::Leadership,
 ) -> (tokio::task::JoinHandle<()>, Arc<Counters>) {
-    let writer = StatusWriter::new(client.clone(), options.gateway_api.controller_name.clone());
+    let mut writer = StatusWriter::new(client.clone(), options.gateway_api.controller_name.clone());
+    if let Some(seen) = &options.seen {
+        writer = writer.with_seen(seen.clone());
+    }
     let counters = writer.counters();
     let instance = std::env::var("POD_NAME").ok();
     let events = IngressEvents::new(client, "contour", instance);

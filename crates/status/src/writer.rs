@@ -28,6 +28,8 @@ pub struct StatusWriter {
     last: HashMap<(&'static str, String, String), Written>,
     /// The API version each kind is written through, once found (see [`resource`]).
     resources: HashMap<&'static str, ApiResource>,
+    /// What the watches saw of each object's status, when the source records it.
+    seen: Option<store::StatusSeen>,
 }
 
 /// What an object's status said of ours when we last wrote or read it. A digest, not the
@@ -70,16 +72,11 @@ impl Written {
 
     /// Whether it already says what is desired now.
     fn matches(&self, desired: &Desired, controller: &str) -> bool {
-        let base = self.others.as_ref().unwrap_or(&Value::Null);
-        let rendered = match desired {
-            Desired::Gateway(g) => json::gateway(g, &Value::Null, ""),
-            Desired::Route(parents) => json::parents(parents, &Value::Null, controller, ""),
-            Desired::Ancestors(ancestors) => json::ancestors(ancestors, &Value::Null, controller, ""),
-            Desired::LoadBalancer(lb) => lb.clone(),
-            Desired::Proxy(p, lb) => json::proxy(p, lb.as_ref(), base, ""),
-            Desired::Extension(e) => json::extension(e, base, ""),
+        let base = match desired {
+            Desired::Proxy(..) | Desired::Extension(_) => self.others.as_ref().unwrap_or(&Value::Null),
+            _ => &Value::Null,
         };
-        json::digest(&rendered) == self.digest
+        json::digest(&render(desired, base, controller, "").1) == self.digest
     }
 }
 
@@ -135,7 +132,23 @@ enum Desired {
 impl StatusWriter {
     /// A writer that signs route parent entries with `controller`.
     pub fn new(client: kube::Client, controller: String) -> Self {
-        Self { client, controller, counters: Arc::default(), last: HashMap::new(), resources: HashMap::new() }
+        Self {
+            client,
+            controller,
+            counters: Arc::default(),
+            last: HashMap::new(),
+            resources: HashMap::new(),
+            seen: None,
+        }
+    }
+
+    /// Reads each object's resourceVersion and status digest from `seen` (filled by the
+    /// Kubernetes source) instead of from the API server where it can: a status nobody has
+    /// written yet is written without reading the object, and one that already says what is
+    /// desired is neither read nor written.
+    pub fn with_seen(mut self, seen: store::StatusSeen) -> Self {
+        self.seen = Some(seen);
+        self
     }
 
     /// The writer's counters, shared.
@@ -282,6 +295,7 @@ impl StatusWriter {
         let controller = self.controller.clone();
         let counters = Arc::clone(&self.counters);
         let last = &self.last;
+        let seen_objects = self.seen.as_ref();
         let results: Vec<_> = futures::stream::iter(writes)
             .map(|w| {
                 let (client, controller, counters) = (client.clone(), controller.clone(), Arc::clone(&counters));
@@ -289,6 +303,7 @@ impl StatusWriter {
                     .get(&(w.kind, w.namespace.clone(), w.name.clone()))
                     .filter(|p| p.uid.is_none() || w.uid.is_none() || p.uid == w.uid);
                 let leadership = leadership.clone();
+                let seen = seen_objects.and_then(|s| s.get(w.kind, &objects::ObjectKey::new(&w.namespace, &w.name)));
                 let resource =
                     resources.get(w.kind).cloned().unwrap_or_else(|| api_resource(w.kind, versions(w.kind)[0]));
                 async move {
@@ -297,7 +312,7 @@ impl StatusWriter {
                     if !leadership.is_leader() {
                         return (key, Err(Error::NotLeader));
                     }
-                    (key, write_one(&client, &resource, &controller, &counters, w, previous).await)
+                    (key, write_one(&client, &resource, &controller, &counters, w, previous, seen).await)
                 }
             })
             .buffer_unordered(CONCURRENCY)
@@ -382,6 +397,83 @@ async fn resource(client: &kube::Client, kind: &'static str) -> Option<ApiResour
     None
 }
 
+/// The status to write over `current` (the whole status field, merged into what is there), and
+/// our part of it (what [`Written`] keeps a digest of).
+fn render(desired: &Desired, current: &Value, controller: &str, now: &str) -> (Value, Value) {
+    match desired {
+        Desired::Gateway(g) => {
+            let status = json::gateway(g, current, now);
+            (status.clone(), status)
+        }
+        Desired::Route(parents) => {
+            let merged = json::parents(parents, current, controller, now);
+            let ours = of_controller(&merged, controller);
+            (json!({"parents": merged}), ours)
+        }
+        Desired::Ancestors(ancestors) => {
+            let merged = json::ancestors(ancestors, current, controller, now);
+            let ours = of_controller(&merged, controller);
+            (json!({"ancestors": merged}), ours)
+        }
+        Desired::LoadBalancer(lb) => (json!({"loadBalancer": lb}), lb.clone()),
+        Desired::Proxy(p, lb) => {
+            let status = json::proxy(p, lb.as_ref(), current, now);
+            (status.clone(), status)
+        }
+        Desired::Extension(e) => {
+            let status = json::extension(e, current, now);
+            (status.clone(), status)
+        }
+    }
+}
+
+/// How a write went when it did not need the object read first.
+enum Unread {
+    /// Done: what the object's status now says (None: the object is gone).
+    Done(Option<Written>),
+    /// The object must be read (what was seen is stale, or not blank).
+    Read,
+}
+
+/// Writes from what the watch last saw of the object, without reading it: nothing when its
+/// status already says what is desired, the whole status when it is blank (with the seen
+/// resourceVersion as precondition). A conflict leaves it to the read-then-write path.
+async fn write_unread(
+    api: &Api<DynamicObject>,
+    resource: &ApiResource,
+    controller: &str,
+    counters: &Counters,
+    w: &Write,
+    seen: &store::Seen,
+    now: &str,
+) -> Result<Unread, kube::Error> {
+    let (status, ours) = render(&w.desired, &Value::Null, controller, now);
+    if seen.digest == json::digest(&status) {
+        counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
+        return Ok(Unread::Done(Some(Written::of(w.uid.clone(), &ours, &w.desired))));
+    }
+    if !seen.blank || seen.resource_version.is_empty() {
+        return Ok(Unread::Read);
+    }
+    let mut object = DynamicObject::new(&w.name, resource).within(&w.namespace);
+    object.metadata.resource_version = Some(seen.resource_version.clone());
+    let mut whole = Value::Null;
+    json::merge(&mut whole, &status);
+    object.data = json!({ "status": whole });
+    match api.replace_status(&w.name, &PostParams::default(), &object).await {
+        Ok(_) => {
+            counters.success[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
+            Ok(Unread::Done(Some(Written::of(w.uid.clone(), &ours, &w.desired))))
+        }
+        Err(kube::Error::Api(s)) if s.code == 409 => {
+            counters.conflict[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
+            Ok(Unread::Read)
+        }
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Unread::Done(None)),
+        Err(e) => Err(e),
+    }
+}
+
 /// Returns what the object's status now says (our part), or None when the object is gone.
 async fn write_one(
     client: &kube::Client,
@@ -390,6 +482,7 @@ async fn write_one(
     counters: &Counters,
     w: Write,
     previous: Option<&Written>,
+    seen: Option<store::Seen>,
 ) -> Result<Option<Written>, Error> {
     // Nothing changed since we last wrote or checked: no request at all.
     if let Some(previous) = previous
@@ -404,40 +497,30 @@ async fn write_one(
     let api_error = |source| Error::Api { kind: w.kind, key: key.clone(), source };
     let now = now();
     counters.total[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
+    if let Some(seen) = &seen {
+        match write_unread(&api, resource, controller, counters, &w, seen, &now).await {
+            Ok(Unread::Done(written)) => {
+                debug!(kind = w.kind, object = %key, "status written without a read");
+                return Ok(written);
+            }
+            Ok(Unread::Read) => {}
+            Err(e) => {
+                counters.failed[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
+                return Err(api_error(e));
+            }
+        }
+    }
     for _ in 0..ATTEMPTS {
         // The object itself, not its status subresource: upstream's ClusterRoles grant `get` on
         // the kinds but only `update` on `gateways/status` and the other route statuses.
+        counters.reads[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
         let object = match api.get(&w.name).await {
             Ok(o) => o,
             Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
             Err(e) => return Err(api_error(e)),
         };
         let current = object.data.get("status").cloned().unwrap_or(Value::Null);
-        let (status, ours) = match &w.desired {
-            Desired::Gateway(g) => {
-                let status = json::gateway(g, &current, &now);
-                (status.clone(), status)
-            }
-            Desired::Route(parents) => {
-                let merged = json::parents(parents, &current, controller, &now);
-                let ours = of_controller(&merged, controller);
-                (json!({"parents": merged}), ours)
-            }
-            Desired::Ancestors(ancestors) => {
-                let merged = json::ancestors(ancestors, &current, controller, &now);
-                let ours = of_controller(&merged, controller);
-                (json!({"ancestors": merged}), ours)
-            }
-            Desired::LoadBalancer(lb) => (json!({"loadBalancer": lb}), lb.clone()),
-            Desired::Proxy(p, lb) => {
-                let status = json::proxy(p, lb.as_ref(), &current, &now);
-                (status.clone(), status)
-            }
-            Desired::Extension(e) => {
-                let status = json::extension(e, &current, &now);
-                (status.clone(), status)
-            }
-        };
+        let (status, ours) = render(&w.desired, &current, controller, &now);
         if json::same(&current_part(&current, &w.desired, controller), &ours) {
             counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
             return Ok(Some(Written::of(w.uid, &ours, &w.desired)));

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use futures::stream::{BoxStream, SelectAll};
 use futures::{FutureExt, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -17,6 +18,7 @@ use serde::de::DeserializeOwned;
 use tracing::{debug, info, warn};
 
 use crate::Store;
+use crate::seen::StatusSeen;
 
 /// Secret types the controller never keeps: they are large, numerous and never referenced.
 pub const IGNORED_SECRET_TYPES: [&str; 2] = ["helm.sh/release.v1", "kubernetes.io/service-account-token"];
@@ -82,10 +84,23 @@ pub struct KubernetesSource {
 }
 
 /// What trimming needs to know about the configuration.
-#[derive(Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Context {
     /// The Envoy Service whose load-balancer status is kept (for Ingress status).
     pub keep_service_status: Option<ObjectKey>,
+    /// Where each object's resourceVersion and status digest go before they are trimmed, when
+    /// a status writer wants them.
+    pub seen: Option<StatusSeen>,
+}
+
+impl Context {
+    /// Records what a watch event says of an object's status (see [`StatusSeen`]).
+    fn observe<S: serde::Serialize>(&self, kind: &'static str, meta: &ObjectMeta, status: Option<&S>) {
+        if let Some(seen) = &self.seen {
+            let status = status.and_then(|s| serde_json::to_value(s).ok()).unwrap_or(serde_json::Value::Null);
+            seen.record(kind, meta, status);
+        }
+    }
 }
 
 /// A kind the source watches.
@@ -133,7 +148,8 @@ macro_rules! watched {
             const NAME: &'static str = $name;
             const NAMESPACED: bool = $namespaced;
             const OTHER_VERSIONS: &'static [&'static str] = &[$($older),*];
-            fn into_object(mut self, _cx: &Context) -> Option<Object> {
+            fn into_object(mut self, cx: &Context) -> Option<Object> {
+                cx.observe(Self::NAME, &self.metadata, self.status.as_ref());
                 trim(&mut self.metadata);
                 self.status = None;
                 Some(Object::$variant(self))
@@ -313,7 +329,14 @@ impl KubernetesSource {
 
     /// Keeps the load-balancer status of this Service (the Envoy Service), for Ingress status.
     pub fn keep_service_status(mut self, service: ObjectKey) -> Self {
-        self.context = std::sync::Arc::new(Context { keep_service_status: Some(service) });
+        std::sync::Arc::make_mut(&mut self.context).keep_service_status = Some(service);
+        self
+    }
+
+    /// Records every watched object's resourceVersion and status digest in `seen`, for the
+    /// status writer.
+    pub fn status_seen(mut self, seen: StatusSeen) -> Self {
+        std::sync::Arc::make_mut(&mut self.context).seen = Some(seen);
         self
     }
 
@@ -465,9 +488,15 @@ impl KubernetesSource {
             let stream = events
                 .filter_map(move |event| {
                     let cx = std::sync::Arc::clone(&cx);
+                    let namespace = scope.clone();
                     async move {
                         let change = match event {
-                            Ok(Event::Init) => Change::Init,
+                            Ok(Event::Init) => {
+                                if let Some(seen) = &cx.seen {
+                                    seen.forget_scope(K::NAME, namespace.as_deref());
+                                }
+                                Change::Init
+                            }
                             Ok(Event::InitApply(o)) => Change::Add(o.into_object(&cx)?),
                             Ok(Event::InitDone) => Change::InitDone,
                             Ok(Event::Apply(o)) => {
@@ -477,7 +506,13 @@ impl KubernetesSource {
                                     None => Change::Delete(K::KIND, key),
                                 }
                             }
-                            Ok(Event::Delete(o)) => Change::Delete(K::KIND, ObjectKey::of(o.meta())),
+                            Ok(Event::Delete(o)) => {
+                                let key = ObjectKey::of(o.meta());
+                                if let Some(seen) = &cx.seen {
+                                    seen.forget(K::NAME, &key);
+                                }
+                                Change::Delete(K::KIND, key)
+                            }
                             Err(e) => {
                                 warn!(kind = K::NAME, error = %e, "watch failed; retrying with backoff");
                                 return None;

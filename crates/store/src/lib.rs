@@ -5,6 +5,7 @@
 
 mod directory;
 pub mod kubernetes;
+pub mod seen;
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use tokio::sync::watch;
 
 pub use directory::{DirectorySource, FileProblem};
 pub use kubernetes::KubernetesSource;
+pub use seen::{Seen, StatusSeen};
 
 /// The current snapshot of every object, with a change signal. Cheap to clone.
 #[derive(Clone)]
