@@ -151,8 +151,8 @@ struct Builder<'a> {
     snapshot: &'a Snapshot,
     diagnostics: Vec<Diagnostic>,
     cache: &'a mut Cache,
-    /// The kinds with an object changed since the previous build.
-    changed: BTreeSet<Kind>,
+    /// What changed since the previous build.
+    changed: objects::Changes,
     /// What the route being built has read so far (none outside routes: not cached).
     reads: Option<Reads>,
     /// The port whose routes are being built and the scheme it serves, for redirects that keep

@@ -9,7 +9,7 @@ pub mod services;
 mod snapshot;
 
 pub use parse::{ParseError, parse_documents, parse_json};
-pub use snapshot::{Kind, KindWatch, Object, ObjectKey, Objects, Reads, Snapshot};
+pub use snapshot::{Changes, Kind, KindWatch, Object, ObjectKey, Objects, Reads, Snapshot};
 
 /// Re-exports of the object types, so users need not name the generated crates.
 pub mod types {

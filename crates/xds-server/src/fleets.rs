@@ -7,6 +7,8 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use xds::{FleetResources, Resource, ResourceType, Resources};
 
+use crate::stream::order;
+
 /// Whether a fleet's Envoys run the configuration they are served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Programming {
@@ -108,8 +110,14 @@ impl Fleet {
                 _ => self.pending.remove(t),
             };
             let mut pending = HashSet::new();
+            // The old map walked beside the new one (both in name order), not searched per name.
+            let mut previous = old.as_ref().map(|(m, _)| m.iter().peekable());
             for (name, r) in map.iter() {
-                let unchanged = old.as_ref().and_then(|(m, _)| m.get(name)).is_some_and(|o| o.version == r.version);
+                let before = previous.as_mut().and_then(|p| {
+                    while p.next_if(|(o, _)| order(o, name).is_lt()).is_some() {}
+                    p.next_if(|(o, _)| order(o, name).is_eq()).map(|(_, o)| o)
+                });
+                let unchanged = before.is_some_and(|o| Arc::ptr_eq(&o.version, &r.version) || o.version == r.version);
                 let waiting = match &old {
                     Some((_, was)) if unchanged => !was.is_empty() && was.contains(name),
                     _ => self.accepted.get(&(*t, Arc::clone(name))).is_none_or(|a| a.version != r.version),

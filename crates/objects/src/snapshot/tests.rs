@@ -95,3 +95,31 @@ fn reads_stay_valid_until_an_object_read_changes() {
     let changed = watch.changed(&s, &[Kind::Service]);
     assert!(!reads.unchanged(&s, &changed));
 }
+
+#[test]
+fn changes_name_the_keys_added_removed_and_replaced() {
+    let service = |name: &str, port: u16| {
+        let yaml =
+            format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec: {{ports: [{{port: {port}}}]}}\n");
+        parse_documents(&yaml).remove(0).expect("parses")
+    };
+    let mut s = Snapshot::default();
+    for name in ["a", "b", "c"] {
+        s.upsert(service(name, 80));
+    }
+    let mut watch = KindWatch::default();
+    assert_eq!(
+        watch.changed(&s, &[Kind::Service, Kind::Secret]).keys(Kind::Service),
+        None,
+        "the first call knows no keys"
+    );
+    s.upsert(service("b", 81));
+    s.remove(Kind::Service, &ObjectKey::new("default", "c"));
+    s.upsert(service("d", 80));
+    s.upsert(service("a", 80));
+    let changed = watch.changed(&s, &[Kind::Service, Kind::Secret]);
+    let keys: Vec<&str> = changed.keys(Kind::Service).expect("known").iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(keys, ["b", "c", "d"], "an equal object written again is no change");
+    assert_eq!(changed.len(), 1);
+    assert!(watch.changed(&s, &[Kind::Service]).is_empty());
+}
