@@ -148,6 +148,7 @@ impl Pipeline {
     /// whose addresses changed. The full build and the endpoint-only update both use it.
     pub fn endpoints(&mut self, dag: &dag::Dag, snapshot: &Snapshot) -> BTreeMap<String, Arc<xds::Resources>> {
         let mut out = BTreeMap::new();
+        self.endpoints.begin(snapshot);
         for (id, fleet) in &dag.fleets {
             let addresses = dag::fleet_endpoints_cached(fleet, snapshot, &mut self.endpoints);
             out.insert(id.clone(), Arc::new(xds::load_assignments_cached(&addresses, &mut self.load_assignments)));

@@ -29,15 +29,24 @@ impl<'a> SliceIndex<'a> {
         Self { by_service }
     }
 
+    /// Indexes only the slices of `services` (namespace, Service name): one pass over the
+    /// snapshot's slices with a comparison each, no map entry for the others.
+    fn of_services(snapshot: &'a Snapshot, services: &ChangedServices) -> Self {
+        let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
+        for (key, slice) in snapshot.endpoint_slices.iter() {
+            if let Some(service) = slice_service(slice)
+                && services.contains(&key.namespace, service)
+            {
+                by_service.entry((key.namespace.as_str(), service)).or_default().push(slice);
+            }
+        }
+        Self { by_service }
+    }
+
     /// The slices of one Service.
     fn slices_of<'s>(&'s self, service: &'s ServicePort) -> &'s [&'a EndpointSlice] {
         let key = (service.namespace.as_str(), service.name.as_str());
         self.by_service.get(&key).map_or(&[], Vec::as_slice)
-    }
-
-    /// The slices of a cluster's Services.
-    fn slices<'s>(&'s self, cluster: &'s Cluster) -> impl Iterator<Item = &'a EndpointSlice> + 's {
-        cluster.services().flat_map(|(service, _)| self.slices_of(service).iter().copied())
     }
 
     /// The ready endpoints of a cluster, each with its health-check port when the cluster checks
@@ -52,11 +61,6 @@ impl<'a> SliceIndex<'a> {
         out.dedup();
         out
     }
-}
-
-/// The identities of slices (their `Arc` addresses in the snapshot).
-fn identities<'a>(slices: impl Iterator<Item = &'a EndpointSlice>) -> Vec<usize> {
-    slices.map(|s| s as *const EndpointSlice as usize).collect()
 }
 
 /// The endpoint port of a slice for a Service port name.
@@ -115,12 +119,19 @@ pub struct Locality {
 /// The endpoints of every cluster of a fleet, by cluster name.
 pub type FleetEndpoints = std::collections::BTreeMap<String, Arc<[Endpoint]>>;
 
-/// Endpoints kept between builds, per cluster: valid while the cluster and the EndpointSlices
-/// of its Service are the same, so one slice's change recomputes one cluster's endpoints.
+/// Endpoints kept between builds, per cluster: valid while the cluster is the same and no
+/// EndpointSlice of its Services changed, so a new app's slice computes one cluster's endpoints.
+///
+/// [`EndpointCache::begin`] starts each build: it finds the Services whose slices changed since
+/// the previous build, in one walk over the two slice maps; a cluster's entry from the previous
+/// build is then reused unless one of its Services is among them.
 #[derive(Debug, Default)]
 pub struct EndpointCache {
-    /// Every slice's identity at the last call, and a counter bumped whenever they change.
-    slices: Vec<usize>,
+    /// The slices at the previous build.
+    seen: Option<Arc<objects::Objects<EndpointSlice>>>,
+    /// The Services whose slices changed since then (`None`: not known, nothing is reused).
+    changed: Option<ChangedServices>,
+    /// Counts builds; an entry is current if used by this build or the previous one.
     epoch: u64,
     by_cluster: HashMap<String, CachedEndpoints>,
 }
@@ -128,19 +139,68 @@ pub struct EndpointCache {
 #[derive(Debug)]
 struct CachedEndpoints {
     cluster: Arc<Cluster>,
-    /// The identities of the slices the endpoints came from.
-    slices: Vec<usize>,
     endpoints: Arc<[Endpoint]>,
-    /// The cache's epoch when `slices` was last found current.
+    /// The build that last computed or reused the entry.
     epoch: u64,
+}
+
+impl EndpointCache {
+    /// Starts a build over `snapshot`: what changed since the previous one, and entries no build
+    /// used since then dropped (their clusters' slices may have changed unseen).
+    pub fn begin(&mut self, snapshot: &Snapshot) {
+        let slices = &snapshot.endpoint_slices;
+        self.changed = match &self.seen {
+            Some(seen) if Arc::ptr_eq(seen, slices) => Some(ChangedServices::default()),
+            Some(seen) => Some(ChangedServices::from(changed_services(seen, slices))),
+            None => None,
+        };
+        self.seen = Some(Arc::clone(slices));
+        self.epoch += 1;
+        let epoch = self.epoch;
+        self.by_cluster.retain(|_, e| e.epoch + 1 >= epoch);
+    }
+}
+
+/// A set of Services (namespace, name), looked up without building owned keys.
+#[derive(Debug, Default)]
+pub struct ChangedServices(HashMap<String, HashSet<String>>);
+
+impl ChangedServices {
+    /// Whether the Service `namespace`/`name` is in the set.
+    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+        !self.0.is_empty() && self.0.get(namespace).is_some_and(|names| names.contains(name))
+    }
+
+    fn insert(&mut self, namespace: &str, name: &str) {
+        if !self.contains(namespace, name) {
+            self.0.entry(namespace.to_string()).or_default().insert(name.to_string());
+        }
+    }
+}
+
+impl From<HashSet<(String, String)>> for ChangedServices {
+    fn from(services: HashSet<(String, String)>) -> Self {
+        let mut out = Self::default();
+        for (namespace, name) in services {
+            out.0.entry(namespace).or_default().insert(name);
+        }
+        out
+    }
 }
 
 /// The Services (namespace, name) whose EndpointSlices differ between two snapshots: those of
 /// slices added, removed or changed, by the slices' `kubernetes.io/service-name` labels before
 /// and after. A walk over both maps comparing pointers.
 pub fn services_with_changed_slices(previous: &Snapshot, snapshot: &Snapshot) -> HashSet<(String, String)> {
+    changed_services(&previous.endpoint_slices, &snapshot.endpoint_slices)
+}
+
+fn changed_services(
+    previous: &objects::Objects<EndpointSlice>,
+    snapshot: &objects::Objects<EndpointSlice>,
+) -> HashSet<(String, String)> {
     let mut out = HashSet::new();
-    let (mut a, mut b) = (previous.endpoint_slices.iter().peekable(), snapshot.endpoint_slices.iter().peekable());
+    let (mut a, mut b) = (previous.iter().peekable(), snapshot.iter().peekable());
     let mut note = |key: &objects::ObjectKey, slice: &EndpointSlice| {
         if let Some(service) = slice_service(slice) {
             out.insert((key.namespace.clone(), service.to_string()));
@@ -220,9 +280,7 @@ pub fn cluster_endpoints_of(
     let index = SliceIndex { by_service };
     for c in affected {
         let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
-        let slices = identities(index.slices(c));
-        let entry =
-            CachedEndpoints { cluster: Arc::clone(c), slices, endpoints: Arc::clone(&endpoints), epoch: cache.epoch };
+        let entry = CachedEndpoints { cluster: Arc::clone(c), endpoints: Arc::clone(&endpoints), epoch: cache.epoch };
         cache.by_cluster.insert(c.name.clone(), entry);
         out.insert(c.name.clone(), endpoints);
     }
@@ -230,39 +288,49 @@ pub fn cluster_endpoints_of(
 }
 
 /// The endpoints of every cluster of a fleet, reusing what `cache` computed for clusters whose
-/// slices did not change.
+/// slices did not change since the previous build ([`EndpointCache::begin`] starts each build;
+/// without it nothing is reused).
 pub fn fleet_endpoints_cached(
     fleet: &crate::FleetDag,
     snapshot: &Snapshot,
     cache: &mut EndpointCache,
 ) -> FleetEndpoints {
-    let slices = snapshot.identities(objects::Kind::EndpointSlice);
-    if slices != cache.slices {
-        cache.slices = slices;
-        cache.epoch += 1;
-    }
-    let epoch = cache.epoch;
-    let mut index = None;
+    let EndpointCache { changed, epoch, by_cluster, .. } = cache;
+    let epoch = *epoch;
     let mut out = FleetEndpoints::new();
+    let mut fresh = Vec::new();
     // An ExternalName Service's cluster resolves its name itself: no load assignment over EDS.
     for c in fleet.clusters.values().filter(|c| c.external_name.is_none()) {
-        let cached = cache.by_cluster.get_mut(&c.name).filter(|e| Arc::ptr_eq(&e.cluster, c) || e.cluster == *c);
-        let endpoints = match cached {
-            Some(e) if e.epoch == epoch => Arc::clone(&e.endpoints),
-            Some(e) if identities(index.get_or_insert_with(|| SliceIndex::new(snapshot)).slices(c)) == e.slices => {
+        let current =
+            changed.as_ref().is_some_and(|changed| !c.services().any(|(s, _)| changed.contains(&s.namespace, &s.name)));
+        let cached = by_cluster
+            .get_mut(&c.name)
+            .filter(|e| current && e.epoch + 1 >= epoch && (Arc::ptr_eq(&e.cluster, c) || e.cluster == *c));
+        match cached {
+            Some(e) => {
                 e.epoch = epoch;
-                Arc::clone(&e.endpoints)
+                out.insert(c.name.clone(), Arc::clone(&e.endpoints));
             }
-            _ => {
-                let index = index.get_or_insert_with(|| SliceIndex::new(snapshot));
-                let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
-                let slices = identities(index.slices(c));
-                let entry =
-                    CachedEndpoints { cluster: Arc::clone(c), slices, endpoints: Arc::clone(&endpoints), epoch };
-                cache.by_cluster.insert(c.name.clone(), entry);
-                endpoints
-            }
-        };
+            None => fresh.push(c),
+        }
+    }
+    if fresh.is_empty() {
+        return out;
+    }
+    // A few clusters (a new app's): index only their Services' slices.
+    let index = if fresh.len() <= 64 {
+        let mut services = ChangedServices::default();
+        for (s, _) in fresh.iter().flat_map(|c| c.services()) {
+            services.insert(&s.namespace, &s.name);
+        }
+        SliceIndex::of_services(snapshot, &services)
+    } else {
+        SliceIndex::new(snapshot)
+    };
+    for c in fresh {
+        let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
+        let entry = CachedEndpoints { cluster: Arc::clone(c), endpoints: Arc::clone(&endpoints), epoch };
+        by_cluster.insert(c.name.clone(), entry);
         out.insert(c.name.clone(), endpoints);
     }
     out

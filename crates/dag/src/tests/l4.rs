@@ -117,3 +117,28 @@ fn an_endpoint_change_of_one_backend_keeps_the_other_backends_endpoints() {
     assert_eq!(update["udproute/infra/dns"].len(), 3, "{:?}", update["udproute/infra/dns"]);
     assert!(!update.contains_key("infra/dns/53/da39a3ee5e"), "a cluster of unchanged Services is left alone");
 }
+
+#[test]
+fn a_build_recomputes_the_endpoints_of_changed_slices_and_of_clusters_it_did_not_use() {
+    let (mut s, dag) = built();
+    let fleet = &dag.fleets["infra/gw"];
+    let mut cache = EndpointCache::default();
+    cache.begin(&s);
+    let first = fleet_endpoints_cached(fleet, &s, &mut cache);
+    let other = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: other-1, namespace: infra, labels: {kubernetes.io/service-name: other}}\naddressType: IPv4\nports: [{name: dns, port: 6000, protocol: UDP}]\nendpoints: [{addresses: [10.0.0.3]}, {addresses: [10.0.0.4]}]\n";
+    s.upsert(objects::parse_documents(other).remove(0).expect("parses"));
+    cache.begin(&s);
+    let second = fleet_endpoints_cached(fleet, &s, &mut cache);
+    assert_eq!(second["udproute/infra/dns"].len(), 4, "the cluster with `other` follows its slice");
+    let tcp = "infra/dns/53/da39a3ee5e";
+    assert!(std::sync::Arc::ptr_eq(&first[tcp], &second[tcp]), "a cluster of unchanged Services is reused");
+
+    // A build that does not use the fleet, while `dns`'s slice changes: the next one that does
+    // computes it afresh.
+    let dns = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: dns-1, namespace: infra, labels: {kubernetes.io/service-name: dns}}\naddressType: IPv4\nports: [{name: dns-tcp, port: 5353}, {name: dns, port: 5354, protocol: UDP}]\nendpoints: [{addresses: [10.0.0.1]}]\n";
+    s.upsert(objects::parse_documents(dns).remove(0).expect("parses"));
+    cache.begin(&s);
+    cache.begin(&s);
+    let fourth = fleet_endpoints_cached(fleet, &s, &mut cache);
+    assert_eq!(fourth[tcp].len(), 1, "{:?}", fourth[tcp]);
+}
