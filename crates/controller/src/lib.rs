@@ -74,7 +74,7 @@ pub struct Published {
     /// Routes attached per `(fleet, listener)`.
     pub attached: Arc<BTreeMap<(String, String), u32>>,
     /// What every HTTPProxy's status should say (before Envoy's verdict).
-    pub proxies: Arc<Vec<frontends::httpproxy::status::ProxyStatus>>,
+    pub proxies: Arc<Vec<Arc<frontends::httpproxy::status::ProxyStatus>>>,
 }
 
 /// Time spent per stage of one build.
@@ -208,6 +208,8 @@ pub struct Controller {
     published: watch::Sender<Option<Arc<Published>>>,
     /// How long the last full rebuild took (see [`leading_gap`]).
     last_build: std::time::Duration,
+    /// HTTPProxy statuses of the last build, reused for proxies that did not change.
+    statuses: frontends::httpproxy::status::StatusCache,
 }
 
 impl Controller {
@@ -222,6 +224,7 @@ impl Controller {
             last_diff: None,
             published: watch::channel(None).0,
             last_build: Duration::ZERO,
+            statuses: Default::default(),
         }
     }
 
@@ -300,7 +303,12 @@ impl Controller {
             "configuration rebuilt"
         );
         // After the push: status is not on the path of Envoy's configuration.
-        let proxies = frontends::httpproxy::status::compute(&snapshot, &self.options.httpproxy, &build.dag.diagnostics);
+        let proxies = frontends::httpproxy::status::compute_cached(
+            &snapshot,
+            &self.options.httpproxy,
+            &build.dag.diagnostics,
+            &mut self.statuses,
+        );
         let dag = Arc::new(build.dag);
         let published = Published {
             snapshot: Arc::clone(&snapshot),

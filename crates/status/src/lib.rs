@@ -237,7 +237,7 @@ pub async fn run(
         // Envoy refusing the default fleet's configuration shows on every proxy it serves.
         if let Some(Programming::Rejected(e)) = states.get(ir::DEFAULT_FLEET) {
             for proxy in proxies.to_mut().iter_mut().filter(|s| s.current_status == "valid") {
-                proxy.reject(e);
+                Arc::make_mut(proxy).reject(e);
             }
         }
         let address = load_balancer(&p.snapshot, &options.ingress);

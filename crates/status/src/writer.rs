@@ -8,6 +8,7 @@ use frontends::gateway_api::status::StatusSet;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
+use objects::ObjectKey;
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
@@ -25,7 +26,9 @@ pub struct StatusWriter {
     counters: Arc<Counters>,
     /// What we last wrote (or found) per object, as a digest: unchanged desired status costs no
     /// request.
-    last: HashMap<(&'static str, String, String), Written>,
+    last: HashMap<&'static str, HashMap<ObjectKey, Written>>,
+    /// Counts passes; an entry of `last` a pass neither wrote nor found current is dropped.
+    pass: u64,
     /// The API version each kind is written through, once found (see [`resource`]).
     resources: HashMap<&'static str, ApiResource>,
     /// What the watches saw of each object's status, when the source records it.
@@ -49,6 +52,8 @@ struct Written {
     /// Of the desired HTTPProxy or ExtensionService status it was written or checked for, as
     /// computed (see [`desired_digest`]).
     desired: Option<u64>,
+    /// The writer's pass that last wrote it or found it current.
+    pass: u64,
 }
 
 impl Written {
@@ -67,7 +72,7 @@ impl Written {
             _ => None,
         };
         let entries = ours.as_array().is_some_and(|a| !a.is_empty());
-        Self { uid, digest: json::digest(ours), entries, others, desired: desired_digest(desired) }
+        Self { uid, digest: json::digest(ours), entries, others, desired: desired_digest(desired), pass: 0 }
     }
 
     /// Whether it already says what is desired now.
@@ -111,8 +116,7 @@ struct Write {
     kind: &'static str,
     /// The object's uid, when the status computation knows it.
     uid: Option<String>,
-    namespace: String,
-    name: String,
+    key: ObjectKey,
     desired: Desired,
 }
 
@@ -137,6 +141,7 @@ impl StatusWriter {
             controller,
             counters: Arc::default(),
             last: HashMap::new(),
+            pass: 0,
             resources: HashMap::new(),
             seen: None,
         }
@@ -162,13 +167,16 @@ impl StatusWriter {
     }
 
     /// Whether the HTTPProxy or ExtensionService at `key` was last written or found for the same
-    /// desired status (the same object, by uid); counted as a write that changed nothing.
-    fn unchanged(&self, key: &(&'static str, String, String), uid: &str, digest: u64) -> bool {
-        let same =
-            self.last.get(key).is_some_and(|w| w.uid.as_deref().is_none_or(|u| u == uid) && w.desired == Some(digest));
+    /// desired status (the same object, by uid); counted as a write that changed nothing, and
+    /// kept for this pass. No key is built: at 10k proxies every pass asks this of each.
+    fn unchanged(&mut self, kind: &'static str, key: &ObjectKey, uid: &str, digest: u64) -> bool {
+        let pass = self.pass;
+        let Some(w) = self.last.get_mut(kind).and_then(|m| m.get_mut(key)) else { return false };
+        let same = w.uid.as_deref().is_none_or(|u| u == uid) && w.desired == Some(digest);
         if same {
-            self.counters.total[kind_index(key.0)].fetch_add(1, Ordering::Relaxed);
-            self.counters.noop[kind_index(key.0)].fetch_add(1, Ordering::Relaxed);
+            w.pass = pass;
+            self.counters.total[kind_index(kind)].fetch_add(1, Ordering::Relaxed);
+            self.counters.noop[kind_index(kind)].fetch_add(1, Ordering::Relaxed);
         }
         same
     }
@@ -178,107 +186,70 @@ impl StatusWriter {
         &mut self,
         set: &StatusSet,
         ingresses: &[(objects::ObjectKey, String, Value)],
-        proxies: &[frontends::httpproxy::status::ProxyStatus],
+        proxies: &[Arc<frontends::httpproxy::status::ProxyStatus>],
         extensions: &[frontends::httpproxy::status::ProxyStatus],
         address: Option<&Value>,
         leadership: &election::Leadership,
     ) {
+        self.pass += 1;
+        let pass = self.pass;
         let mut writes = Vec::new();
-        let mut seen = Vec::new();
+        let write = |kind, uid: &str, key: &ObjectKey, desired| Write {
+            kind,
+            uid: Some(uid.to_string()),
+            key: key.clone(),
+            desired,
+        };
         for g in set.gateways.iter() {
-            writes.push(Write {
-                kind: "Gateway",
-                uid: Some(g.uid.clone()),
-                namespace: g.key.namespace.clone(),
-                name: g.key.name.clone(),
-                desired: Desired::Gateway(g.clone()),
-            });
+            writes.push(write("Gateway", &g.uid, &g.key, Desired::Gateway(g.clone())));
         }
         for s in set.listener_sets.iter() {
-            writes.push(Write {
-                kind: "ListenerSet",
-                uid: Some(s.uid.clone()),
-                namespace: s.key.namespace.clone(),
-                name: s.key.name.clone(),
-                desired: Desired::Gateway(s.clone()),
-            });
+            writes.push(write("ListenerSet", &s.uid, &s.key, Desired::Gateway(s.clone())));
         }
         for r in &set.routes {
-            seen.push((r.kind, r.key.namespace.clone(), r.key.name.clone()));
-            writes.push(Write {
-                kind: r.kind,
-                uid: Some(r.uid.clone()),
-                namespace: r.key.namespace.clone(),
-                name: r.key.name.clone(),
-                desired: Desired::Route(r.parents.clone()),
-            });
+            writes.push(write(r.kind, &r.uid, &r.key, Desired::Route(r.parents.clone())));
         }
         for p in &set.policies {
-            seen.push((p.kind, p.key.namespace.clone(), p.key.name.clone()));
-            writes.push(Write {
-                kind: p.kind,
-                uid: Some(p.uid.clone()),
-                namespace: p.key.namespace.clone(),
-                name: p.key.name.clone(),
-                desired: Desired::Ancestors(p.parents.clone()),
-            });
+            writes.push(write(p.kind, &p.uid, &p.key, Desired::Ancestors(p.parents.clone())));
         }
         for (key, uid, lb) in ingresses {
-            writes.push(Write {
-                kind: "Ingress",
-                uid: Some(uid.clone()),
-                namespace: key.namespace.clone(),
-                name: key.name.clone(),
-                desired: Desired::LoadBalancer(lb.clone()),
-            });
+            writes.push(write("Ingress", uid, key, Desired::LoadBalancer(lb.clone())));
         }
+        // Routes that had our entries and now have none.
+        let parented: std::collections::HashSet<(&str, &ObjectKey)> = writes.iter().map(|w| (w.kind, &w.key)).collect();
+        let mut gone = Vec::new();
+        for (kind, objects) in &self.last {
+            if matches!(*kind, "Gateway" | "ListenerSet" | "Ingress" | "HTTPProxy" | "ExtensionService") {
+                continue;
+            }
+            for (key, w) in objects {
+                if w.entries && !parented.contains(&(*kind, key)) {
+                    let desired = if *kind == "BackendTLSPolicy" {
+                        Desired::Ancestors(Vec::new())
+                    } else {
+                        Desired::Route(Vec::new())
+                    };
+                    gone.push(Write { kind, uid: None, key: key.clone(), desired });
+                }
+            }
+        }
+        drop(parented);
+        writes.extend(gone);
         // Proxies whose desired status is what was last written or found are passed over here.
-        let mut kept = Vec::new();
         let address_digest = address.map(address_digest);
         for (kind, p) in
-            proxies.iter().map(|p| ("HTTPProxy", p)).chain(extensions.iter().map(|e| ("ExtensionService", e)))
+            proxies.iter().map(|p| ("HTTPProxy", &**p)).chain(extensions.iter().map(|e| ("ExtensionService", e)))
         {
-            let key = (kind, p.key.namespace.clone(), p.key.name.clone());
             let digest = proxy_digest(p, if kind == "HTTPProxy" { address_digest } else { None });
-            if self.unchanged(&key, &p.uid, digest) {
-                kept.push(key);
+            if self.unchanged(kind, &p.key, &p.uid, digest) {
                 continue;
             }
             let desired = match kind {
                 "HTTPProxy" => Desired::Proxy(p.clone(), address.cloned()),
                 _ => Desired::Extension(p.clone()),
             };
-            let (_, namespace, name) = key;
-            writes.push(Write { kind, uid: Some(p.uid.clone()), namespace, name, desired });
+            writes.push(write(kind, &p.uid, &p.key, desired));
         }
-        // Routes that had our entries and now have none.
-        let gone: Vec<_> = self
-            .last
-            .keys()
-            .filter(|(k, _, _)| !matches!(*k, "Gateway" | "ListenerSet" | "Ingress" | "HTTPProxy" | "ExtensionService"))
-            .filter(|k| !seen.contains(k))
-            .cloned()
-            .collect();
-        for (kind, namespace, name) in gone {
-            if self.last.get(&(kind, namespace.clone(), name.clone())).is_some_and(|w| w.entries) {
-                let desired = if kind == "BackendTLSPolicy" {
-                    Desired::Ancestors(Vec::new())
-                } else {
-                    Desired::Route(Vec::new())
-                };
-                writes.push(Write { kind, uid: None, namespace, name, desired });
-            }
-        }
-
-        // Forget objects that are gone (and, for routes, hold none of our entries): one deleted
-        // and created again later is written afresh, and what is remembered stays as large as
-        // what exists.
-        let current: std::collections::HashSet<(&str, &str, &str)> = writes
-            .iter()
-            .map(|w| (w.kind, w.namespace.as_str(), w.name.as_str()))
-            .chain(kept.iter().map(|(kind, namespace, name)| (*kind, namespace.as_str(), name.as_str())))
-            .collect();
-        self.last.retain(|(kind, namespace, name), _| current.contains(&(*kind, namespace.as_str(), name.as_str())));
 
         let mut kinds: Vec<&'static str> = writes.iter().map(|w| w.kind).collect();
         kinds.sort_unstable();
@@ -300,14 +271,15 @@ impl StatusWriter {
             .map(|w| {
                 let (client, controller, counters) = (client.clone(), controller.clone(), Arc::clone(&counters));
                 let previous = last
-                    .get(&(w.kind, w.namespace.clone(), w.name.clone()))
+                    .get(w.kind)
+                    .and_then(|m| m.get(&w.key))
                     .filter(|p| p.uid.is_none() || w.uid.is_none() || p.uid == w.uid);
                 let leadership = leadership.clone();
-                let seen = seen_objects.and_then(|s| s.get(w.kind, &objects::ObjectKey::new(&w.namespace, &w.name)));
+                let seen = seen_objects.and_then(|s| s.get(w.kind, &w.key));
                 let resource =
                     resources.get(w.kind).cloned().unwrap_or_else(|| api_resource(w.kind, versions(w.kind)[0]));
                 async move {
-                    let key = (w.kind, w.namespace.clone(), w.name.clone());
+                    let key = (w.kind, w.key.clone());
                     // Leadership can end mid-pass (a paused replica resumes): check per write.
                     if !leadership.is_leader() {
                         return (key, Err(Error::NotLeader));
@@ -318,22 +290,21 @@ impl StatusWriter {
             .buffer_unordered(CONCURRENCY)
             .collect()
             .await;
-        for (key, result) in results {
+        for ((kind, key), result) in results {
             match result {
-                Ok(Some(value)) => {
-                    self.last.insert(key, value);
+                Ok(Some(mut value)) => {
+                    value.pass = pass;
+                    self.last.entry(kind).or_default().insert(key, value);
                 }
-                Ok(None) => {
-                    self.last.remove(&key);
-                }
-                Err(Error::NotLeader) => {
-                    self.last.remove(&key);
-                }
-                Err(e) => {
-                    self.last.remove(&key);
-                    warn!(error = %e, "status write failed");
-                }
+                Ok(None) | Err(Error::NotLeader) => {}
+                Err(e) => warn!(error = %e, "status write failed"),
             }
+        }
+        // Forget objects that are gone (and, for routes, hold none of our entries), and what a
+        // write could not confirm: one deleted and created again later is written afresh, and
+        // what is remembered stays as large as what exists.
+        for objects in self.last.values_mut() {
+            objects.retain(|_, w| w.pass == pass);
         }
     }
 }
@@ -455,12 +426,12 @@ async fn write_unread(
     if !seen.blank || seen.resource_version.is_empty() {
         return Ok(Unread::Read);
     }
-    let mut object = DynamicObject::new(&w.name, resource).within(&w.namespace);
+    let mut object = DynamicObject::new(&w.key.name, resource).within(&w.key.namespace);
     object.metadata.resource_version = Some(seen.resource_version.clone());
     let mut whole = Value::Null;
     json::merge(&mut whole, &status);
     object.data = json!({ "status": whole });
-    match api.replace_status(&w.name, &PostParams::default(), &object).await {
+    match api.replace_status(&w.key.name, &PostParams::default(), &object).await {
         Ok(_) => {
             counters.success[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
             Ok(Unread::Done(Some(Written::of(w.uid.clone(), &ours, &w.desired))))
@@ -492,8 +463,8 @@ async fn write_one(
         counters.noop[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
         return Ok(Some(previous.clone()));
     }
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &w.namespace, resource);
-    let key = format!("{}/{}", w.namespace, w.name);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &w.key.namespace, resource);
+    let key = format!("{}/{}", w.key.namespace, w.key.name);
     let api_error = |source| Error::Api { kind: w.kind, key: key.clone(), source };
     let now = now();
     counters.total[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
@@ -514,7 +485,7 @@ async fn write_one(
         // The object itself, not its status subresource: upstream's ClusterRoles grant `get` on
         // the kinds but only `update` on `gateways/status` and the other route statuses.
         counters.reads[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
-        let object = match api.get(&w.name).await {
+        let object = match api.get(&w.key.name).await {
             Ok(o) => o,
             Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
             Err(e) => return Err(api_error(e)),
@@ -533,7 +504,7 @@ async fn write_one(
         let mut merged = current;
         json::merge(&mut merged, &status);
         replacement.data["status"] = merged;
-        match api.replace_status(&w.name, &PostParams::default(), &replacement).await {
+        match api.replace_status(&w.key.name, &PostParams::default(), &replacement).await {
             Ok(_) => {
                 counters.success[kind_index(w.kind)].fetch_add(1, Ordering::Relaxed);
                 debug!(kind = w.kind, object = %key, "status written");

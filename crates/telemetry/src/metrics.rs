@@ -63,7 +63,7 @@ pub fn render(t: &Telemetry) -> String {
     let proxies = published.as_ref().map(|p| p.proxies.as_slice()).unwrap_or_default();
     let count = |pick: &dyn Fn(&controller::ProxyStatus) -> Option<String>| {
         let mut counts: std::collections::BTreeMap<String, f64> = Default::default();
-        for labels in proxies.iter().filter_map(pick) {
+        for labels in proxies.iter().filter_map(|p| pick(p)) {
             *counts.entry(labels).or_default() += 1.0;
         }
         counts.into_iter().collect::<Vec<_>>()

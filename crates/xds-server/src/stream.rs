@@ -391,6 +391,9 @@ impl StreamState {
         }
         let want = match source {
             Some(source) if ts.wildcard && cacheable => Arc::clone(source),
+            // Subscribed to every name now (Envoy asked for a new cluster's endpoints): the served
+            // map whole, found by a walk over the names rather than by building a copy of it.
+            Some(source) if cacheable && source.keys().all(|n| subscribed(n)) => Arc::clone(source),
             _ => Arc::new(
                 served
                     .of(t)

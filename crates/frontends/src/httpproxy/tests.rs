@@ -31,7 +31,41 @@ fn run_with(extra: &str, options: &Options) -> (Translation, Vec<status::ProxySt
     let snapshot = Snapshot::from_yaml(&format!("{}---\n{extra}", base())).expect("fixture parses");
     let t = translate(&snapshot, options);
     let statuses = status::compute(&snapshot, options, &t.diagnostics);
+    let cached = status::compute_cached(&snapshot, options, &t.diagnostics, &mut Default::default());
+    assert!(cached.iter().map(|s| &**s).eq(statuses.iter()), "computed with a cache, the same statuses");
     (t, statuses)
+}
+
+#[test]
+fn statuses_of_proxies_whose_object_and_diagnostics_are_the_same_are_reused() {
+    let root = proxy(
+        "root",
+        "  virtualhost: {fqdn: www.example.com}\n  includes: [{name: child}]\n  routes: [{services: [{name: web, port: 80}]}]",
+    );
+    let other =
+        proxy("other", "  virtualhost: {fqdn: other.example.com}\n  routes: [{services: [{name: web, port: 80}]}]");
+    let mut snapshot = Snapshot::from_yaml(&format!("{}---\n{root}{other}", base())).expect("parses");
+    let options = Options::default();
+    let mut cache = status::StatusCache::default();
+    let statuses = |snapshot: &Snapshot, cache: &mut status::StatusCache| {
+        let t = translate(snapshot, &options);
+        status::compute_cached(snapshot, &options, &t.diagnostics, cache)
+    };
+    let first = statuses(&snapshot, &mut cache);
+    assert_eq!(first.iter().map(|s| s.current_status).collect::<Vec<_>>(), ["valid", "invalid"], "other, root");
+
+    // The child arrives: the root's diagnostics change although the root did not.
+    let child = proxy("child", "  routes: [{services: [{name: api, port: 80}]}]");
+    snapshot.upsert(objects::parse_documents(&child).remove(0).expect("parses"));
+    let second = statuses(&snapshot, &mut cache);
+    let by_name = |list: &[std::sync::Arc<status::ProxyStatus>], name: &str| {
+        std::sync::Arc::clone(list.iter().find(|s| s.key.name == name).expect("a status"))
+    };
+    assert_eq!(by_name(&second, "root").current_status, "valid");
+    assert_eq!(by_name(&second, "child").current_status, "valid");
+    assert!(std::sync::Arc::ptr_eq(&by_name(&first, "other"), &by_name(&second, "other")), "reused");
+    let third = statuses(&snapshot, &mut cache);
+    assert!(second.iter().zip(&third).all(|(a, b)| std::sync::Arc::ptr_eq(a, b)), "nothing changed");
 }
 
 /// `ns/name currentStatus` followed by `type/reason: message` per error (and `warning ...`).
