@@ -289,7 +289,10 @@ impl Controller {
         }
         let (resources, bytes) =
             build.fleets.values().map(FleetResources::size).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        let timings = build.timings;
+        let published = std::time::Instant::now();
         let changed = self.server.set_fleets(build.fleets);
+        let publish = published.elapsed();
         self.last_build = started.elapsed();
         self.counters.rebuilds.fetch_add(1, Ordering::Relaxed);
         self.counters.rebuild_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -300,6 +303,11 @@ impl Controller {
             resources,
             bytes,
             elapsed_ms = started.elapsed().as_millis() as u64,
+            translate_ms = timings.translate.as_millis() as u64,
+            dag_ms = timings.dag.as_millis() as u64,
+            compile_ms = timings.compile.as_millis() as u64,
+            endpoints_ms = timings.endpoints.as_millis() as u64,
+            publish_ms = publish.as_millis() as u64,
             "configuration rebuilt"
         );
         // After the push: status is not on the path of Envoy's configuration.

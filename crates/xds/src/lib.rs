@@ -328,28 +328,37 @@ pub fn compile(dag: &dag::Dag, options: &CompileOptions) -> BTreeMap<String, Fle
 #[derive(Debug, Default)]
 pub struct Cache {
     routes: route::RouteCache,
-    clusters: rustc_hash::FxHashMap<String, (Arc<dag::Cluster>, Resource)>,
+    /// Encoded clusters, with the build that last used each.
+    clusters: rustc_hash::FxHashMap<String, (Arc<dag::Cluster>, Resource, u64)>,
+    builds: u64,
 }
 
 /// [`compile`], re-encoding only the routes and virtual hosts the DAG did not share with the
 /// previous build.
 pub fn compile_cached(dag: &dag::Dag, options: &CompileOptions, cache: &mut Cache) -> BTreeMap<String, FleetResources> {
     cache.routes.set_metadata(options.listener.access_log.uses_route_metadata());
+    cache.builds += 1;
     let out: BTreeMap<String, FleetResources> =
         dag.fleets.iter().map(|(id, fleet)| (id.clone(), compile_fleet(fleet, options, cache))).collect();
     cache.routes.sweep();
-    cache.clusters.retain(|name, _| out.values().any(|f| f.of(ResourceType::Cluster).contains_key(name.as_str())));
+    // Clusters no fleet has any more: marked by the build, not looked up in every fleet.
+    let build = cache.builds;
+    cache.clusters.retain(|_, (_, _, used)| *used == build);
     out
 }
 
 fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Cache) -> FleetResources {
     let mut out = FleetResources::default();
+    let build = cache.builds;
     for c in fleet.clusters.values() {
-        let resource = match cache.clusters.get(&c.name) {
-            Some((cached, r)) if Arc::ptr_eq(cached, c) || cached == c => r.clone(),
+        let resource = match cache.clusters.get_mut(&c.name) {
+            Some((cached, r, used)) if Arc::ptr_eq(cached, c) || cached == c => {
+                *used = build;
+                r.clone()
+            }
             _ => {
                 let r = cluster::cluster(c, &options.cluster);
-                cache.clusters.insert(c.name.clone(), (Arc::clone(c), r.clone()));
+                cache.clusters.insert(c.name.clone(), (Arc::clone(c), r.clone(), build));
                 r
             }
         };
