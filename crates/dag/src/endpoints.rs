@@ -133,7 +133,7 @@ pub struct EndpointCache {
     changed: Option<ChangedServices>,
     /// Counts builds; an entry is current if used by this build or the previous one.
     epoch: u64,
-    by_cluster: HashMap<String, CachedEndpoints>,
+    by_cluster: rustc_hash::FxHashMap<String, CachedEndpoints>,
 }
 
 #[derive(Debug)]
@@ -161,28 +161,44 @@ impl EndpointCache {
     }
 }
 
-/// A set of Services (namespace, name), looked up without building owned keys.
+/// A set of Services (namespace, name), looked up without building owned keys: a few (a new
+/// app's one) compared in place, more through a map.
 #[derive(Debug, Default)]
-pub struct ChangedServices(HashMap<String, HashSet<String>>);
+pub struct ChangedServices {
+    few: Vec<(String, String)>,
+    many: HashMap<String, HashSet<String>>,
+}
+
+/// Up to this many Services are compared one by one.
+const FEW: usize = 8;
 
 impl ChangedServices {
     /// Whether the Service `namespace`/`name` is in the set.
     pub fn contains(&self, namespace: &str, name: &str) -> bool {
-        !self.0.is_empty() && self.0.get(namespace).is_some_and(|names| names.contains(name))
+        self.few.iter().any(|(ns, n)| n == name && ns == namespace)
+            || (!self.many.is_empty() && self.many.get(namespace).is_some_and(|names| names.contains(name)))
     }
 
     fn insert(&mut self, namespace: &str, name: &str) {
-        if !self.contains(namespace, name) {
-            self.0.entry(namespace.to_string()).or_default().insert(name.to_string());
+        if self.contains(namespace, name) {
+            return;
         }
+        if self.few.len() < FEW && self.many.is_empty() {
+            self.few.push((namespace.to_string(), name.to_string()));
+            return;
+        }
+        for (ns, n) in self.few.drain(..) {
+            self.many.entry(ns).or_default().insert(n);
+        }
+        self.many.entry(namespace.to_string()).or_default().insert(name.to_string());
     }
 }
 
 impl From<HashSet<(String, String)>> for ChangedServices {
     fn from(services: HashSet<(String, String)>) -> Self {
         let mut out = Self::default();
-        for (namespace, name) in services {
-            out.0.entry(namespace).or_default().insert(name);
+        for (namespace, name) in &services {
+            out.insert(namespace, name);
         }
         out
     }
@@ -297,7 +313,8 @@ pub fn fleet_endpoints_cached(
 ) -> FleetEndpoints {
     let EndpointCache { changed, epoch, by_cluster, .. } = cache;
     let epoch = *epoch;
-    let mut out = FleetEndpoints::new();
+    // In cluster-name order, as the fleet's clusters: made into a map in one pass at the end.
+    let mut out: Vec<(String, Arc<[Endpoint]>)> = Vec::with_capacity(fleet.clusters.len());
     let mut fresh = Vec::new();
     // An ExternalName Service's cluster resolves its name itself: no load assignment over EDS.
     for c in fleet.clusters.values().filter(|c| c.external_name.is_none()) {
@@ -309,13 +326,13 @@ pub fn fleet_endpoints_cached(
         match cached {
             Some(e) => {
                 e.epoch = epoch;
-                out.insert(c.name.clone(), Arc::clone(&e.endpoints));
+                out.push((c.name.clone(), Arc::clone(&e.endpoints)));
             }
             None => fresh.push(c),
         }
     }
     if fresh.is_empty() {
-        return out;
+        return out.into_iter().collect();
     }
     // A few clusters (a new app's): index only their Services' slices.
     let index = if fresh.len() <= 64 {
@@ -331,7 +348,24 @@ pub fn fleet_endpoints_cached(
         let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
         let entry = CachedEndpoints { cluster: Arc::clone(c), endpoints: Arc::clone(&endpoints), epoch };
         by_cluster.insert(c.name.clone(), entry);
-        out.insert(c.name.clone(), endpoints);
+        out.push((c.name.clone(), endpoints));
     }
-    out
+    out.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChangedServices;
+
+    #[test]
+    fn changed_services_are_found_whether_few_or_many() {
+        let names: Vec<String> = (0..20).map(|i| format!("svc-{i}")).collect();
+        let mut set = ChangedServices::default();
+        for (i, name) in names.iter().enumerate() {
+            set.insert("apps", name);
+            assert!(names[..=i].iter().all(|n| set.contains("apps", n)), "after {i}");
+            assert!(!set.contains("other", name) && !set.contains("apps", "svc-99"));
+        }
+        assert!(set.few.is_empty(), "more than a few are kept in the map");
+    }
 }

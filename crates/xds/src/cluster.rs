@@ -259,19 +259,21 @@ pub struct LoadAssignmentCache {
 
 /// The load assignments of a fleet's clusters, re-encoding only clusters whose addresses changed.
 pub fn load_assignments_cached(endpoints: &dag::FleetEndpoints, cache: &mut LoadAssignmentCache) -> Resources {
-    let mut out = Resources::new();
-    for (name, endpoints) in endpoints {
-        let resource = match cache.by_cluster.get(name) {
-            Some((e, r)) if Arc::ptr_eq(e, endpoints) || e == endpoints => r.clone(),
-            _ => {
-                let r = load_assignment(name, endpoints);
-                cache.by_cluster.insert(name.clone(), (Arc::clone(endpoints), r.clone()));
-                r
-            }
-        };
-        out.insert(Arc::clone(&resource.name), resource);
-    }
-    out
+    // In name order: the map is built in one pass, not searched per entry.
+    endpoints
+        .iter()
+        .map(|(name, endpoints)| {
+            let resource = match cache.by_cluster.get(name) {
+                Some((e, r)) if Arc::ptr_eq(e, endpoints) || e == endpoints => r.clone(),
+                _ => {
+                    let r = load_assignment(name, endpoints);
+                    cache.by_cluster.insert(name.clone(), (Arc::clone(endpoints), r.clone()));
+                    r
+                }
+            };
+            (Arc::clone(&resource.name), resource)
+        })
+        .collect()
 }
 
 /// Replaces the load assignments of the clusters in `changed` within `resources` (the rest stay
