@@ -153,6 +153,7 @@ impl Pipeline {
             let addresses = dag::fleet_endpoints_cached(fleet, snapshot, &mut self.endpoints);
             out.insert(id.clone(), Arc::new(xds::load_assignments_cached(&addresses, &mut self.load_assignments)));
         }
+        self.load_assignments.sweep();
         self.last_eds = out.clone();
         out
     }

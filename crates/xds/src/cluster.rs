@@ -254,7 +254,19 @@ fn upstream_tls(c: &dag::Cluster, tls: &TlsOptions) -> Option<TransportSocket> {
 /// Encoded load assignments kept between builds, reused while a cluster's addresses are the same.
 #[derive(Debug, Default)]
 pub struct LoadAssignmentCache {
-    by_cluster: rustc_hash::FxHashMap<String, (Arc<[dag::Endpoint]>, Resource)>,
+    /// Per cluster: its addresses, their encoding, and the generation that last used it.
+    by_cluster: rustc_hash::FxHashMap<String, (Arc<[dag::Endpoint]>, Resource, u64)>,
+    generation: u64,
+}
+
+impl LoadAssignmentCache {
+    /// Ends a full build: forgets the clusters it did not use (they were kept for ever before,
+    /// one entry per cluster name ever served).
+    pub fn sweep(&mut self) {
+        let generation = self.generation;
+        self.by_cluster.retain(|_, (_, _, used)| *used == generation);
+        self.generation += 1;
+    }
 }
 
 /// The load assignments of a fleet's clusters, re-encoding only clusters whose addresses changed.
@@ -263,11 +275,15 @@ pub fn load_assignments_cached(endpoints: &dag::FleetEndpoints, cache: &mut Load
     endpoints
         .iter()
         .map(|(name, endpoints)| {
-            let resource = match cache.by_cluster.get(name) {
-                Some((e, r)) if Arc::ptr_eq(e, endpoints) || e == endpoints => r.clone(),
+            let generation = cache.generation;
+            let resource = match cache.by_cluster.get_mut(name) {
+                Some((e, r, used)) if Arc::ptr_eq(e, endpoints) || e == endpoints => {
+                    *used = generation;
+                    r.clone()
+                }
                 _ => {
                     let r = load_assignment(name, endpoints);
-                    cache.by_cluster.insert(name.clone(), (Arc::clone(endpoints), r.clone()));
+                    cache.by_cluster.insert(name.clone(), (Arc::clone(endpoints), r.clone(), generation));
                     r
                 }
             };
@@ -391,6 +407,22 @@ mod tests {
             })
             .collect();
         assert_eq!(localities, [("backend-0".to_string(), Some(70), 2), ("backend-1".to_string(), Some(30), 1)]);
+    }
+
+    #[test]
+    fn load_assignments_are_reused_while_used_and_forgotten_after_a_build_without_them() {
+        let mut cache = LoadAssignmentCache::default();
+        let web: Arc<[dag::Endpoint]> = vec![endpoint("10.0.0.1:80", None)].into();
+        let api: Arc<[dag::Endpoint]> = vec![endpoint("10.0.0.2:80", None)].into();
+        let both = dag::FleetEndpoints::from([("ns/web/80".into(), Arc::clone(&web)), ("ns/api/80".into(), api)]);
+        let first = load_assignments_cached(&both, &mut cache);
+        cache.sweep();
+        let only_web = dag::FleetEndpoints::from([("ns/web/80".into(), web)]);
+        let second = load_assignments_cached(&only_web, &mut cache);
+        assert!(Arc::ptr_eq(&first["ns/web/80"].body, &second["ns/web/80"].body), "the same encoding");
+        assert_eq!(cache.by_cluster.len(), 2, "kept until the build ends");
+        cache.sweep();
+        assert_eq!(cache.by_cluster.keys().collect::<Vec<_>>(), ["ns/web/80"]);
     }
 
     #[test]
