@@ -20,22 +20,27 @@ pub struct SliceIndex<'a> {
 impl<'a> SliceIndex<'a> {
     /// Indexes every EndpointSlice of a snapshot by its `kubernetes.io/service-name` label.
     pub fn new(snapshot: &'a Snapshot) -> Self {
-        let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
-        for (key, slice) in snapshot.endpoint_slices.iter() {
-            if let Some(service) = slice_service(slice) {
-                by_service.entry((key.namespace.as_str(), service)).or_default().push(slice);
-            }
-        }
-        Self { by_service }
+        Self::of_slices(snapshot.endpoint_slices.iter(), |_, _| true)
     }
 
-    /// Indexes only the slices of `services` (namespace, Service name): one pass over the
-    /// snapshot's slices with a comparison each, no map entry for the others.
-    fn of_services(snapshot: &'a Snapshot, services: &ChangedServices) -> Self {
+    /// Indexes only the slices of `services`: those of their namespaces are looked at, and
+    /// only theirs get a map entry.
+    fn of_services(snapshot: &'a Snapshot, services: &ServiceSet) -> Self {
+        let slices = services.namespaces().into_iter().flat_map(|ns| {
+            let start = objects::ObjectKey::new(ns, "");
+            snapshot.endpoint_slices.range(start..).take_while(move |(k, _)| k.namespace == ns)
+        });
+        Self::of_slices(slices, |ns, service| services.contains(ns, service))
+    }
+
+    fn of_slices(
+        slices: impl Iterator<Item = (&'a objects::ObjectKey, &'a Arc<EndpointSlice>)>,
+        wanted: impl Fn(&str, &str) -> bool,
+    ) -> Self {
         let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
-        for (key, slice) in snapshot.endpoint_slices.iter() {
+        for (key, slice) in slices {
             if let Some(service) = slice_service(slice)
-                && services.contains(&key.namespace, service)
+                && wanted(&key.namespace, service)
             {
                 by_service.entry((key.namespace.as_str(), service)).or_default().push(slice);
             }
@@ -130,7 +135,7 @@ pub struct EndpointCache {
     /// The slices at the previous build.
     seen: Option<Arc<objects::Objects<EndpointSlice>>>,
     /// The Services whose slices changed since then (`None`: not known, nothing is reused).
-    changed: Option<ChangedServices>,
+    changed: Option<ServiceSet>,
     /// Counts builds; an entry is current if used by this build or the previous one.
     epoch: u64,
     by_cluster: rustc_hash::FxHashMap<String, CachedEndpoints>,
@@ -150,8 +155,8 @@ impl EndpointCache {
     pub fn begin(&mut self, snapshot: &Snapshot) {
         let slices = &snapshot.endpoint_slices;
         self.changed = match &self.seen {
-            Some(seen) if Arc::ptr_eq(seen, slices) => Some(ChangedServices::default()),
-            Some(seen) => Some(ChangedServices::from(changed_services(seen, slices))),
+            Some(seen) if Arc::ptr_eq(seen, slices) => Some(ServiceSet::default()),
+            Some(seen) => Some(ServiceSet::from(changed_services(seen, slices))),
             None => None,
         };
         self.seen = Some(Arc::clone(slices));
@@ -164,7 +169,7 @@ impl EndpointCache {
 /// A set of Services (namespace, name), looked up without building owned keys: a few (a new
 /// app's one) compared in place, more through a map.
 #[derive(Debug, Default)]
-pub struct ChangedServices {
+struct ServiceSet {
     few: Vec<(String, String)>,
     many: HashMap<String, HashSet<String>>,
 }
@@ -172,11 +177,20 @@ pub struct ChangedServices {
 /// Up to this many Services are compared one by one.
 const FEW: usize = 8;
 
-impl ChangedServices {
+impl ServiceSet {
     /// Whether the Service `namespace`/`name` is in the set.
-    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+    fn contains(&self, namespace: &str, name: &str) -> bool {
         self.few.iter().any(|(ns, n)| n == name && ns == namespace)
             || (!self.many.is_empty() && self.many.get(namespace).is_some_and(|names| names.contains(name)))
+    }
+
+    /// The namespaces of the Services, each once.
+    fn namespaces(&self) -> Vec<&str> {
+        let mut out: Vec<&str> =
+            self.few.iter().map(|(ns, _)| ns.as_str()).chain(self.many.keys().map(String::as_str)).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     fn insert(&mut self, namespace: &str, name: &str) {
@@ -194,7 +208,7 @@ impl ChangedServices {
     }
 }
 
-impl From<HashSet<(String, String)>> for ChangedServices {
+impl From<HashSet<(String, String)>> for ServiceSet {
     fn from(services: HashSet<(String, String)>) -> Self {
         let mut out = Self::default();
         for (namespace, name) in &services {
@@ -264,36 +278,21 @@ pub fn cluster_endpoints_of(
     }
     // Looked up by reference: at 10k slices and clusters, a pair of Strings cloned per lookup
     // was most of an endpoint change's time.
-    let mut wanted: HashMap<&str, HashSet<&str>> = HashMap::new();
+    let mut wanted = ServiceSet::default();
     for (ns, name) in services {
-        wanted.entry(ns.as_str()).or_default().insert(name.as_str());
+        wanted.insert(ns, name);
     }
-    let changed = |ns: &str, name: &str| wanted.get(ns).is_some_and(|names| names.contains(name));
     // A cluster of several Services (a UDPRoute's, an ExtensionService's) takes the endpoints of
     // all of them, changed or not.
     let affected: Vec<&Arc<Cluster>> = fleet
         .clusters
         .values()
-        .filter(|c| c.external_name.is_none() && c.services().any(|(s, _)| changed(&s.namespace, &s.name)))
+        .filter(|c| c.external_name.is_none() && c.services().any(|(s, _)| wanted.contains(&s.namespace, &s.name)))
         .collect();
-    for c in &affected {
-        for (s, _) in c.services() {
-            wanted.entry(s.namespace.as_str()).or_default().insert(s.name.as_str());
-        }
+    for (s, _) in affected.iter().flat_map(|c| c.services()) {
+        wanted.insert(&s.namespace, &s.name);
     }
-    let wanted_service = |ns: &str, name: &str| wanted.get(ns).is_some_and(|names| names.contains(name));
-    let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
-    for ns in wanted.keys() {
-        let start = objects::ObjectKey::new(*ns, "");
-        for (key, slice) in snapshot.endpoint_slices.range(start..).take_while(|(k, _)| k.namespace == *ns) {
-            if let Some(service) = slice_service(slice)
-                && wanted_service(ns, service)
-            {
-                by_service.entry((key.namespace.as_str(), service)).or_default().push(slice);
-            }
-        }
-    }
-    let index = SliceIndex { by_service };
+    let index = SliceIndex::of_services(snapshot, &wanted);
     for c in affected {
         let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
         let entry = CachedEndpoints { cluster: Arc::clone(c), endpoints: Arc::clone(&endpoints), epoch: cache.epoch };
@@ -336,7 +335,7 @@ pub fn fleet_endpoints_cached(
     }
     // A few clusters (a new app's): index only their Services' slices.
     let index = if fresh.len() <= 64 {
-        let mut services = ChangedServices::default();
+        let mut services = ServiceSet::default();
         for (s, _) in fresh.iter().flat_map(|c| c.services()) {
             services.insert(&s.namespace, &s.name);
         }
@@ -355,12 +354,12 @@ pub fn fleet_endpoints_cached(
 
 #[cfg(test)]
 mod tests {
-    use super::ChangedServices;
+    use super::ServiceSet;
 
     #[test]
     fn changed_services_are_found_whether_few_or_many() {
         let names: Vec<String> = (0..20).map(|i| format!("svc-{i}")).collect();
-        let mut set = ChangedServices::default();
+        let mut set = ServiceSet::default();
         for (i, name) in names.iter().enumerate() {
             set.insert("apps", name);
             assert!(names[..=i].iter().all(|n| set.contains("apps", n)), "after {i}");
