@@ -178,6 +178,11 @@ ports: [{{name: http, port: {port}}}]
     )
 }
 
+/// Installs the project's CRDs (`deploy/crds`: HTTPProxy, ExtensionService and the others) on `api`.
+pub async fn install_contour_crds(api: &testkit::ApiServer) -> anyhow::Result<()> {
+    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await
+}
+
 /// Creates the Envoy Service `default/envoy` (type LoadBalancer) with `ip` as its load-balancer
 /// address, as a cloud controller would.
 pub async fn envoy_service_with_address(client: &kube::Client, ip: &str) -> anyhow::Result<()> {

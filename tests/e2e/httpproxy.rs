@@ -187,7 +187,7 @@ async fn status_through_the_api_server() -> anyhow::Result<()> {
     use testkit::{ApiServer, NetnsBackend, apply_yaml};
 
     let api = ApiServer::start().await?;
-    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    crate::harness::install_contour_crds(&api).await?;
     let client = api.client().await?;
     let web = NetnsBackend::start("web").await?;
     let (http, https) = (testkit::free_port(), testkit::free_port());
@@ -214,10 +214,7 @@ async fn status_through_the_api_server() -> anyhow::Result<()> {
     h.until(http, &Request::get("www.example.com", "/child/x"), |r| r.status == 200).await?;
     assert_eq!(h.get(http, &Request::get("www.example.com", "/missing")).await?.status, 502);
 
-    let until = |name: &'static str, check: fn(&serde_json::Value) -> bool| {
-        let client = client.clone();
-        async move { crate::kubernetes::status_of_until(&client, "projectcontour.io/v1", "HTTPProxy", name, check).await }
-    };
+    let until = |name, check| proxy_status_until(&client, name, check);
     let root_status = until("root", |s| s["currentStatus"] == "invalid").await?;
     let valid = &root_status["conditions"][0];
     assert_eq!(
@@ -269,6 +266,15 @@ async fn status_through_the_api_server() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The status of HTTPProxy `default/name` once `check` holds.
+async fn proxy_status_until(
+    client: &kube::Client,
+    name: &str,
+    check: fn(&serde_json::Value) -> bool,
+) -> anyhow::Result<serde_json::Value> {
+    crate::kubernetes::status_of_until(client, "projectcontour.io/v1", "HTTPProxy", name, check).await
+}
+
 /// The status writer's counters for HTTPProxies: (written, found unchanged, objects read).
 fn proxy_writes(h: &Harness) -> (u64, u64, u64) {
     let c = h.status.as_ref().expect("a status writer");
@@ -282,7 +288,7 @@ async fn status_is_written_without_reading_what_the_watch_has_seen() -> anyhow::
     use testkit::{ApiServer, NetnsBackend, apply_yaml};
 
     let api = ApiServer::start().await?;
-    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    crate::harness::install_contour_crds(&api).await?;
     let client = api.client().await?;
     let web = NetnsBackend::start("web").await?;
     let routes = "  routes: [{services: [{name: web, port: 80}]}]";
@@ -294,10 +300,7 @@ async fn status_is_written_without_reading_what_the_watch_has_seen() -> anyhow::
     ]
     .concat();
     apply_yaml(&client, &yaml).await?;
-    let until = |name: &'static str, check: fn(&serde_json::Value) -> bool| {
-        let client = client.clone();
-        async move { crate::kubernetes::status_of_until(&client, "projectcontour.io/v1", "HTTPProxy", name, check).await }
-    };
+    let until = |name, check| proxy_status_until(&client, name, check);
 
     // Fresh objects: each status is written once, with the resourceVersion the watch saw.
     let (http, https) = (testkit::free_port(), testkit::free_port());

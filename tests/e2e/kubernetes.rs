@@ -201,7 +201,7 @@ async fn traffic_keeps_flowing_while_the_api_server_is_down_and_changes_resume_a
 #[tokio::test]
 async fn contour_crds_install_and_validate_like_upstream() -> anyhow::Result<()> {
     let api = ApiServer::start().await?;
-    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    crate::harness::install_contour_crds(&api).await?;
     let client = api.client().await?;
     let proxy = r#"
 apiVersion: projectcontour.io/v1
@@ -371,7 +371,7 @@ async fn a_nack_shows_on_the_gateway_and_clears_when_envoy_accepts_again() -> an
 async fn contour_serve_takes_its_ports_from_a_contour_configuration() -> anyhow::Result<()> {
     let api = ApiServer::start().await?;
     api.install_gateway_api().await?;
-    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    crate::harness::install_contour_crds(&api).await?;
     let client = api.client().await?;
     let (metrics, xds, debug) = (testkit::free_port(), testkit::free_port(), testkit::free_port());
     apply_yaml(&client, &format!(

@@ -420,7 +420,7 @@ async fn an_extension_service_spreads_checks_over_its_services() -> anyhow::Resu
 async fn extension_services_get_upstream_status_conditions() -> anyhow::Result<()> {
     use testkit::{ApiServer, NetnsBackend, apply_yaml};
     let api = ApiServer::start().await?;
-    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    crate::harness::install_contour_crds(&api).await?;
     let client = api.client().await?;
     let web = NetnsBackend::start("web").await?;
     let extension = |name: &str, spec: &str| {

@@ -93,7 +93,7 @@ fn service_ports(svc: Option<&Value>) -> Vec<(String, i64, i64)> {
 async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::Result<()> {
     let api = ApiServer::start().await?;
     api.install_gateway_api().await?;
-    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    crate::harness::install_contour_crds(&api).await?;
     let client = api.client().await?;
     apply_yaml(&client, "apiVersion: v1\nkind: Namespace\nmetadata: {name: projectcontour}\n").await?;
     apply_yaml(&client, include_str!("../../deploy/rbac/provisioner.yaml")).await?;
@@ -216,7 +216,7 @@ fn strings(v: &Value) -> Vec<&str> {
 async fn without_an_installation_each_gateway_gets_a_controller_of_its_own_and_takes_it_along() -> anyhow::Result<()> {
     let api = ApiServer::start().await?;
     api.install_gateway_api().await?;
-    api.install_crds(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds"))).await?;
+    crate::harness::install_contour_crds(&api).await?;
     let client = api.client().await?;
     apply_yaml(&client, &upstream_provisioner_rbac()?).await?;
     apply_yaml(&client, "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n").await?;
