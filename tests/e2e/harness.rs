@@ -287,7 +287,7 @@ impl Harness {
     async fn watch_cluster(namespaces: Vec<String>, mut launch: Launch<'_>) -> anyhow::Result<Self> {
         let client = launch.status_client.clone().expect("a cluster to watch");
         let store = store::Store::new();
-        let seen = store::StatusSeen::default();
+        let seen = store::StatusSeen::of_kinds(&status::KINDS);
         launch.seen = Some(seen.clone());
         let source = store::KubernetesSource::new(client, namespaces)
             .keep_service_status(objects::ObjectKey::new("default", "envoy"))

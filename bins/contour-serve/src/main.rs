@@ -418,7 +418,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
                 envoy_service: Some(envoy_service.clone()),
                 static_addresses: args.ingress_status_address.clone(),
             };
-            let seen = store::StatusSeen::default();
+            let seen = store::StatusSeen::of_kinds(&status::KINDS);
             let options = status::Options { gateway_api, httpproxy, ingress, seen: Some(seen.clone()) };
             let (_, counters) =
                 status::spawn(client.clone(), controller.published(), server.clone(), options, leadership);

@@ -233,7 +233,6 @@ impl StatusWriter {
                 }
             }
         }
-        drop(parented);
         writes.extend(gone);
         // Proxies whose desired status is what was last written or found are passed over here.
         let address_digest = address.map(address_digest);

@@ -96,7 +96,7 @@ pub struct Context {
 impl Context {
     /// Records what a watch event says of an object's status (see [`StatusSeen`]).
     fn observe<S: serde::Serialize>(&self, kind: &'static str, meta: &ObjectMeta, status: Option<&S>) {
-        if let Some(seen) = &self.seen {
+        if let Some(seen) = self.seen.as_ref().filter(|s| s.records(kind)) {
             let status = status.and_then(|s| serde_json::to_value(s).ok()).unwrap_or(serde_json::Value::Null);
             seen.record(kind, meta, status);
         }

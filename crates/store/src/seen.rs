@@ -17,7 +17,11 @@ use serde_json::Value;
 /// Per kind and object, what its last watch event said of its status. Cheap to clone; shared by
 /// the Kubernetes source (which fills it) and the status writer (which reads it).
 #[derive(Clone, Default)]
-pub struct StatusSeen(Arc<Mutex<HashMap<&'static str, HashMap<ObjectKey, Seen>>>>);
+pub struct StatusSeen {
+    objects: Arc<Mutex<HashMap<&'static str, HashMap<ObjectKey, Seen>>>>,
+    /// The kinds to record (every kind when empty).
+    kinds: &'static [&'static str],
+}
 
 impl std::fmt::Debug for StatusSeen {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -37,6 +41,17 @@ pub struct Seen {
 }
 
 impl StatusSeen {
+    /// Records only objects of `kinds` (the kinds a status writer writes); the others' events
+    /// cost nothing.
+    pub fn of_kinds(kinds: &'static [&'static str]) -> Self {
+        Self { objects: Arc::default(), kinds }
+    }
+
+    /// Whether objects of `kind` are recorded.
+    pub(crate) fn records(&self, kind: &str) -> bool {
+        self.kinds.is_empty() || self.kinds.contains(&kind)
+    }
+
     /// What was last seen of `kind` `key`, if it exists as far as the watch knows.
     pub fn get(&self, kind: &str, key: &ObjectKey) -> Option<Seen> {
         self.lock().get(kind).and_then(|objects| objects.get(key)).cloned()
@@ -81,7 +96,7 @@ impl StatusSeen {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<&'static str, HashMap<ObjectKey, Seen>>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.objects.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -183,5 +198,7 @@ mod tests {
         seen.record("HTTPProxy", &meta("a", "3"), Value::Null);
         seen.forget("HTTPProxy", &key);
         assert!(seen.get("HTTPProxy", &key).is_none());
+        let proxies = StatusSeen::of_kinds(&["HTTPProxy"]);
+        assert!(proxies.records("HTTPProxy") && !proxies.records("Namespace"));
     }
 }
