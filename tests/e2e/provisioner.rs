@@ -58,7 +58,7 @@ async fn object(client: &kube::Client, api_version: &str, kind: &str, name: &str
     testkit::object_of(client, api_version, kind, "default", name).await
 }
 
-/// Waits up to 30 s for `check` to hold on the object (`None`: it does not exist).
+/// Waits up to 30 s for `check` to hold on the object in `default` (`None`: it does not exist).
 async fn until(
     client: &kube::Client,
     api_version: &str,
@@ -67,15 +67,28 @@ async fn until(
     what: &str,
     check: impl Fn(Option<&Value>) -> bool,
 ) -> anyhow::Result<Option<Value>> {
+    until_in(client, api_version, kind, "default", name, what, check).await
+}
+
+/// [`until`] in another namespace.
+async fn until_in(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    what: &str,
+    check: impl Fn(Option<&Value>) -> bool,
+) -> anyhow::Result<Option<Value>> {
     let mut last = None;
     for _ in 0..150 {
-        last = object(client, api_version, kind, name).await?;
+        last = testkit::object_of(client, api_version, kind, namespace, name).await?;
         if check(last.as_ref()) {
             return Ok(last);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    anyhow::bail!("{kind} {name}: never {what}; last: {last:#?}")
+    anyhow::bail!("{kind} {namespace}/{name}: never {what}; last: {last:#?}")
 }
 
 fn service_ports(svc: Option<&Value>) -> Vec<(String, i64, i64)> {
@@ -258,29 +271,27 @@ async fn without_an_installation_each_gateway_gets_a_controller_of_its_own_and_t
     ] {
         assert!(args.contains(&want), "{want} in {args:?}");
     }
-    let configuration = object(&client, "projectcontour.io/v1alpha1", "ContourConfiguration", "contourconfig-edge")
-        .await?
-        .unwrap_or_default();
+    // The provisioner writes a Gateway's objects one after another: each is waited for.
+    let created = |o: Option<&Value>| o.is_some();
+    let configuration =
+        until(&client, "projectcontour.io/v1alpha1", "ContourConfiguration", "contourconfig-edge", "created", created)
+            .await?
+            .unwrap_or_default();
     assert_eq!(
         configuration["spec"]["gateway"]["gatewayRef"],
         serde_json::json!({"namespace": "default", "name": "edge"})
     );
     assert_eq!(configuration["spec"]["envoy"]["listener"]["useProxyProtocol"], true);
-    assert!(object(&client, "v1", "Service", "contour-edge").await?.is_some());
+    assert!(until(&client, "v1", "Service", "contour-edge", "created", created).await?.is_some());
     // RBAC for what it watches only; the binding names its ServiceAccount.
-    let cluster_role = object(&client, "rbac.authorization.k8s.io/v1", "ClusterRole", "contour-default-edge").await?;
+    let rbac = "rbac.authorization.k8s.io/v1";
+    let cluster_role = until(&client, rbac, "ClusterRole", "contour-default-edge", "created", created).await?;
     let rules = cluster_role.unwrap_or_default()["rules"].clone();
     let granted: Vec<&str> = rules.as_array().into_iter().flatten().flat_map(|r| strings(&r["resources"])).collect();
     assert_eq!(granted, ["gatewayclasses", "gatewayclasses/status", "namespaces"]);
     for namespace in ["team-a", "default"] {
-        let role = testkit::object_of(
-            &client,
-            "rbac.authorization.k8s.io/v1",
-            "Role",
-            namespace,
-            "contour-resources-default-edge",
-        )
-        .await?;
+        let role =
+            until_in(&client, rbac, "Role", namespace, "contour-resources-default-edge", "created", created).await?;
         let role = role.ok_or_else(|| anyhow::anyhow!("no Role in {namespace}"))?;
         let resources: Vec<&str> =
             role["rules"].as_array().into_iter().flatten().flat_map(|r| strings(&r["resources"])).collect();
@@ -289,14 +300,14 @@ async fn without_an_installation_each_gateway_gets_a_controller_of_its_own_and_t
     // Its certificates, from one CA of its own, made once.
     let serving =
         until(&client, "v1", "Secret", "contourcert-edge", "created", |s| s.is_some()).await?.unwrap_or_default();
-    let client_cert = object(&client, "v1", "Secret", "envoycert-edge").await?.unwrap_or_default();
+    let client_cert = until(&client, "v1", "Secret", "envoycert-edge", "created", created).await?.unwrap_or_default();
     assert_eq!(serving["data"]["ca.crt"], client_cert["data"]["ca.crt"]);
     // The fleet dials it, on upstream's ports (listener port + 8000).
     let fleet =
         until(&client, "apps/v1", "DaemonSet", "envoy-edge", "created", |d| d.is_some()).await?.unwrap_or_default();
     let bootstrap = strings(&fleet["spec"]["template"]["spec"]["initContainers"][0]["args"]);
     assert!(bootstrap.contains(&"--xds-address=contour-edge.default"), "{bootstrap:?}");
-    let svc = object(&client, "v1", "Service", "envoy-edge").await?;
+    let svc = until(&client, "v1", "Service", "envoy-edge", "created", created).await?;
     assert_eq!(service_ports(svc.as_ref()), [("http-80".to_string(), 80, 8080)]);
     tokio::time::sleep(Duration::from_secs(3)).await;
     let again = object(&client, "v1", "Secret", "contourcert-edge").await?.unwrap_or_default();
@@ -353,8 +364,9 @@ async fn without_an_installation_each_gateway_gets_a_controller_of_its_own_and_t
     until(&client, role, "ClusterRole", "contour-default-other", "deleted", |o| o.is_none()).await?;
     until(&client, role, "ClusterRoleBinding", "contour-default-other", "deleted", |o| o.is_none()).await?;
     for kind in ["Role", "RoleBinding"] {
-        let left = testkit::object_of(&client, role, kind, "team-a", "contour-resources-default-other").await?;
-        assert!(left.is_none(), "{kind} in team-a left behind");
+        let gone = |o: Option<&Value>| o.is_none();
+        let left = until_in(&client, role, kind, "team-a", "contour-resources-default-other", "deleted", gone).await;
+        assert!(left.is_ok(), "{kind} in team-a left behind: {left:?}");
     }
     let kept = object(&client, "v1", "ServiceAccount", "contour-other").await?;
     assert!(kept.is_some_and(|a| a["metadata"]["labels"]["team"] == "a"), "an object not ours is left alone");
