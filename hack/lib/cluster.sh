@@ -39,6 +39,12 @@ teardown() {
   if [ "$rc" != 0 ]; then
     mkdir -p "$FAILURE_LOGS"
     cp "$WORK"/logs/*.log "$FAILURE_LOGS/" 2>/dev/null || true
+    # The kept logs stay on the machine; their last lines go where CI shows them.
+    for f in "$WORK"/logs/*.log; do
+      [ -s "$f" ] || continue
+      printf '==> the last lines of %s\n' "$(basename "$f")" >&2
+      tail -n 15 "$f" >&2
+    done
     log "logs kept in $FAILURE_LOGS (not committed)"
   fi
   rm -rf "$WORK"
