@@ -7,6 +7,7 @@
 mod events;
 mod ingress;
 mod json;
+mod proxies;
 mod writer;
 
 use std::collections::BTreeMap;
@@ -233,10 +234,10 @@ pub async fn run(
             }
         });
         let ingresses = load_balancers(&p.snapshot, &options.ingress);
-        let mut proxies = std::borrow::Cow::Borrowed(p.proxies.as_slice());
+        let mut proxies = Arc::clone(&p.proxies);
         // Envoy refusing the default fleet's configuration shows on every proxy it serves.
         if let Some(Programming::Rejected(e)) = states.get(ir::DEFAULT_FLEET) {
-            for proxy in proxies.to_mut().iter_mut().filter(|s| s.current_status == "valid") {
+            for proxy in Arc::make_mut(&mut proxies).iter_mut().filter(|s| s.current_status == "valid") {
                 Arc::make_mut(proxy).reject(e);
             }
         }

@@ -12,6 +12,7 @@ use objects::ObjectKey;
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
+use crate::proxies::{self, Delta, Previous};
 use crate::{Counters, Error, json, kind_index};
 
 /// How many status writes run at once.
@@ -33,6 +34,8 @@ pub struct StatusWriter {
     resources: HashMap<&'static str, ApiResource>,
     /// What the watches saw of each object's status, when the source records it.
     seen: Option<store::StatusSeen>,
+    /// The HTTPProxy statuses of the previous pass (see [`proxies::delta`]).
+    proxies: Option<Previous>,
 }
 
 /// What an object's status said of ours when we last wrote or read it. A digest, not the
@@ -144,6 +147,7 @@ impl StatusWriter {
             pass: 0,
             resources: HashMap::new(),
             seen: None,
+            proxies: None,
         }
     }
 
@@ -164,6 +168,7 @@ impl StatusWriter {
     /// Forgets what was written, so the next pass reads every object back and repairs it.
     pub fn forget(&mut self) {
         self.last.clear();
+        self.proxies = None;
     }
 
     /// Whether the HTTPProxy or ExtensionService at `key` was last written or found for the same
@@ -186,7 +191,7 @@ impl StatusWriter {
         &mut self,
         set: &StatusSet,
         ingresses: &[(objects::ObjectKey, String, Value)],
-        proxies: &[Arc<frontends::httpproxy::status::ProxyStatus>],
+        proxies: &Arc<Vec<Arc<frontends::httpproxy::status::ProxyStatus>>>,
         extensions: &[frontends::httpproxy::status::ProxyStatus],
         address: Option<&Value>,
         leadership: &election::Leadership,
@@ -236,8 +241,18 @@ impl StatusWriter {
         writes.extend(gone);
         // Proxies whose desired status is what was last written or found are passed over here.
         let address_digest = address.map(address_digest);
+        let delta = proxies::delta(self.proxies.as_ref(), proxies, address_digest);
+        let looked: Vec<&Arc<frontends::httpproxy::status::ProxyStatus>> = match &delta {
+            Delta::All => proxies.iter().collect(),
+            Delta::Some { changed, same, .. } => {
+                let kind = kind_index("HTTPProxy");
+                self.counters.total[kind].fetch_add(*same, Ordering::Relaxed);
+                self.counters.noop[kind].fetch_add(*same, Ordering::Relaxed);
+                changed.clone()
+            }
+        };
         for (kind, p) in
-            proxies.iter().map(|p| ("HTTPProxy", &**p)).chain(extensions.iter().map(|e| ("ExtensionService", e)))
+            looked.iter().map(|p| ("HTTPProxy", &***p)).chain(extensions.iter().map(|e| ("ExtensionService", e)))
         {
             let digest = proxy_digest(p, if kind == "HTTPProxy" { address_digest } else { None });
             if self.unchanged(kind, &p.key, &p.uid, digest) {
@@ -302,9 +317,32 @@ impl StatusWriter {
         // Forget objects that are gone (and, for routes, hold none of our entries), and what a
         // write could not confirm: one deleted and created again later is written afresh, and
         // what is remembered stays as large as what exists.
-        for objects in self.last.values_mut() {
-            objects.retain(|_, w| w.pass == pass);
+        // HTTPProxies the pass did not look at keep what they had.
+        let partial = matches!(delta, Delta::Some { .. });
+        for (kind, objects) in self.last.iter_mut() {
+            if !(partial && *kind == "HTTPProxy") {
+                objects.retain(|_, w| w.pass == pass);
+            }
         }
+        let written = self.last.entry("HTTPProxy").or_default();
+        let retry = match delta {
+            Delta::All => proxies.iter().filter(|p| !written.contains_key(&p.key)).map(|p| p.key.clone()).collect(),
+            Delta::Some { changed, gone, .. } => {
+                for key in &gone {
+                    written.remove(key);
+                }
+                let unsettled: Vec<ObjectKey> = changed
+                    .iter()
+                    .filter(|p| written.get(&p.key).is_none_or(|w| w.pass != pass))
+                    .map(|p| p.key.clone())
+                    .collect();
+                for key in &unsettled {
+                    written.remove(key);
+                }
+                unsettled.into_iter().collect()
+            }
+        };
+        self.proxies = Some(Previous { list: Arc::clone(proxies), address: address_digest, retry });
     }
 }
 
