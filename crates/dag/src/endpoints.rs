@@ -220,7 +220,7 @@ impl From<HashSet<(String, String)>> for ServiceSet {
 
 /// The Services (namespace, name) whose EndpointSlices differ between two snapshots: those of
 /// slices added, removed or changed, by the slices' `kubernetes.io/service-name` labels before
-/// and after. A walk over both maps comparing pointers.
+/// and after. A walk over both maps comparing pointers, past the chunks they share.
 pub fn services_with_changed_slices(previous: &Snapshot, snapshot: &Snapshot) -> HashSet<(String, String)> {
     changed_services(&previous.endpoint_slices, &snapshot.endpoint_slices)
 }
@@ -230,37 +230,18 @@ fn changed_services(
     snapshot: &objects::Objects<EndpointSlice>,
 ) -> HashSet<(String, String)> {
     let mut out = HashSet::new();
-    let (mut a, mut b) = (previous.iter().peekable(), snapshot.iter().peekable());
-    let mut note = |key: &objects::ObjectKey, slice: &EndpointSlice| {
-        if let Some(service) = slice_service(slice) {
-            out.insert((key.namespace.clone(), service.to_string()));
-        }
-    };
-    loop {
-        match (a.peek(), b.peek()) {
-            (None, None) => break,
-            (Some((ka, va)), Some((kb, vb))) if ka == kb => {
-                if !Arc::ptr_eq(va, vb) && va != vb {
-                    note(ka, va);
-                    note(kb, vb);
+    previous.diff(
+        snapshot,
+        |a, b| Arc::ptr_eq(a, b) || a == b,
+        |key, before, after| {
+            for slice in before.into_iter().chain(after) {
+                if let Some(service) = slice_service(slice) {
+                    out.insert((key.namespace.clone(), service.to_string()));
                 }
-                a.next();
-                b.next();
             }
-            (Some((ka, va)), Some((kb, _))) if ka < kb => {
-                note(ka, va);
-                a.next();
-            }
-            (Some(_), Some((kb, vb))) | (None, Some((kb, vb))) => {
-                note(kb, vb);
-                b.next();
-            }
-            (Some((ka, va)), None) => {
-                note(ka, va);
-                a.next();
-            }
-        }
-    }
+            std::ops::ControlFlow::Continue(())
+        },
+    );
     out
 }
 

@@ -8,7 +8,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::types::*;
 use compact::Compact;
 
+mod chunks;
 mod compact;
+
+pub use chunks::ChunkMap;
 
 /// The identity of an object within its kind. Cluster-scoped objects have an empty namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -37,8 +40,8 @@ impl std::fmt::Display for ObjectKey {
     }
 }
 
-/// All objects of one kind.
-pub type Objects<T> = BTreeMap<ObjectKey, Arc<T>>;
+/// All objects of one kind, in key order.
+pub type Objects<T> = ChunkMap<ObjectKey, Arc<T>>;
 
 /// Declares every kind the controller reads, once: the [`Kind`] and [`Object`] enums, the
 /// [`Snapshot`] maps, and the per-kind dispatch. Adding a kind is one line here.
@@ -222,14 +225,9 @@ impl Object {
 }
 
 fn share<T: PartialEq>(next: &mut Objects<T>, previous: &Objects<T>) {
-    for (key, value) in next.iter_mut() {
-        if let Some(old) = previous.get(key)
-            && !Arc::ptr_eq(old, value)
-            && **old == **value
-        {
-            *value = Arc::clone(old);
-        }
-    }
+    next.replace_values(|key, value| {
+        previous.get(key).filter(|old| !Arc::ptr_eq(old, value) && ***old == **value).cloned()
+    });
 }
 
 /// The address of a shared object.
@@ -330,44 +328,30 @@ impl KindWatch {
 /// The keys of objects added, removed or replaced (by identity) from `before` to `now`.
 fn keys_changed<T>(before: &Objects<T>, now: &Objects<T>) -> BTreeSet<ObjectKey> {
     let mut out = BTreeSet::new();
-    let (mut a, mut b) = (before.iter().peekable(), now.iter().peekable());
-    loop {
-        match (a.peek(), b.peek()) {
-            (None, None) => break,
-            (Some((ka, va)), Some((kb, vb))) => match ka.cmp(kb) {
-                std::cmp::Ordering::Equal => {
-                    if !Arc::ptr_eq(va, vb) {
-                        out.insert((*ka).clone());
-                    }
-                    a.next();
-                    b.next();
-                }
-                std::cmp::Ordering::Less => {
-                    out.insert((*ka).clone());
-                    a.next();
-                }
-                std::cmp::Ordering::Greater => {
-                    out.insert((*kb).clone());
-                    b.next();
-                }
-            },
-            (Some((ka, _)), None) => {
-                out.insert((*ka).clone());
-                a.next();
-            }
-            (None, Some((kb, _))) => {
-                out.insert((*kb).clone());
-                b.next();
-            }
-        }
-    }
+    before.diff(now, Arc::ptr_eq, |key, _, _| {
+        out.insert(key.clone());
+        std::ops::ControlFlow::Continue(())
+    });
     out
 }
 
 fn differs<T: PartialEq>(a: &Arc<Objects<T>>, b: &Arc<Objects<T>>) -> bool {
-    !Arc::ptr_eq(a, b)
-        && (a.len() != b.len()
-            || a.iter().zip(b.iter()).any(|((ka, va), (kb, vb))| ka != kb || !(Arc::ptr_eq(va, vb) || va == vb)))
+    if Arc::ptr_eq(a, b) {
+        return false;
+    }
+    if a.len() != b.len() {
+        return true;
+    }
+    let mut differ = false;
+    a.diff(
+        b,
+        |x, y| Arc::ptr_eq(x, y) || x == y,
+        |_, _, _| {
+            differ = true;
+            std::ops::ControlFlow::Break(())
+        },
+    );
+    differ
 }
 
 impl Snapshot {
