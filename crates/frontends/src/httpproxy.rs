@@ -6,6 +6,7 @@
 //! upstream sub-condition type, so [`status`] can render upstream's `Valid` condition.
 
 mod auth;
+mod claims;
 mod conditions;
 
 pub use auth::{global_authorization, http_settings};
@@ -23,7 +24,6 @@ pub(crate) use policy::{timeout, timeouts};
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ir::{Diagnostic, HttpRoute, HttpRule, Listener, Origin, Protocol, Severity, TlsMode};
@@ -160,6 +160,8 @@ pub struct Cache {
     kinds: objects::KindWatch,
     generation: u64,
     roots: rustc_hash::FxHashMap<ObjectKey, CachedRoot>,
+    /// Roots by fqdn, updated from the proxies that changed.
+    claims: Option<claims::Claims>,
 }
 
 /// The kinds a root's translation reads object by object.
@@ -194,16 +196,12 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     let changed = cache.kinds.changed(snapshot, READ_KINDS);
     cache.generation += 1;
     let generation = cache.generation;
-    let proxies: BTreeMap<&ObjectKey, &Arc<HTTPProxy>> = snapshot
-        .http_proxies
-        .iter()
-        .filter(|(_, p)| {
-            crate::class::is_served(
-                crate::class::of(&p.metadata, p.spec.ingress_class_name.as_deref()),
-                &options.class_names,
-            )
-        })
-        .collect();
+    match (&mut cache.claims, changed.keys(Kind::HttpProxy)) {
+        (Some(_), _) if !changed.includes(Kind::HttpProxy) => {}
+        (Some(claims), Some(keys)) => claims.update(snapshot, options, keys),
+        _ => cache.claims = Some(claims::Claims::of(snapshot, options)),
+    }
+    let claims = &cache.claims.as_ref().expect("claims just made").list;
     let mut diagnostics = Vec::new();
     let error = |diagnostics: &mut Vec<Diagnostic>, proxy: &HTTPProxy, condition, field: &str, reason, message| {
         diagnostics.push(Diagnostic {
@@ -217,20 +215,6 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     };
 
     // Roots by fqdn; every claimant of a shared fqdn loses (upstream's rule).
-    let mut claims: Vec<(std::borrow::Cow<'_, str>, &ObjectKey, &Arc<HTTPProxy>)> = Vec::new();
-    for (key, proxy) in &proxies {
-        if let Some(vhost) = &proxy.spec.virtualhost {
-            let fqdn = vhost.fqdn.trim();
-            let fqdn = if fqdn.bytes().any(|b| b.is_ascii_uppercase()) {
-                std::borrow::Cow::Owned(fqdn.to_ascii_lowercase())
-            } else {
-                std::borrow::Cow::Borrowed(fqdn)
-            };
-            claims.push((fqdn, key, proxy));
-        }
-    }
-    // Stable: claimants of one fqdn stay in namespace/name order.
-    claims.sort_by(|a, b| a.0.cmp(&b.0));
     let mut http = Listener {
         name: HTTP_LISTENER.into(),
         port: options.http_port,
@@ -243,28 +227,28 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     };
     let mut secure = Vec::new();
     let mut fallback_routes = Vec::new();
-    for group in claims.chunk_by(|a, b| a.0 == b.0) {
-        let fqdn = &group[0].0;
+    for group in claims.chunk_by(|a, b| a.fqdn == b.fqdn) {
+        let fqdn = &group[0].fqdn;
         if group.len() > 1 {
-            let names: Vec<String> = group.iter().map(|(_, k, _)| k.to_string()).collect();
-            for (_, _, proxy) in group {
+            let names: Vec<String> = group.iter().map(|c| c.key.to_string()).collect();
+            for claims::Claim { proxy, .. } in group {
                 let message = format!("fqdn {fqdn:?} is used in multiple HTTPProxies: {}", names.join(", "));
                 let field = "spec.virtualhost.fqdn";
                 error(&mut diagnostics, proxy, "VirtualHostError", field, "DuplicateVhost", message);
             }
             continue;
         }
-        for &(_, key, proxy) in group {
-            let kept = cache.roots.get_mut(key).filter(|c| c.reads.unchanged(snapshot, &changed));
+        for claim in group {
+            let kept = cache.roots.get_mut(&claim.key).filter(|c| c.reads.unchanged(snapshot, &changed));
             let entry = if let Some(entry) = kept {
                 entry
             } else {
+                let (key, proxy) = snapshot.http_proxies.get_key_value(&claim.key).expect("a claim's proxy exists");
                 let mut reads = Reads::default();
                 reads.record(snapshot, Kind::HttpProxy, key);
                 let mut t = Translator {
                     snapshot,
                     options,
-                    proxies: &proxies,
                     out: RootOutput::default(),
                     reads: std::cell::RefCell::new(reads),
                     auth: None,
@@ -286,8 +270,11 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     cache.roots.retain(|_, c| c.used == generation);
     // Proxies without a virtual host that no root reaches are orphans. Only those are looked
     // for in what the roots reached: at 10k roots and no includes, nothing is.
-    let children: Vec<(&ObjectKey, &Arc<HTTPProxy>)> =
-        proxies.iter().filter(|(_, p)| p.spec.virtualhost.is_none()).map(|(k, p)| (*k, *p)).collect();
+    let children: Vec<(&ObjectKey, &Arc<HTTPProxy>)> = snapshot
+        .http_proxies
+        .iter()
+        .filter(|(_, p)| p.spec.virtualhost.is_none() && claims::served(p, options))
+        .collect();
     if !children.is_empty() {
         let mut unreached: rustc_hash::FxHashSet<&ObjectKey> = children.iter().map(|(k, _)| *k).collect();
         for reached in cache.roots.values().flat_map(|c| c.output.reached.iter()) {
@@ -340,7 +327,6 @@ struct Contribution {
 struct Translator<'a> {
     snapshot: &'a Snapshot,
     options: &'a Options,
-    proxies: &'a BTreeMap<&'a ObjectKey, &'a Arc<HTTPProxy>>,
     out: RootOutput,
     /// What the translation read, for the cache.
     reads: std::cell::RefCell<Reads>,
@@ -361,7 +347,7 @@ impl<'a> Translator<'a> {
     /// Another proxy by key, remembering the read for the cache.
     fn lookup(&mut self, key: &ObjectKey) -> Option<&'a Arc<HTTPProxy>> {
         self.reads.get_mut().record(self.snapshot, Kind::HttpProxy, key);
-        self.proxies.get(key).copied()
+        self.snapshot.http_proxies.get(key).filter(|p| claims::served(p, self.options))
     }
 
     /// A Service by namespace and name, remembering the read for the cache.

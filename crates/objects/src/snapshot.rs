@@ -278,6 +278,11 @@ impl Changes {
         self.kinds.len()
     }
 
+    /// Whether objects of `kind` changed.
+    pub fn includes(&self, kind: Kind) -> bool {
+        self.kinds.contains_key(&kind)
+    }
+
     /// The keys of `kind` that changed, when known.
     pub fn keys(&self, kind: Kind) -> Option<&BTreeSet<ObjectKey>> {
         self.kinds.get(&kind).and_then(Option::as_ref)
