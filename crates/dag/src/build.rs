@@ -441,10 +441,8 @@ impl Builder<'_> {
         }
     }
 
-    /// The DAG routes of one IR route (per rule, per match), the clusters they use and what
-    /// went wrong, from the cache when the route and the Services are unchanged.
-    /// Adds a virtual host's clusters and problems to the fleet.
-    /// Adds what a virtual host uses to its fleet, but for its clusters (see [`add_clusters`]).
+    /// Adds what a virtual host uses and its problems to the fleet, but for its clusters (see
+    /// [`add_clusters`]).
     fn merge(&mut self, uses: &Uses, diagnostics: &[Diagnostic], out: &mut FleetDag) {
         for b in &uses.validation {
             if !out.validation.contains_key(&b.name) {
@@ -459,6 +457,8 @@ impl Builder<'_> {
         self.diagnostics.extend(diagnostics.iter().cloned());
     }
 
+    /// The DAG routes of one IR route (per rule, per match), the clusters they use and what
+    /// went wrong, from the cache when the route and the Services are unchanged.
     fn route_parts(&mut self, route: &Arc<ir::HttpRoute>) -> Arc<RouteParts> {
         let key = Arc::as_ptr(route) as usize;
         if let Some(cached) = self.cache.routes.get_mut(&key)

@@ -199,58 +199,76 @@ impl<K: Ord + Clone, V: Clone> ChunkMap<K, V> {
         same: impl Fn(&V, &V) -> bool,
         mut on: impl FnMut(&'a K, Option<&'a V>, Option<&'a V>) -> ControlFlow<()>,
     ) {
-        let (a, b) = (&self.chunks, &after.chunks);
-        // Cursors: chunk and entry.
-        let (mut ca, mut ia, mut cb, mut ib) = (0, 0, 0, 0);
+        let (mut a, mut b) = (Cursor::new(&self.chunks), Cursor::new(&after.chunks));
         loop {
-            if ia == 0 && ib == 0 && ca < a.len() && cb < b.len() && Arc::ptr_eq(&a[ca], &b[cb]) {
-                ca += 1;
-                cb += 1;
+            if a.shares_chunk_with(&b) {
+                a.skip_chunk();
+                b.skip_chunk();
                 continue;
             }
-            let x = a.get(ca).map(|c| &c[ia]);
-            let y = b.get(cb).map(|c| &c[ib]);
-            let step_a = |ca: &mut usize, ia: &mut usize| {
-                *ia += 1;
-                if *ia == a[*ca].len() {
-                    (*ca, *ia) = (*ca + 1, 0);
-                }
-            };
-            let step_b = |cb: &mut usize, ib: &mut usize| {
-                *ib += 1;
-                if *ib == b[*cb].len() {
-                    (*cb, *ib) = (*cb + 1, 0);
-                }
-            };
-            let flow = match (x, y) {
+            let flow = match (a.peek(), b.peek()) {
                 (None, None) => return,
-                (Some((ka, va)), Some((kb, vb))) => match ka.cmp(kb) {
-                    std::cmp::Ordering::Equal => {
-                        step_a(&mut ca, &mut ia);
-                        step_b(&mut cb, &mut ib);
-                        if same(va, vb) { ControlFlow::Continue(()) } else { on(ka, Some(va), Some(vb)) }
-                    }
-                    std::cmp::Ordering::Less => {
-                        step_a(&mut ca, &mut ia);
-                        on(ka, Some(va), None)
-                    }
-                    std::cmp::Ordering::Greater => {
-                        step_b(&mut cb, &mut ib);
-                        on(kb, None, Some(vb))
-                    }
-                },
-                (Some((ka, va)), None) => {
-                    step_a(&mut ca, &mut ia);
+                (Some((ka, va)), Some((kb, vb))) if ka == kb => {
+                    a.advance();
+                    b.advance();
+                    if same(va, vb) { ControlFlow::Continue(()) } else { on(ka, Some(va), Some(vb)) }
+                }
+                (Some((ka, va)), Some((kb, _))) if ka < kb => {
+                    a.advance();
                     on(ka, Some(va), None)
                 }
-                (None, Some((kb, vb))) => {
-                    step_b(&mut cb, &mut ib);
+                (Some((ka, va)), None) => {
+                    a.advance();
+                    on(ka, Some(va), None)
+                }
+                (_, Some((kb, vb))) => {
+                    b.advance();
                     on(kb, None, Some(vb))
                 }
             };
             if flow.is_break() {
                 return;
             }
+        }
+    }
+}
+
+/// A place in a [`ChunkMap`]'s chunks: the chunk, and the entry within it.
+struct Cursor<'a, K, V> {
+    chunks: &'a [Arc<Vec<(K, V)>>],
+    chunk: usize,
+    entry: usize,
+}
+
+impl<'a, K, V> Cursor<'a, K, V> {
+    fn new(chunks: &'a [Arc<Vec<(K, V)>>]) -> Self {
+        Self { chunks, chunk: 0, entry: 0 }
+    }
+
+    /// Whether both are at the start of the same shared chunk.
+    fn shares_chunk_with(&self, other: &Self) -> bool {
+        self.entry == 0
+            && other.entry == 0
+            && self.chunk < self.chunks.len()
+            && other.chunk < other.chunks.len()
+            && Arc::ptr_eq(&self.chunks[self.chunk], &other.chunks[other.chunk])
+    }
+
+    fn skip_chunk(&mut self) {
+        self.chunk += 1;
+    }
+
+    fn peek(&self) -> Option<(&'a K, &'a V)> {
+        self.chunks.get(self.chunk).map(|c| {
+            let (k, v) = &c[self.entry];
+            (k, v)
+        })
+    }
+
+    fn advance(&mut self) {
+        self.entry += 1;
+        if self.entry == self.chunks[self.chunk].len() {
+            (self.chunk, self.entry) = (self.chunk + 1, 0);
         }
     }
 }
