@@ -105,6 +105,7 @@ fn main() -> anyhow::Result<()> {
         changed.insert(object.expect("generated app parses"));
     }
     let next = change(&mut pipeline, &before, &changed, &options, fleet_id, "new app (Service, EndpointSlice, route)");
+    profile_changes(&mut pipeline, &snapshot, &changed, &options);
     endpoint_change(&mut pipeline, &next, &changed, fleet_id);
     println!("  peak RSS:        {:>8.1} MiB", peak_rss_mib());
     Ok(())
@@ -185,6 +186,25 @@ fn endpoint_change(
         ms(patched - compared),
         ms(total - patched),
     );
+}
+
+/// With BENCH_PROFILE_CHANGES=n, rebuilds `n` times more, alternating between the snapshots
+/// before and after the new app, so a profiler sees mostly single-app changes; prints the median.
+fn profile_changes(pipeline: &mut controller::Pipeline, a: &Snapshot, b: &Snapshot, options: &controller::Options) {
+    let Some(n) = std::env::var("BENCH_PROFILE_CHANGES").ok().and_then(|n| n.parse::<usize>().ok()) else {
+        return;
+    };
+    let mut times: Vec<Duration> = (0..n)
+        .map(|i| {
+            let started = Instant::now();
+            drop(measured_change(pipeline, if i % 2 == 0 { a } else { b }, options));
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    if let Some(median) = times.get(n / 2) {
+        println!("  {n} alternating single-app changes: median {:.2} ms", ms(*median));
+    }
 }
 
 /// The change alone, as its own function so a profiler can select it.

@@ -197,6 +197,97 @@ fn a_new_app_leaves_every_other_virtual_host_as_it_was() {
     }
 }
 
+/// A route table of at least 64 routes on one listener is patched from the previous build's,
+/// and every patched build equals a fresh one: routes that come, go, move to another host,
+/// share a host with others or repeat another's match; a Service they use changing; a host
+/// emptied; routes reordered; nothing of theirs changing.
+#[test]
+fn patched_route_tables_equal_fresh_builds() {
+    let head = format!(
+        "{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: svc-0}}\nspec: {{ports: [{{port: 80}}]}}\n\
+         ---\napiVersion: v1\nkind: Service\nmetadata: {{name: svc-1}}\nspec: {{ports: [{{port: 80}}]}}\n",
+        FIXTURE.split("---\napiVersion: v1").next().expect("the class and Gateway")
+    );
+    let route = |n: usize, host: &str, path: usize, extra: &str| {
+        format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: route-{n}{extra}}}\n\
+             spec: {{parentRefs: [{{name: gw}}], hostnames: [{host}], rules: [{{matches: [{{path: {{type: PathPrefix, value: /r{path}}}}}], \
+             backendRefs: [{{name: svc-{}, port: 80}}]}}]}}\n",
+            n % 2
+        )
+    };
+    let routes = |skip: &[usize], f: &dyn Fn(usize) -> String| -> String {
+        (0..70).filter(|n| !skip.contains(n)).map(f).collect()
+    };
+    let plain = |n: usize| route(n, &format!("h{}.example.com", n % 20), n, "");
+    let steps = [
+        // A route repeating route-0's match on its host.
+        format!("{head}{}{}", routes(&[], &plain), route(70, "h0.example.com", 0, "")),
+        format!("{head}{}", routes(&[5], &plain)),
+        format!("{head}{}", routes(&[5], &|n| if n == 6 { route(6, "new.example.com", 6, "") } else { plain(n) })),
+        format!("{head}{}", routes(&[5, 7, 27, 47, 67], &plain)).replace(
+            "name: svc-1}\nspec: {ports: [{port: 80}]}",
+            "name: svc-1}\nspec: {ports: [{port: 80, appProtocol: kubernetes.io/h2c}]}",
+        ),
+        format!(
+            "{head}{}---\napiVersion: v1\nkind: Service\nmetadata: {{name: other}}\nspec: {{ports: [{{port: 80}}]}}\n",
+            routes(&[5], &plain)
+        ),
+        format!(
+            "{head}{}",
+            routes(&[5], &|n| if n == 50 {
+                route(50, "h10.example.com", 50, ", creationTimestamp: \"2020-01-01T00:00:00Z\"")
+            } else {
+                plain(n)
+            })
+        ),
+    ];
+    patches_every_step(&format!("{head}{}", routes(&[], &plain)), &steps);
+}
+
+/// The same with 70 root HTTPProxies: one comes, one goes, one's Service changes, two claim one
+/// fqdn (neither is served), one moves to another fqdn.
+#[test]
+fn patched_httpproxy_tables_equal_fresh_builds() {
+    let service = |n: usize| {
+        format!("---\napiVersion: v1\nkind: Service\nmetadata: {{name: svc-{n}}}\nspec: {{ports: [{{port: 80}}]}}\n")
+    };
+    let proxy = |n: usize, fqdn: &str| {
+        format!(
+            "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: app-{n}}}\n\
+             spec: {{virtualhost: {{fqdn: {fqdn}}}, routes: [{{services: [{{name: svc-{}, port: 80}}]}}]}}\n",
+            n % 3
+        )
+    };
+    let apps = |skip: &[usize], fqdn: &dyn Fn(usize) -> String| -> String {
+        (0..3).map(service).chain((0..70).filter(|n| !skip.contains(n)).map(|n| proxy(n, &fqdn(n)))).collect()
+    };
+    let plain = |n: usize| format!("app-{n}.example.com");
+    let steps = [
+        format!("{}{}", apps(&[], &plain), proxy(70, "app-70.example.com")),
+        apps(&[3], &plain),
+        apps(&[3], &plain).replace(
+            "name: svc-2}\nspec: {ports: [{port: 80}]}",
+            "name: svc-2}\nspec: {ports: [{port: 80, appProtocol: kubernetes.io/h2c}]}",
+        ),
+        apps(&[3], &|n| if n == 4 { plain(5) } else { plain(n) }),
+        apps(&[3], &|n| if n == 4 { "moved.example.com".into() } else { plain(n) }),
+    ];
+    patches_every_step(&apps(&[], &plain), &steps);
+}
+
+/// Builds `first`, then each step with the cached pipeline and fresh (they must agree), and
+/// checks that every step patched the large route table instead of building it whole.
+fn patches_every_step(first: &str, steps: &[String]) {
+    let mut pipeline = Pipeline::default();
+    let mut previous = snapshot(first);
+    let _ = pipeline.build(&previous, &Options::default());
+    for (i, yaml) in steps.iter().enumerate() {
+        previous = cached_equals_fresh(&mut pipeline, &previous, yaml, i);
+    }
+    assert_eq!(pipeline.dag.patched_tables(), steps.len() as u64, "every step patches the table");
+}
+
 #[test]
 fn cached_ingress_builds_follow_every_change() {
     let base = r#"

@@ -15,6 +15,7 @@ use objects::{Kind, ObjectKey, Reads, Snapshot};
 use crate::order::precedence_key;
 
 mod clusters;
+mod table;
 mod tls;
 pub use clusters::jwks_cluster_name;
 
@@ -40,6 +41,7 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
         // A policy changes the clusters of the routes to its Services: rare, so build them all.
         cache.routes.clear();
         cache.vhosts.clear();
+        cache.tables.clear();
         cache.backend_tls = ir.backend_tls.clone();
     }
     let mut b = Builder {
@@ -47,6 +49,7 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
         diagnostics,
         cache,
         changed,
+        fleet: String::new(),
         reads: None,
         listener: (0, "http"),
         udp: false,
@@ -65,6 +68,7 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
         table.retain(|_, c| c.used == generation);
         !table.is_empty()
     });
+    cache.tables.retain(|_, t| t.used == generation);
     Dag { fleets, diagnostics }
 }
 
@@ -80,6 +84,11 @@ pub struct Options {
 }
 
 impl Cache {
+    /// How many times a build patched a kept route table instead of building it whole.
+    pub fn patched_tables(&self) -> u64 {
+        self.patched
+    }
+
     /// The settings the next builds use; a change forgets every cached route.
     pub fn set_options(&mut self, options: &Options) {
         if self.options != *options {
@@ -97,6 +106,10 @@ pub struct Cache {
     routes: FxHashMap<usize, CachedRoute>,
     /// By route table name, then hostname: looked up by `&str`, with nothing allocated.
     vhosts: FxHashMap<String, FxHashMap<String, CachedVhost>>,
+    /// Large route tables as the last build left them, by fleet and name.
+    tables: FxHashMap<String, table::Kept>,
+    /// How many times a kept table was patched instead of built whole.
+    patched: u64,
     /// The BackendTLSPolicies the cached routes were built with.
     backend_tls: Vec<ir::BackendTlsPolicy>,
 }
@@ -157,6 +170,8 @@ struct Builder<'a> {
     cache: &'a mut Cache,
     /// What changed since the previous build.
     changed: objects::Changes,
+    /// The id of the fleet being built.
+    fleet: String,
     /// What the route being built has read so far (none outside routes: not cached).
     reads: Option<Reads>,
     /// The port whose routes are being built and the scheme it serves, for redirects that keep
@@ -170,6 +185,7 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     fn fleet(&mut self, fleet: &ir::Fleet) -> FleetDag {
+        self.fleet.clone_from(&fleet.id);
         let mut out = FleetDag {
             id: fleet.id.clone(),
             origin: fleet.origin.clone(),
@@ -289,7 +305,19 @@ impl Builder<'_> {
         }
     }
 
+    /// The route table of the HTTP listeners of one port: their routes grouped into virtual
+    /// hosts by effective hostname. A large table of one listener is patched from the previous
+    /// build's where it can (see [`table`]).
     fn route_table(&mut self, name: String, listeners: &[(usize, &ir::Listener)], out: &mut FleetDag) -> RouteTable {
+        let kept = match listeners {
+            [(_, listener)] if listener.http_routes.len() >= table::KEPT_FROM => Some(table::key(&self.fleet, &name)),
+            _ => None,
+        };
+        if let Some(key) = &kept
+            && let Some(table) = self.patch_table(key, &name, listeners[0].1, out)
+        {
+            return table;
+        }
         // hostname -> the routes reaching it, in listener order; a route reaches a hostname once.
         let mut hosts: FxHashMap<Cow<'_, str>, Vec<&Arc<ir::HttpRoute>>> = FxHashMap::default();
         let mut seen: FxHashSet<(usize, String)> = FxHashSet::default();
@@ -318,108 +346,23 @@ impl Builder<'_> {
         }
         let mut hosts: Vec<_> = hosts.into_iter().collect();
         hosts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut virtual_hosts = Vec::with_capacity(hosts.len());
-        // What each virtual host uses; their clusters join the fleet's at the end, at once.
-        let mut merged: Vec<Arc<Uses>> = Vec::with_capacity(hosts.len());
+        let mut built = Vec::with_capacity(hosts.len());
         for (hostname, mut routes) in hosts {
             if shared {
                 // Routes from several listeners: restore the namespace/name order ties fall back to.
                 routes
                     .sort_by(|a, b| (&a.origin.namespace, &a.origin.name).cmp(&(&b.origin.namespace, &b.origin.name)));
             }
-            let generation = self.cache.generation;
-            let (snapshot, changed, cache) = (self.snapshot, &self.changed, &mut *self.cache);
-            let hit = match cache.vhosts.get_mut(name.as_str()).and_then(|t| t.get_mut(hostname.as_ref())) {
-                Some(cached)
-                    if cached.members.iter().copied().eq(routes.iter().map(|r| Arc::as_ptr(r) as usize))
-                        && cached
-                            .members
-                            .iter()
-                            .all(|m| cache.routes.get(m).is_some_and(|r| r.reads.unchanged(snapshot, changed))) =>
-                {
-                    cached.used = generation;
-                    for member in &cached.members {
-                        if let Some(entry) = cache.routes.get_mut(member) {
-                            entry.used = generation;
-                        }
-                    }
-                    Some((Arc::clone(&cached.vhost), Arc::clone(&cached.uses), Arc::clone(&cached.diagnostics)))
-                }
-                _ => None,
-            };
-            if let Some((vhost, uses, diagnostics)) = hit {
-                self.merge(&uses, &diagnostics, out);
-                merged.push(uses);
-                virtual_hosts.push(vhost);
-                continue;
-            }
-            let members: Vec<usize> = routes.iter().map(|r| Arc::as_ptr(r) as usize).collect();
-            let hostname = hostname.into_owned();
-            let parts: Vec<Arc<RouteParts>> = routes.iter().map(|r| self.route_parts(r)).collect();
-            let mut uses = FleetDag::default();
-            let mut diagnostics = Vec::new();
-            for p in &parts {
-                let u = &p.uses;
-                uses.clusters.extend(u.clusters.iter().map(|c| (c.name.clone(), Arc::clone(c))));
-                uses.validation.extend(u.validation.iter().map(|b| (b.name.clone(), b.clone())));
-                uses.secrets.extend(u.secrets.iter().map(|t| (t.name.clone(), t.clone())));
-                diagnostics.extend(p.diagnostics.iter().cloned());
-            }
-            // The JWKS servers a TLS host's providers fetch keys from.
-            for provider in routes.iter().filter_map(|r| r.vhost.as_ref()).flat_map(|p| &p.jwt_providers) {
-                if let ir::Jwks::Remote(remote) = &provider.jwks {
-                    self.jwks_cluster(remote, &mut uses);
-                }
-            }
-            let uses = Arc::new(Uses::of(uses));
-            let conflicts = crate::conflict::conflicting_rules(&routes);
-            let dropped: FxHashSet<(usize, usize)> = conflicts.iter().map(|c| c.rule).collect();
-            for c in &conflicts {
-                let (route, kept) = (routes[c.rule.0], routes[c.kept.0]);
-                diagnostics.push(Diagnostic {
-                    origin: Origin::clone(&route.origin),
-                    severity: Severity::Error,
-                    condition: "",
-                    field: format!("spec.rules[{}]", c.rule.1),
-                    reason: ir::RULE_MATCH_CONFLICT,
-                    message: format!(
-                        "dropped from host {:?}: a match repeats one of {} {}/{} spec.rules[{}], which takes precedence",
-                        hostname, kept.origin.kind, kept.origin.namespace, kept.origin.name, c.kept.1
-                    ),
-                });
-            }
-            let diagnostics: Arc<[Diagnostic]> = diagnostics.into();
-            // Precedence as a plain key; ties fall back to member order (namespace/name), rule, match.
-            let mut entries = Vec::new();
-            for (i, (route, p)) in routes.iter().zip(&parts).enumerate() {
-                for (r, rule) in route.rules.iter().enumerate() {
-                    if dropped.contains(&(i, r)) {
-                        continue;
-                    }
-                    for (m, matcher) in rule.matches.iter().enumerate() {
-                        let built = self.for_listener(route, &p.routes[r][m]);
-                        entries.push((precedence_key(matcher, route.created, i, r, m), built));
-                    }
-                }
-            }
-            entries.sort_unstable_by_key(|e| e.0);
-            // HTTPProxy gives each fqdn one root, so at most one policy reaches a host.
-            let policy = routes.iter().find_map(|r| r.vhost.clone());
-            let vhost = Arc::new(VirtualHost {
-                hostname: hostname.clone(),
-                routes: entries.into_iter().map(|(_, r)| r).collect(),
-                policy,
-            });
-            self.merge(&uses, &diagnostics, out);
-            merged.push(Arc::clone(&uses));
-            let cached = CachedVhost { members, vhost: Arc::clone(&vhost), uses, diagnostics, used: generation };
-            match self.cache.vhosts.get_mut(name.as_str()) {
-                Some(table) => table.insert(hostname, cached),
-                None => self.cache.vhosts.entry(name.clone()).or_default().insert(hostname, cached),
-            };
-            virtual_hosts.push(vhost);
+            let host = self.host(&name, hostname, &routes);
+            self.merge(&host.uses, &host.diagnostics, out);
+            built.push(host);
         }
-        add_clusters(merged.iter().flat_map(|u| &u.clusters), out);
+        // The virtual hosts' clusters join the fleet's at the end, at once.
+        add_clusters(built.iter().flat_map(|h| &h.uses.clusters), out);
+        let virtual_hosts = built.iter().map(|h| Arc::clone(&h.vhost)).collect();
+        if let Some(key) = kept {
+            self.keep_table(key, listeners[0].1, built);
+        }
         RouteTable { name, virtual_hosts }
     }
 

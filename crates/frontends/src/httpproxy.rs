@@ -158,22 +158,18 @@ pub struct Cache {
     options: Option<Options>,
     delegations: Vec<usize>,
     kinds: objects::KindWatch,
-    generation: u64,
-    roots: rustc_hash::FxHashMap<ObjectKey, CachedRoot>,
-    /// Roots by fqdn, updated from the proxies that changed.
+    /// Roots by fqdn with their cached translations, updated from the proxies that changed.
     claims: Option<claims::Claims>,
 }
 
 /// The kinds a root's translation reads object by object.
 const READ_KINDS: &[Kind] = &[Kind::HttpProxy, Kind::Service, Kind::Secret, Kind::ExtensionService];
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct CachedRoot {
     /// Every proxy, Service and Secret read (the root first), with the identity found.
     reads: Reads,
     output: Arc<RootOutput>,
-    /// The last build that used the entry.
-    used: u64,
 }
 
 /// What one root contributes.
@@ -194,14 +190,12 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
         *cache = Cache { options: Some(options.clone()), delegations, ..Default::default() };
     }
     let changed = cache.kinds.changed(snapshot, READ_KINDS);
-    cache.generation += 1;
-    let generation = cache.generation;
     match (&mut cache.claims, changed.keys(Kind::HttpProxy)) {
         (Some(_), _) if !changed.includes(Kind::HttpProxy) => {}
         (Some(claims), Some(keys)) => claims.update(snapshot, options, keys),
         _ => cache.claims = Some(claims::Claims::of(snapshot, options)),
     }
-    let claims = &cache.claims.as_ref().expect("claims just made").list;
+    let claims = cache.claims.as_mut().expect("claims just made");
     let mut diagnostics = Vec::new();
     let error = |diagnostics: &mut Vec<Diagnostic>, proxy: &HTTPProxy, condition, field: &str, reason, message| {
         diagnostics.push(Diagnostic {
@@ -221,66 +215,55 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
         protocol: Protocol::Http,
         hostname: None,
         tls: None,
-        http_routes: Vec::new(),
+        http_routes: Vec::with_capacity(claims.list.len()),
         tls_routes: Vec::new(),
         l4_routes: Vec::new(),
     };
     let mut secure = Vec::new();
     let mut fallback_routes = Vec::new();
-    for group in claims.chunk_by(|a, b| a.fqdn == b.fqdn) {
-        let fqdn = &group[0].fqdn;
+    for group in claims.list.chunk_by_mut(|a, b| a.fqdn == b.fqdn) {
         if group.len() > 1 {
             let names: Vec<String> = group.iter().map(|c| c.key.to_string()).collect();
-            for claims::Claim { proxy, .. } in group {
-                let message = format!("fqdn {fqdn:?} is used in multiple HTTPProxies: {}", names.join(", "));
+            for claim in group {
+                // Not checked against this build's changes, so not to be trusted later.
+                claim.root = None;
+                let message = format!("fqdn {:?} is used in multiple HTTPProxies: {}", claim.fqdn, names.join(", "));
                 let field = "spec.virtualhost.fqdn";
-                error(&mut diagnostics, proxy, "VirtualHostError", field, "DuplicateVhost", message);
+                error(&mut diagnostics, &claim.proxy, "VirtualHostError", field, "DuplicateVhost", message);
             }
             continue;
         }
-        for claim in group {
-            let kept = cache.roots.get_mut(&claim.key).filter(|c| c.reads.unchanged(snapshot, &changed));
-            let entry = if let Some(entry) = kept {
-                entry
-            } else {
-                let (key, proxy) = snapshot.http_proxies.get_key_value(&claim.key).expect("a claim's proxy exists");
-                let mut reads = Reads::default();
-                reads.record(snapshot, Kind::HttpProxy, key);
-                let mut t = Translator {
-                    snapshot,
-                    options,
-                    out: RootOutput::default(),
-                    reads: std::cell::RefCell::new(reads),
-                    auth: None,
-                    jwt: None,
-                    tls: false,
-                };
-                t.root(key, proxy, fqdn);
-                let entry = CachedRoot { reads: t.reads.into_inner(), output: Arc::new(t.out), used: generation };
-                cache.roots.entry(key.clone()).insert_entry(entry).into_mut()
+        let claim = &mut group[0];
+        if !claim.root.as_ref().is_some_and(|c| c.reads.unchanged(snapshot, &changed)) {
+            let (key, proxy) = snapshot.http_proxies.get_key_value(&claim.key).expect("a claim's proxy exists");
+            let mut reads = Reads::default();
+            reads.record(snapshot, Kind::HttpProxy, key);
+            let mut t = Translator {
+                snapshot,
+                options,
+                out: RootOutput::default(),
+                reads: std::cell::RefCell::new(reads),
+                auth: None,
+                jwt: None,
+                tls: false,
             };
-            entry.used = generation;
-            let out = &entry.output;
-            http.http_routes.extend(out.http_routes.iter().cloned());
-            secure.extend(out.secure.iter().cloned());
-            fallback_routes.extend(out.fallback_routes.iter().cloned());
-            diagnostics.extend(out.diagnostics.iter().cloned());
+            t.root(key, proxy, &claim.fqdn);
+            claim.root = Some(CachedRoot { reads: t.reads.into_inner(), output: Arc::new(t.out) });
         }
+        let out = &claim.root.as_ref().expect("just checked or made").output;
+        http.http_routes.extend(out.http_routes.iter().cloned());
+        secure.extend(out.secure.iter().cloned());
+        fallback_routes.extend(out.fallback_routes.iter().cloned());
+        diagnostics.extend(out.diagnostics.iter().cloned());
     }
-    cache.roots.retain(|_, c| c.used == generation);
     // Proxies without a virtual host that no root reaches are orphans. Only those are looked
     // for in what the roots reached: at 10k roots and no includes, nothing is.
-    let children: Vec<(&ObjectKey, &Arc<HTTPProxy>)> = snapshot
-        .http_proxies
-        .iter()
-        .filter(|(_, p)| p.spec.virtualhost.is_none() && claims::served(p, options))
-        .collect();
-    if !children.is_empty() {
-        let mut unreached: rustc_hash::FxHashSet<&ObjectKey> = children.iter().map(|(k, _)| *k).collect();
-        for reached in cache.roots.values().flat_map(|c| c.output.reached.iter()) {
+    if !claims.children.is_empty() {
+        let mut unreached: rustc_hash::FxHashSet<&ObjectKey> = claims.children.iter().collect();
+        for reached in claims.list.iter().filter_map(|c| c.root.as_ref()).flat_map(|c| c.output.reached.iter()) {
             unreached.remove(reached);
         }
-        for (key, proxy) in children {
+        for (key, proxy) in claims.children.iter().filter_map(|k| snapshot.http_proxies.get_key_value(k)) {
             if unreached.contains(key) {
                 let message = "this HTTPProxy is not part of a delegation chain from a root HTTPProxy".into();
                 error(&mut diagnostics, proxy, "Orphaned", "metadata", "Orphaned", message);

@@ -238,12 +238,31 @@ fn identity<T>(o: &Arc<T>) -> usize {
 /// The objects one cached computation read, each with the identity it found (or that it was
 /// absent). The computation's result stays valid while [`Reads::unchanged`] holds.
 #[derive(Debug, Clone, Default)]
-pub struct Reads(Vec<(Kind, ObjectKey, Option<usize>)>);
+pub struct Reads(Vec<Read>);
+
+/// One object read: its kind, key and the key's fingerprint, and the identity found.
+#[derive(Debug, Clone)]
+struct Read {
+    kind: Kind,
+    fingerprint: u64,
+    key: ObjectKey,
+    found: Option<usize>,
+}
+
+/// A hash of a key, kept beside it: checking 20k reads against a few changed keys compares
+/// these numbers, and touches the keys' strings only when one matches.
+fn fingerprint(key: &ObjectKey) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    key.hash(&mut h);
+    h.finish()
+}
 
 impl Reads {
     /// Records that `key` of `kind` was read from `snapshot`.
     pub fn record(&mut self, snapshot: &Snapshot, kind: Kind, key: &ObjectKey) {
-        self.0.push((kind, key.clone(), snapshot.identity(kind, key)));
+        let found = snapshot.identity(kind, key);
+        self.0.push(Read { kind, fingerprint: fingerprint(key), key: key.clone(), found });
     }
 
     /// Whether every object read is still the same in `snapshot`, given what `changed` since
@@ -252,10 +271,10 @@ impl Reads {
     /// keys are known holds unless its key is among them, and the others compare identities.
     pub fn unchanged(&self, snapshot: &Snapshot, changed: &Changes) -> bool {
         changed.kinds.is_empty()
-            || self.0.iter().all(|(kind, key, found)| match changed.kinds.get(kind) {
+            || self.0.iter().all(|read| match changed.kinds.get(&read.kind) {
                 None => true,
-                Some(Some(keys)) => !keys.contains(key),
-                Some(None) => snapshot.identity(*kind, key) == *found,
+                Some(Some(keys)) => !keys.fingerprints.contains(&read.fingerprint) || !keys.keys.contains(&read.key),
+                Some(None) => snapshot.identity(read.kind, &read.key) == read.found,
             })
     }
 }
@@ -264,7 +283,14 @@ impl Reads {
 /// objects added, removed or replaced (`None` on the first call, when every object is new).
 #[derive(Debug, Clone, Default)]
 pub struct Changes {
-    kinds: BTreeMap<Kind, Option<BTreeSet<ObjectKey>>>,
+    kinds: BTreeMap<Kind, Option<ChangedKeys>>,
+}
+
+/// The keys of one kind that changed, and their fingerprints.
+#[derive(Debug, Clone)]
+struct ChangedKeys {
+    keys: BTreeSet<ObjectKey>,
+    fingerprints: rustc_hash::FxHashSet<u64>,
 }
 
 impl Changes {
@@ -285,7 +311,7 @@ impl Changes {
 
     /// The keys of `kind` that changed, when known.
     pub fn keys(&self, kind: Kind) -> Option<&BTreeSet<ObjectKey>> {
-        self.kinds.get(&kind).and_then(Option::as_ref)
+        self.kinds.get(&kind).and_then(Option::as_ref).map(|c| &c.keys)
     }
 }
 
@@ -316,7 +342,11 @@ impl KindWatch {
                 Some(seen) => {
                     let keys = snapshot.changed_keys(*kind, &**seen);
                     if keys.as_ref().is_none_or(|k| !k.is_empty()) {
-                        changed.insert(*kind, keys);
+                        let fingerprinted = |keys: BTreeSet<ObjectKey>| ChangedKeys {
+                            fingerprints: keys.iter().map(fingerprint).collect(),
+                            keys,
+                        };
+                        changed.insert(*kind, keys.map(fingerprinted));
                     }
                     *seen = map;
                 }

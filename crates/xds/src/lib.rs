@@ -377,12 +377,22 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
     for listener in listener::envoy_listeners(options, fleet.address) {
         out.insert(ResourceType::Listener, listener);
     }
+    // VHDS virtual hosts (10k at 10k hosts) go into their map at once, sorted, not one by one.
+    let mut virtual_hosts: Vec<Resource> = Vec::new();
     for l in &fleet.listeners {
         let (listener, tables) = listener::listener(l, options, fleet);
         out.insert(ResourceType::Listener, listener);
         for (table, vhds) in tables {
-            out.insert_forms(route::route_configuration(table, vhds && options.vhds, &mut cache.routes));
+            let forms = route::route_configuration(table, vhds && options.vhds, &mut cache.routes);
+            out.insert(ResourceType::Route, forms.inline);
+            out.insert(ResourceType::RouteVhds, forms.vhds);
+            virtual_hosts.extend(forms.virtual_hosts);
         }
+    }
+    if !virtual_hosts.is_empty() {
+        // `collect` sorts stably and keeps the last of a name, as inserting one by one would.
+        let map: Resources = virtual_hosts.into_iter().map(|r| (Arc::clone(&r.name), r)).collect();
+        out.by_type.insert(ResourceType::VirtualHost, Arc::new(map));
     }
     out
 }
