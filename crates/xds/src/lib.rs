@@ -350,19 +350,27 @@ pub fn compile_cached(dag: &dag::Dag, options: &CompileOptions, cache: &mut Cach
 fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Cache) -> FleetResources {
     let mut out = FleetResources::default();
     let build = cache.builds;
-    for c in fleet.clusters.values() {
-        let resource = match cache.clusters.get_mut(&c.name) {
-            Some((cached, r, used)) if Arc::ptr_eq(cached, c) || cached == c => {
-                *used = build;
-                r.clone()
-            }
-            _ => {
-                let r = cluster::cluster(c, &options.cluster);
-                cache.clusters.insert(c.name.clone(), (Arc::clone(c), r.clone(), build));
-                r
-            }
-        };
-        out.insert(ResourceType::Cluster, resource);
+    // In name order, as the fleet's: the map is built at once, not searched per cluster.
+    let clusters: Resources = fleet
+        .clusters
+        .values()
+        .map(|c| {
+            let resource = match cache.clusters.get_mut(&c.name) {
+                Some((cached, r, used)) if Arc::ptr_eq(cached, c) || cached == c => {
+                    *used = build;
+                    r.clone()
+                }
+                _ => {
+                    let r = cluster::cluster(c, &options.cluster);
+                    cache.clusters.insert(c.name.clone(), (Arc::clone(c), r.clone(), build));
+                    r
+                }
+            };
+            (Arc::clone(&resource.name), resource)
+        })
+        .collect();
+    if !clusters.is_empty() {
+        out.by_type.insert(ResourceType::Cluster, Arc::new(clusters));
     }
     for s in fleet.secrets.values() {
         out.insert(ResourceType::Secret, secret::secret(s));
