@@ -225,6 +225,11 @@ fn patched_route_tables_equal_fresh_builds() {
         format!("{head}{}{}", routes(&[], &plain), route(70, "h0.example.com", 0, "")),
         format!("{head}{}", routes(&[5], &plain)),
         format!("{head}{}", routes(&[5], &|n| if n == 6 { route(6, "new.example.com", 6, "") } else { plain(n) })),
+        // A route naming its hostname twice.
+        format!(
+            "{head}{}",
+            routes(&[5], &|n| if n == 8 { route(8, "h8.example.com, h8.example.com", 8, "") } else { plain(n) })
+        ),
         format!("{head}{}", routes(&[5, 7, 27, 47, 67], &plain)).replace(
             "name: svc-1}\nspec: {ports: [{port: 80}]}",
             "name: svc-1}\nspec: {ports: [{port: 80, appProtocol: kubernetes.io/h2c}]}",

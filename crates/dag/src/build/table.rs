@@ -53,14 +53,11 @@ struct KeptRoute {
     seen: u64,
 }
 
-/// The hostnames a route of `listener` reaches.
+/// The hostnames a route of `listener` reaches, each as often as a whole build of the table
+/// files the route under it.
 fn reached(listener: &ir::Listener, route: &ir::HttpRoute) -> Vec<String> {
     let mut hosts = Vec::new();
-    ir::hostname::for_each_effective(listener.hostname.as_deref(), &route.hostnames, |h| {
-        if !hosts.iter().any(|known| *known == h) {
-            hosts.push(h.into_owned());
-        }
-    });
+    ir::hostname::for_each_effective(listener.hostname.as_deref(), &route.hostnames, |h| hosts.push(h.into_owned()));
     hosts
 }
 
