@@ -89,9 +89,7 @@ impl Claims {
             self.list.insert(at, claim);
         }
     }
-}
 
-impl Claims {
     /// Moves the cached translations of `before`'s claims (sorted as these are) to the same
     /// claims here: a root's cache checks its own reads, the proxy among them.
     fn keep_roots(&mut self, before: Vec<Claim>) {
