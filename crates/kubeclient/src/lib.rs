@@ -8,8 +8,8 @@
 //! certificate; nothing is trusted that was not before.
 
 use std::path::Path;
-use std::sync::Arc;
 
+mod stack;
 mod throttle;
 mod v1_identity;
 
@@ -75,11 +75,11 @@ pub fn client_for(config: kube::Config) -> Result<kube::Client, Error> {
 /// [`client_for`], throttled to `limits` when given.
 pub fn client_limited(config: kube::Config, limits: Option<Limits>) -> Result<kube::Client, Error> {
     let throttle = ThrottleLayer::new(limits);
-    match kube::client::ClientBuilder::try_from(config.clone()) {
-        Ok(builder) => Ok(builder.with_layer(&throttle).build()),
-        Err(e) if is_unsupported_cert_version(&e) => v1_identity::client(config, &throttle).map(Arc::unwrap_or_clone),
-        Err(e) => Err(Error::Client(e)),
-    }
+    let https = match stack::https(&config) {
+        Err(Error::Client(e)) if is_unsupported_cert_version(&e) => v1_identity::https(&config)?,
+        other => other?,
+    };
+    stack::client(&config, https, &throttle)
 }
 
 /// rustls refusing the client certificate for its X.509 version.

@@ -1,23 +1,21 @@
 //! The TLS stack for a client certificate rustls' pairing check cannot parse (X.509 v1).
 //!
-//! The same layers kube's default client has (base URI, authentication, extra headers), over a
-//! rustls configuration whose client certificate is offered as given.
+//! The client's usual stack (`crate::stack`) over a rustls configuration whose client
+//! certificate is offered as given.
 
 use std::sync::Arc;
 
 use base64::Engine;
-use kube::client::ConfigExt;
 use rustls::client::ResolvesClientCert;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 use secrecy::ExposeSecret;
-use tower::ServiceBuilder;
 
 use crate::Error;
 
-/// The client, with the configuration's server trust and its client certificate as given.
-pub(crate) fn client(config: kube::Config, throttle: &crate::ThrottleLayer) -> Result<Arc<kube::Client>, Error> {
+/// The TLS connector, with the configuration's server trust and its client certificate as given.
+pub(crate) fn https(config: &kube::Config) -> Result<crate::stack::Https, Error> {
     let identity = |m: String| Error::Identity(m);
     let auth = &config.auth_info;
     let cert_pem = load(auth.client_certificate_data.as_deref(), auth.client_certificate.as_deref())
@@ -46,22 +44,11 @@ pub(crate) fn client(config: kube::Config, throttle: &crate::ThrottleLayer) -> R
         .map_err(|e| identity(e.to_string()))?
         .with_root_certificates(roots)
         .with_client_cert_resolver(resolver);
-    let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
-    http.enforce_http(false);
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
+    Ok(hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(http);
-    let hyper = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build(https);
-    let service = ServiceBuilder::new()
-        .layer(throttle.clone())
-        .layer(config.base_uri_layer())
-        .option_layer(config.auth_layer().map_err(Error::Client)?)
-        .layer(config.extra_headers_layer().map_err(Error::Client)?)
-        .map_err(|e: hyper_util::client::legacy::Error| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
-        .service(hyper);
-    Ok(Arc::new(kube::client::ClientBuilder::new(service, config.default_namespace.clone()).build()))
+        .wrap_connector(crate::stack::tcp(config)))
 }
 
 /// Inline base64 data, else the file.
