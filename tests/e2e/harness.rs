@@ -227,6 +227,16 @@ impl Harness {
         Self::start_with(yaml, ir::DEFAULT_FLEET, default_fleet_options(http_port, https_port)).await
     }
 
+    /// Starts the controller on `yaml` with `options`, mTLS on xDS, and an Envoy of `fleet`.
+    pub async fn start_fleet_mtls(
+        yaml: &str,
+        fleet: &str,
+        options: controller::Options,
+        tls: XdsMtls,
+    ) -> anyhow::Result<Self> {
+        Self::from_dir(yaml, Launch { fleet, options, tls: Some(tls), ..Launch::default() }).await
+    }
+
     /// Starts the controller on `yaml` with `options` and an Envoy of `fleet`.
     pub async fn start_with(yaml: &str, fleet: &str, options: controller::Options) -> anyhow::Result<Self> {
         Self::from_dir(yaml, Launch { fleet, options, ..Launch::default() }).await

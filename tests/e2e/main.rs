@@ -4,6 +4,7 @@ mod certgen;
 mod config;
 mod deploy;
 mod dropin;
+mod fleet_identity;
 mod fuzz;
 mod harness;
 mod httpproxy;

@@ -3,6 +3,10 @@
 //!
 //! Without `--overwrite`, certificates that already exist are left alone (and it says so): the
 //! whole set, so that a half-present set never mixes two CAs.
+//!
+//! Beyond upstream: `--keep-ca-key` keeps the CA's key (`cakey.pem`, or the Opaque Secret
+//! `contourca`), and `--fleet NAMESPACE/NAME` issues, from that CA, a client certificate that
+//! may receive that Gateway's fleet only.
 
 use std::path::{Path, PathBuf};
 
@@ -44,13 +48,36 @@ struct Args {
     /// `legacy` (contourcert, envoycert and cacert) or `compact` (ca.crt inside each).
     #[arg(long, default_value = "legacy", value_parser = ["legacy", "compact"])]
     secrets_format: String,
+    /// Also keep the CA's private key (`cakey.pem`, or the Opaque Secret `contourca`), so that
+    /// fleet certificates can be issued later (`--fleet`, or the provisioner).
+    #[arg(long)]
+    keep_ca_key: bool,
+    /// Issue a client certificate for this Gateway's fleet (`NAMESPACE/NAME`) from the kept CA
+    /// instead of a new set: `envoycert.pem`, `envoykey.pem` and `cacert.pem`, or the Secret
+    /// `envoycert-NAME` in the Gateway's namespace. The CA comes from `--ca-dir` (PEM and YAML)
+    /// or the Secret `contourca` in `--namespace` (`--kube`).
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = fleet_id)]
+    fleet: Option<certs::FleetId>,
+    /// With `--fleet`: the directory holding `cacert.pem` and `cakey.pem` (default: the output
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    ca_dir: Option<PathBuf>,
+    /// With `--fleet`: the trust domain of the fleet identity.
+    #[arg(long, default_value = certs::DEFAULT_TRUST_DOMAIN)]
+    xds_trust_domain: String,
     /// Where PEM and YAML files go.
     #[arg(default_value = "certs")]
     outputdir: PathBuf,
 }
 
+fn fleet_id(value: &str) -> Result<certs::FleetId, String> {
+    certs::FleetId::parse(value).ok_or_else(|| format!("{value:?} is not NAMESPACE/NAME"))
+}
+
 /// The PEM files, in upstream's names.
 const PEM_FILES: [&str; 5] = ["cacert.pem", "contourcert.pem", "contourkey.pem", "envoycert.pem", "envoykey.pem"];
+/// The CA's key, with `--keep-ca-key`.
+const CA_KEY_FILE: &str = "cakey.pem";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
@@ -59,14 +86,20 @@ async fn main() -> anyhow::Result<()> {
     if !(args.kube || args.yaml || args.pem) {
         bail!("nothing to do: choose at least one of --pem, --yaml, --kube");
     }
+    if let Some(fleet) = &args.fleet {
+        return issue_fleet(&args, fleet).await;
+    }
     let certs = certs::generate(&args.namespace, args.certificate_lifetime)?;
     let format =
         if args.secrets_format == "compact" { certs::SecretsFormat::Compact } else { certs::SecretsFormat::Legacy };
-    let secrets = certs::secrets(&certs, format, &args.namespace, &args.secrets_name_suffix);
+    let secrets = certs::secrets(&certs, format, &args.namespace, &args.secrets_name_suffix, args.keep_ca_key);
     if args.pem {
         let texts = [&certs.ca, &certs.contour_cert, &certs.contour_key, &certs.envoy_cert, &certs.envoy_key];
-        let files: Vec<(String, &str)> =
+        let mut files: Vec<(String, &str)> =
             PEM_FILES.iter().zip(texts).map(|(name, text)| (name.to_string(), text.as_str())).collect();
+        if args.keep_ca_key {
+            files.push((CA_KEY_FILE.into(), &certs.ca_key));
+        }
         write_files(&args.outputdir, &files, args.overwrite)?;
     }
     if args.yaml {
@@ -80,7 +113,58 @@ async fn main() -> anyhow::Result<()> {
         write_files(&args.outputdir, &files, args.overwrite)?;
     }
     if args.kube {
-        write_secrets(&args, &secrets).await?;
+        write_secrets(&args, &args.namespace, &secrets).await?;
+    }
+    Ok(())
+}
+
+/// `--fleet`: a client certificate for one Gateway's fleet, from the kept CA.
+async fn issue_fleet(args: &Args, fleet: &certs::FleetId) -> anyhow::Result<()> {
+    let lifetime = std::time::Duration::from_secs(u64::from(args.certificate_lifetime) * 86_400);
+    let authority = if args.kube {
+        let client = kubeclient::connect(args.kubeconfig.as_deref(), args.incluster).await?;
+        let api: Api<Secret> = Api::namespaced(client, &args.namespace);
+        let name = format!("{}{}", certs::CA_SECRET, args.secrets_name_suffix);
+        let secret = api.get(&name).await.with_context(|| {
+            format!("reading secret/{name} in {} (written by contour-certgen --keep-ca-key)", args.namespace)
+        })?;
+        let data = secret.data.unwrap_or_default();
+        let text = |key: &str| -> anyhow::Result<String> {
+            let value = data.get(key).with_context(|| format!("secret/{name} has no {key}"))?;
+            Ok(String::from_utf8(value.0.clone())?)
+        };
+        certs::Authority::from_pem(&text("ca.crt")?, &text("ca.key")?)?
+    } else {
+        let dir = args.ca_dir.as_deref().unwrap_or(&args.outputdir);
+        let read = |file: &str| {
+            std::fs::read_to_string(dir.join(file)).with_context(|| format!("reading {}", dir.join(file).display()))
+        };
+        certs::Authority::from_pem(&read("cacert.pem")?, &read(CA_KEY_FILE)?)
+            .with_context(|| format!("the CA in {}", dir.display()))?
+    };
+    let issued = authority.issue_fleet(fleet, &args.xds_trust_domain, lifetime)?;
+    println!("certificate for fleet {fleet}: {}", fleet.uri(&args.xds_trust_domain));
+    if args.pem {
+        let files = [
+            ("cacert.pem".to_string(), authority.cert_pem()),
+            ("envoycert.pem".into(), issued.cert.as_str()),
+            ("envoykey.pem".into(), issued.key.as_str()),
+        ];
+        write_files(&args.outputdir, &files, args.overwrite)?;
+    }
+    let secret = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": format!("envoycert-{}", fleet.name), "namespace": fleet.namespace, "labels": {"app": "contour"}},
+        "data": certs::fleet_secret_data(authority.cert_pem(), &issued),
+    });
+    if args.yaml {
+        let text = serde_yaml::to_string(&secret)?;
+        write_files(&args.outputdir, &[(format!("envoycert-{}.yaml", fleet.name), text.as_str())], args.overwrite)?;
+    }
+    if args.kube {
+        write_secrets(args, &fleet.namespace, &[secret]).await?;
     }
     Ok(())
 }
@@ -117,16 +201,16 @@ fn write_files(dir: &Path, files: &[(String, &str)], overwrite: bool) -> anyhow:
 
 /// Creates each Secret; one that exists is replaced with `--overwrite` and left alone without it,
 /// as upstream's certgen does. Needs only `create` and `update` on Secrets (upstream's Role).
-async fn write_secrets(args: &Args, secrets: &[serde_json::Value]) -> anyhow::Result<()> {
+async fn write_secrets(args: &Args, namespace: &str, secrets: &[serde_json::Value]) -> anyhow::Result<()> {
     let client = kubeclient::connect(args.kubeconfig.as_deref(), args.incluster).await?;
-    let api: Api<Secret> = Api::namespaced(client, &args.namespace);
+    let api: Api<Secret> = Api::namespaced(client, namespace);
     for s in secrets {
         let secret: Secret = serde_json::from_value(s.clone())?;
         let name = secret.metadata.name.clone().unwrap_or_default();
         match api.create(&PostParams::default(), &secret).await {
             Ok(_) => println!("secret/{name} created"),
             Err(kube::Error::Api(e)) if e.code == 409 && !args.overwrite => {
-                println!("secret/{name} already exists in {}; left alone (--overwrite replaces it)", args.namespace);
+                println!("secret/{name} already exists in {namespace}; left alone (--overwrite replaces it)");
             }
             Err(kube::Error::Api(e)) if e.code == 409 => {
                 api.replace(&name, &PostParams::default(), &secret)

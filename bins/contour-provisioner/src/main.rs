@@ -47,10 +47,22 @@ struct Args {
     /// Cluster mode: Envoy's image.
     #[arg(long, default_value = "envoyproxy/envoy:v1.40.0")]
     envoy_image: String,
-    /// Cluster mode: the installation's xDS client certificate Secret (`namespace/name`, written
-    /// by contour-certgen), copied for each fleet.
-    #[arg(long, default_value = "projectcontour/envoycert")]
-    envoy_certificate: String,
+    /// Cluster mode: the installation's CA Secret (`namespace/name`, written by
+    /// `contour-certgen --keep-ca-key`), which issues each Gateway fleet its own xDS client
+    /// certificate (`envoycert-<gateway>`, naming that fleet alone).
+    #[arg(long, default_value = "projectcontour/contourca")]
+    ca_secret: String,
+    /// Ignored: fleets no longer get a copy of the installation's certificate (`--ca-secret`
+    /// issues each its own). Accepted so that older manifests keep working.
+    #[arg(long, hide = true)]
+    envoy_certificate: Option<String>,
+    /// Cluster mode: the trust domain of the fleet identities (contour-serve's).
+    #[arg(long, default_value = certs::DEFAULT_TRUST_DOMAIN)]
+    xds_trust_domain: String,
+    /// Cluster mode: how many days a fleet's client certificate is valid; it is renewed once a
+    /// third is left.
+    #[arg(long, default_value_t = 30)]
+    fleet_certificate_lifetime: u32,
     /// Host mode: addresses for Gateways that ask for none.
     #[arg(long, default_value = "127.0.1.0/24")]
     address_pool: String,
@@ -100,9 +112,12 @@ fn main() -> anyhow::Result<()> {
             log_level: args.envoy_log_level.clone(),
         }),
         Mode::Cluster => {
-            let Some((namespace, name)) = args.envoy_certificate.split_once('/') else {
-                anyhow::bail!("--envoy-certificate {:?} is not namespace/name", args.envoy_certificate);
+            let Some((namespace, name)) = args.ca_secret.split_once('/') else {
+                anyhow::bail!("--ca-secret {:?} is not namespace/name", args.ca_secret);
             };
+            if let Some(old) = &args.envoy_certificate {
+                tracing::warn!(%old, "--envoy-certificate is ignored: each fleet gets a certificate of its own from --ca-secret");
+            }
             provisioner::controller::Mode::Cluster(provisioner::controller::ClusterSettings {
                 fleet: provisioner::cluster::Settings {
                     contour_image: args.contour_image.clone(),
@@ -114,7 +129,11 @@ fn main() -> anyhow::Result<()> {
                         None => provisioner::cluster::Controller::PerGateway,
                     },
                 },
-                certificate: (namespace.into(), name.into()),
+                ca: (namespace.into(), name.into()),
+                issuing: provisioner::cluster::certificate::Issuing {
+                    trust_domain: args.xds_trust_domain.clone(),
+                    lifetime: Duration::from_secs(u64::from(args.fleet_certificate_lifetime.max(1)) * 86_400),
+                },
             })
         }
     };

@@ -82,9 +82,14 @@ struct Args {
     /// The xDS server's key.
     #[arg(long, env = "CONTOUR_KEY_FILE", requires = "contour_cafile")]
     contour_key_file: Option<PathBuf>,
-    /// Serve xDS without TLS (say so explicitly; local use and tests).
+    /// Serve xDS without TLS (say so explicitly; local use and tests). Fleets are then not
+    /// isolated from each other: any Envoy may receive any fleet.
     #[arg(long)]
     insecure: bool,
+    /// The trust domain of fleet identities in Envoys' client certificates
+    /// (`spiffe://<trust domain>/ns/<namespace>/gateway/<name>`; ours, not upstream's).
+    #[arg(long, default_value = xds_server::DEFAULT_TRUST_DOMAIN)]
+    xds_trust_domain: String,
     /// Address Envoy binds for listeners whose Gateway requests no address.
     #[arg(long, default_value = "0.0.0.0")]
     envoy_service_http_address: IpAddr,
@@ -388,6 +393,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
     let server = xds_server::XdsServer::new(xds_server::Options {
         default_fleet_aliases: vec![args.leader_election_resource_namespace.clone()],
         vhds: args.vhds,
+        trust_domain: args.xds_trust_domain.clone(),
         ..Default::default()
     });
     let xds_addr = SocketAddr::new(args.xds_address, args.xds_port);
@@ -454,7 +460,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
         (Some(ca), Some(cert), Some(key)) => {
             let files = xds_server::TlsFiles { ca: ca.clone(), cert: cert.clone(), key: key.clone() };
             let tls = std::sync::Arc::new(xds_server::Reloading::new(files).context("xDS TLS")?);
-            info!("xDS over mTLS (TLS 1.3, client certificates required)");
+            info!(trust_domain = %args.xds_trust_domain, "xDS over mTLS (TLS 1.3, client certificates required; each Envoy receives only the fleet its certificate names)");
             xds_server::serve_tls(server, xds_listener, tls, stop).await.context("xDS server")?;
         }
         _ => {
@@ -463,6 +469,9 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
                     "xDS is served without TLS: pass --contour-cafile/--contour-cert-file/--contour-key-file, or --insecure to say it is meant"
                 );
             }
+            tracing::warn!(
+                "fleets are not isolated: without mTLS on xDS any Envoy that reaches the xDS port receives any fleet it names, private keys included"
+            );
             xds_server::serve(server, xds_listener, stop).await.context("xDS server")?;
         }
     }

@@ -1,6 +1,11 @@
 //! Certificates for the Envoy ⇄ controller xDS channel, as upstream's certgen makes them: a CA,
 //! the controller's serving certificate (`contour`) and Envoy's client certificate (`envoy`),
-//! and the Secrets that carry them (upstream's `legacy` and `compact` layouts).
+//! and the Secrets that carry them (upstream's `legacy` and `compact` layouts). Beyond upstream:
+//! fleet certificates ([`fleet`]), which name the one Gateway fleet their Envoys may receive.
+
+pub mod fleet;
+
+pub use fleet::{Authority, DEFAULT_TRUST_DOMAIN, FleetId, Identity, Issued};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -19,7 +24,14 @@ pub enum Error {
     /// Key generation or signing failed.
     #[error("generating certificates: {0}")]
     Generate(#[from] rcgen::Error),
+    /// A certificate could not be read.
+    #[error("reading a certificate: {0}")]
+    Parse(String),
 }
+
+/// The Secret that keeps the CA's certificate and private key (`ca.crt`, `ca.key`), so fleet
+/// certificates can be issued after certgen ran. Opaque, so no TLS listener can serve it.
+pub const CA_SECRET: &str = "contourca";
 
 /// A CA and the two certificates it signed, in PEM.
 #[derive(Debug, Clone)]
@@ -34,18 +46,30 @@ pub struct Certificates {
     pub envoy_cert: String,
     /// Its key.
     pub envoy_key: String,
+    /// The CA's private key.
+    pub ca_key: String,
+}
+
+impl Certificates {
+    /// The CA, to issue fleet certificates with.
+    pub fn authority(&self) -> Result<Authority, Error> {
+        Authority::from_pem(&self.ca, &self.ca_key)
+    }
+}
+
+/// Sets a certificate's validity: from now for `lifetime`.
+pub(crate) fn valid_for(params: &mut CertificateParams, lifetime: std::time::Duration) {
+    let now = std::time::SystemTime::now();
+    params.not_before = now.into();
+    params.not_after = (now + lifetime).into();
 }
 
 /// Makes a fresh CA and the controller's and Envoy's certificates, valid for `lifetime_days`.
 /// Each leaf names its service in `namespace` (`contour`, `contour.<ns>`, `contour.<ns>.svc`,
 /// `contour.<ns>.svc.cluster.local`, and the same for `envoy`).
 pub fn generate(namespace: &str, lifetime_days: u32) -> Result<Certificates, Error> {
-    let now = std::time::SystemTime::now();
-    let until = now + std::time::Duration::from_secs(u64::from(lifetime_days) * 86_400);
-    let validity = |params: &mut CertificateParams| {
-        params.not_before = now.into();
-        params.not_after = until.into();
-    };
+    let lifetime = std::time::Duration::from_secs(u64::from(lifetime_days) * 86_400);
+    let validity = |params: &mut CertificateParams| valid_for(params, lifetime);
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.key_usages =
@@ -53,6 +77,7 @@ pub fn generate(namespace: &str, lifetime_days: u32) -> Result<Certificates, Err
     ca_params.distinguished_name = name("Project Contour CA");
     validity(&mut ca_params);
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+    let ca_key = ca.key().serialize_pem();
 
     let leaf = |service: &str, usage: ExtendedKeyUsagePurpose| -> Result<(String, String), Error> {
         let names = vec![
@@ -72,7 +97,7 @@ pub fn generate(namespace: &str, lifetime_days: u32) -> Result<Certificates, Err
     };
     let (contour_cert, contour_key) = leaf(CONTOUR, ExtendedKeyUsagePurpose::ServerAuth)?;
     let (envoy_cert, envoy_key) = leaf(ENVOY, ExtendedKeyUsagePurpose::ClientAuth)?;
-    Ok(Certificates { ca: ca.pem(), contour_cert, contour_key, envoy_cert, envoy_key })
+    Ok(Certificates { ca: ca.pem(), contour_cert, contour_key, envoy_cert, envoy_key, ca_key })
 }
 
 fn name(common_name: &str) -> DistinguishedName {
@@ -91,8 +116,15 @@ pub enum SecretsFormat {
     Compact,
 }
 
-/// The Secrets for `certs` in `namespace`, names ending in `suffix`, as JSON objects.
-pub fn secrets(certs: &Certificates, format: SecretsFormat, namespace: &str, suffix: &str) -> Vec<Value> {
+/// The Secrets for `certs` in `namespace`, names ending in `suffix`, as JSON objects; with
+/// `keep_ca_key`, the CA's key too ([`CA_SECRET`]).
+pub fn secrets(
+    certs: &Certificates,
+    format: SecretsFormat,
+    namespace: &str,
+    suffix: &str,
+    keep_ca_key: bool,
+) -> Vec<Value> {
     use std::collections::BTreeMap;
     let b64 = |text: &str| base64(text.as_bytes());
     let secret = |name: &str, type_: &str, data: BTreeMap<&str, String>| {
@@ -118,7 +150,19 @@ pub fn secrets(certs: &Certificates, format: SecretsFormat, namespace: &str, suf
     if format == SecretsFormat::Legacy {
         out.push(secret("cacert", "Opaque", BTreeMap::from([("cacert.pem", b64(&certs.ca))])));
     }
+    if keep_ca_key {
+        out.push(secret(CA_SECRET, "Opaque", BTreeMap::from([("ca.crt", b64(&certs.ca)), ("ca.key", b64(&certs.ca_key))])));
+    }
     out
+}
+
+/// The data of a fleet's client certificate Secret (upstream's `envoycert-<gateway>`, compact
+/// layout: `ca.crt`, `tls.crt`, `tls.key`), base64.
+pub fn fleet_secret_data(ca_pem: &str, issued: &Issued) -> std::collections::BTreeMap<String, String> {
+    [("ca.crt", ca_pem), ("tls.crt", &issued.cert), ("tls.key", &issued.key)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), base64(v.as_bytes())))
+        .collect()
 }
 
 /// Standard base64 with padding (Secret `data`).
@@ -146,14 +190,16 @@ mod tests {
     fn certificates_and_both_secret_layouts() {
         let certs = generate("projectcontour", 30).unwrap();
         assert!(certs.ca.contains("BEGIN CERTIFICATE") && certs.contour_key.contains("PRIVATE KEY"));
-        let legacy = secrets(&certs, SecretsFormat::Legacy, "projectcontour", "");
+        let legacy = secrets(&certs, SecretsFormat::Legacy, "projectcontour", "", false);
         let names: Vec<_> = legacy.iter().map(|s| s["metadata"]["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["contourcert", "envoycert", "cacert"]);
         assert_eq!(legacy[2]["type"], "Opaque");
         assert!(legacy[0]["data"].get("ca.crt").is_none());
-        let compact = secrets(&certs, SecretsFormat::Compact, "x", "-gw");
+        let compact = secrets(&certs, SecretsFormat::Compact, "x", "-gw", true);
         let names: Vec<_> = compact.iter().map(|s| s["metadata"]["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["contourcert-gw", "envoycert-gw"]);
+        assert_eq!(names, ["contourcert-gw", "envoycert-gw", "contourca-gw"]);
+        assert_eq!(compact[2]["type"], "Opaque", "the CA's key is never a TLS Secret a listener could serve");
+        assert_eq!(compact[2]["data"]["ca.key"], base64(certs.ca_key.as_bytes()));
         assert_eq!(compact[0]["data"]["ca.crt"], base64(certs.ca.as_bytes()));
         assert_eq!(compact[0]["metadata"]["namespace"], "x");
     }

@@ -4,8 +4,8 @@
 //!
 //! Who feeds the fleet ([`Controller`]):
 //! - **the installation's one contour-serve** (`deploy/install`; a fleet per Gateway, where
-//!   upstream runs a controller per Gateway). `envoycert-<gw>` is a copy of the installation's
-//!   `envoycert`. Envoy listens on the Gateway's listener ports themselves (the pod may bind ports
+//!   upstream runs a controller per Gateway). `envoycert-<gw>` is the fleet's own client
+//!   certificate from the installation's CA ([`certificate`]), naming that fleet alone. Envoy listens on the Gateway's listener ports themselves (the pod may bind ports
 //!   below 1024 through the namespaced sysctl `net.ipv4.ip_unprivileged_port_start`, still as
 //!   user 65534), so the Service's target ports, Envoy's statistics and the controller's
 //!   listeners all say the port the Gateway says;
@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use crate::gateway::GATEWAY_NAME_LABEL;
 
 pub mod apply;
+pub mod certificate;
 pub mod contour;
 
 /// The label upstream's provisioner marks every object of a Gateway with.
@@ -169,8 +170,8 @@ fn metadata(gateway: &Gateway, name: &str, labels: &BTreeMap<String, String>) ->
 }
 
 /// Every object of the Gateway's fleet, in the order they are applied: the ServiceAccount, the
-/// certificate Secret when the installation's is copied (`certificate`'s data: `ca.crt`,
-/// `tls.crt`, `tls.key`, base64), the workload and the Service; with a controller per Gateway,
+/// fleet's certificate Secret when the installation's controller serves it (`certificate`'s
+/// data: `ca.crt`, `tls.crt`, `tls.key`, base64), the workload and the Service; with a controller per Gateway,
 /// the controller's objects ([`contour::objects`]) come before the fleet's.
 pub fn objects(
     gateway: &Gateway,

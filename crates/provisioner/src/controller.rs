@@ -58,9 +58,12 @@ pub enum Mode {
 pub struct ClusterSettings {
     /// Images and who serves the fleets.
     pub fleet: cluster::Settings,
-    /// The installation's xDS client certificate Secret (`namespace`, `name`), which each fleet
-    /// gets a copy of when the installation's controller serves it.
-    pub certificate: (String, String),
+    /// The installation's CA Secret (`namespace`, `name`; `ca.crt` and `ca.key`, written by
+    /// `contour-certgen --keep-ca-key`), which issues each fleet's client certificate when the
+    /// installation's controller serves it.
+    pub ca: (String, String),
+    /// How fleet certificates are issued.
+    pub issuing: cluster::certificate::Issuing,
 }
 
 /// What the provisioner has done, for its `/metrics`.
@@ -119,6 +122,8 @@ struct State {
     pool: AddressPool,
     gateways: BTreeMap<String, Provisioned>,
     clustered: BTreeMap<String, Clustered>,
+    /// Each Gateway fleet's client certificate, by Gateway (cluster mode, shared controller).
+    certificates: BTreeMap<String, cluster::certificate::Kept>,
     next_slot: u64,
     counters: Arc<Counters>,
     /// Cluster mode has looked for fleets made before it started.
@@ -161,6 +166,7 @@ pub async fn run(
         pool,
         gateways: BTreeMap::new(),
         clustered: BTreeMap::new(),
+        certificates: BTreeMap::new(),
         next_slot: 0,
         counters,
         swept: false,
@@ -329,20 +335,32 @@ impl State {
             if ours.is_empty() {
                 return;
             }
-            // The installation's certificate, copied to every fleet; a Gateway's own controller
-            // makes its fleet's certificates instead.
-            let certificate = match settings.fleet.controller {
+            // Each fleet gets a certificate of its own from the installation's CA; a Gateway's own
+            // controller makes its fleet's certificates instead.
+            let authority = match settings.fleet.controller {
                 cluster::Controller::PerGateway => None,
-                cluster::Controller::Shared { .. } => match self.certificate(&settings).await {
-                    Ok(c) => Some(c),
+                cluster::Controller::Shared { .. } => match self.authority(&settings).await {
+                    Ok(ca) => Some(ca),
                     Err(e) => {
-                        tracing::warn!(error = %e, "no xDS client certificate for the fleets yet");
+                        tracing::warn!(error = %e, "no CA to issue the fleets' xDS client certificates yet");
                         return;
                     }
                 },
             };
+            self.certificates.retain(|k, _| kept.contains(k));
             for (key, (gw, spec)) in ours {
                 let gw = &cluster::with_listener_sets(gw, listener_sets.values());
+                let certificate = match &authority {
+                    None => None,
+                    Some(ca) => match self.fleet_certificate(key, gw, ca, &settings.issuing).await {
+                        Ok(data) => Some(data),
+                        Err(e) => {
+                            self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(gateway = %key, error = %e, "issuing the fleet's xDS client certificate");
+                            continue;
+                        }
+                    },
+                };
                 if let Err(e) = self.provision_cluster(key, gw, spec, &settings, certificate.as_ref()).await {
                     self.counters.errors.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(gateway = %key, error = %e, "provisioning");
@@ -392,13 +410,60 @@ impl State {
         Ok(out)
     }
 
-    /// The data of the installation's xDS client certificate Secret (base64 values).
-    async fn certificate(&self, settings: &ClusterSettings) -> Result<BTreeMap<String, String>, crate::Error> {
-        let (namespace, name) = &settings.certificate;
+    /// The installation's CA, from its Secret (`ca.crt`, `ca.key`).
+    async fn authority(&self, settings: &ClusterSettings) -> Result<certs::Authority, crate::Error> {
+        let (namespace, name) = &settings.ca;
+        let what = format!("Secret {namespace}/{name} (contour-certgen --keep-ca-key)");
         let api: kube::Api<Secret> = kube::Api::namespaced(self.client.clone(), namespace);
-        let secret = api.get(name).await.map_err(kube_err(format!("Secret {namespace}/{name}")))?;
-        let data = serde_json::to_value(secret.data.unwrap_or_default()).unwrap_or_default();
-        Ok(serde_json::from_value(data).unwrap_or_default())
+        let secret = api.get(name).await.map_err(kube_err(what.clone()))?;
+        let data = secret.data.unwrap_or_default();
+        let text = |key: &str| data.get(key).and_then(|v| String::from_utf8(v.0.clone()).ok()).unwrap_or_default();
+        certs::Authority::from_pem(&text("ca.crt"), &text("ca.key"))
+            .map_err(|e| crate::Error::Io { what, source: std::io::Error::other(e) })
+    }
+
+    /// The data of the Gateway fleet's client certificate Secret (base64): the one it has while
+    /// that one is from the current CA, names this fleet alone and is not due for renewal;
+    /// otherwise a new one.
+    async fn fleet_certificate(
+        &mut self,
+        key: &str,
+        gw: &Gateway,
+        authority: &certs::Authority,
+        issuing: &cluster::certificate::Issuing,
+    ) -> Result<BTreeMap<String, String>, crate::Error> {
+        use cluster::certificate::{issue, still_good};
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        if let Some(kept) = self.certificates.get(key)
+            && kept.ca == authority.cert_pem()
+            && !issuing.due(kept.not_after, now)
+        {
+            return Ok(kept.data.clone());
+        }
+        let namespace = gw.metadata.namespace.clone().unwrap_or_default();
+        let fleet = certs::FleetId::parse(key).ok_or_else(|| crate::Error::Io {
+            what: format!("Gateway {key}"),
+            source: std::io::Error::other("its namespace and name make no fleet name"),
+        })?;
+        let name = cluster::certificate_name(gw.metadata.name.as_deref().unwrap_or_default());
+        let api: kube::Api<Secret> = kube::Api::namespaced(self.client.clone(), &namespace);
+        let found = api.get_opt(&name).await.map_err(kube_err(format!("Secret {namespace}/{name}")))?;
+        let data: BTreeMap<String, Vec<u8>> =
+            found.and_then(|s| s.data).unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+        let kept = match still_good(&data, authority.cert_pem(), &fleet, issuing, now) {
+            Some(kept) => kept,
+            None => {
+                let kept = issue(authority, &fleet, issuing).map_err(|e| crate::Error::Io {
+                    what: format!("the xDS client certificate of Gateway {key}"),
+                    source: std::io::Error::other(e),
+                })?;
+                tracing::info!(gateway = %key, identity = %fleet.uri(&issuing.trust_domain), "fleet xDS client certificate issued");
+                kept
+            }
+        };
+        let data = kept.data.clone();
+        self.certificates.insert(key.to_string(), kept);
+        Ok(data)
     }
 
     /// Applies the Gateway's fleet objects when they differ from what was last applied, and

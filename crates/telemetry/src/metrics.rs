@@ -171,6 +171,14 @@ pub fn render(t: &Telemetry) -> String {
         "xDS streams whose Envoy named a fleet with no configuration.",
         &[(String::new(), stats.unknown_fleet as f64)],
     );
+    let refused: Vec<(String, f64)> =
+        stats.refused.iter().map(|(r, n)| (format!("{{reason=\"{}\"}}", r.label()), *n as f64)).collect();
+    metric(
+        "contour_xds_refused_streams_total",
+        "counter",
+        "xDS streams refused because the client certificate may not receive the fleet the node names, by reason.",
+        &refused,
+    );
     metric(
         "contour_xds_rejected_resources",
         "gauge",

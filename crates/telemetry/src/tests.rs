@@ -61,6 +61,7 @@ async fn metrics_use_upstream_names() {
         "contour_dagrebuild_total 1",
         "contour_dag_cache_object{kind=\"Gateway\"} 1",
         "contour_xds_nacks_total{type=\"rds\"} 0",
+        "contour_xds_refused_streams_total{reason=\"other_fleet\"} 0",
         "# TYPE contour_dagrebuild_seconds summary",
     ] {
         assert!(body.lines().any(|l| l == line), "missing {line:?} in\n{body}");

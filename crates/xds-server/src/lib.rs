@@ -7,6 +7,7 @@
 
 mod fleets;
 mod link;
+mod peer;
 mod protocol;
 mod services;
 pub mod stream;
@@ -24,6 +25,8 @@ use tokio::sync::watch;
 pub use xds::{FleetResources, Resource, ResourceType, Resources};
 
 pub use fleets::{Programming, Rejection};
+pub use certs::DEFAULT_TRUST_DOMAIN;
+pub use peer::{PeerInfo, PeerStream, Refusal};
 pub use services::{listen, serve, serve_tls};
 pub use tls::{Reloading, TlsError, TlsFiles, accept as accept_tls};
 
@@ -45,11 +48,19 @@ pub struct Options {
     /// the whole table, but Envoy takes longer to apply it (it rebuilds the table from its
     /// copies of every virtual host).
     pub vhds: bool,
+    /// The trust domain of the fleet identities in Envoys' client certificates
+    /// (`spiffe://<trust domain>/ns/<namespace>/gateway/<name>`).
+    pub trust_domain: String,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { eds_wait: Duration::from_secs(5), default_fleet_aliases: Vec::new(), vhds: false }
+        Self {
+            eds_wait: Duration::from_secs(5),
+            default_fleet_aliases: Vec::new(),
+            vhds: false,
+            trust_domain: certs::DEFAULT_TRUST_DOMAIN.to_string(),
+        }
     }
 }
 
@@ -83,6 +94,7 @@ struct Counters {
     connections: AtomicI64,
     streams_total: AtomicU64,
     unknown_fleet: AtomicU64,
+    refused: [AtomicU64; Refusal::ALL.len()],
     pushes: [AtomicU64; TYPES],
     resources_sent: [AtomicU64; TYPES],
     nacks: [AtomicU64; TYPES],
@@ -97,6 +109,9 @@ pub struct Stats {
     pub streams_total: u64,
     /// Streams whose node named a fleet the controller has no configuration for.
     pub unknown_fleet: u64,
+    /// Streams refused because the client certificate may not receive the fleet the node
+    /// names, by reason.
+    pub refused: BTreeMap<Refusal, u64>,
     /// Responses sent, by type.
     pub pushes: BTreeMap<ResourceType, u64>,
     /// Resources sent (in responses), by type.
@@ -165,6 +180,7 @@ impl XdsServer {
             connections: c.connections.load(Ordering::Relaxed),
             streams_total: c.streams_total.load(Ordering::Relaxed),
             unknown_fleet: c.unknown_fleet.load(Ordering::Relaxed),
+            refused: Refusal::ALL.iter().map(|r| (*r, c.refused[r.index()].load(Ordering::Relaxed))).collect(),
             pushes: by_type(&c.pushes),
             resources_sent: by_type(&c.resources_sent),
             nacks: by_type(&c.nacks),

@@ -34,6 +34,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::{debug, info, warn};
 
+use crate::peer::{Peer, PeerInfo};
 use crate::protocol::{Delta, Protocol, Sotw};
 use crate::stream::{Feedback, Mode, StreamState};
 use crate::{Inner, ResourceType, XdsServer, index};
@@ -114,43 +115,81 @@ fn routes(server: XdsServer) -> tonic::transport::server::Router {
 }
 
 impl XdsServer {
-    fn open<P: Protocol>(&self, inbound: Streaming<P::Req>, only: Option<ResourceType>) -> ResponseStream<P::Resp>
+    fn open<P: Protocol>(
+        &self,
+        request: Request<Streaming<P::Req>>,
+        only: Option<ResourceType>,
+    ) -> ResponseStream<P::Resp>
     where
         P::Req: prost::Message + Default,
     {
-        self.open_scoped::<P>(inbound, only, None)
+        self.open_scoped::<P>(request, only, None)
     }
 
     /// [`XdsServer::open`], the subscription narrowed to one namespace (VHDS).
     fn open_scoped<P: Protocol>(
         &self,
-        inbound: Streaming<P::Req>,
+        request: Request<Streaming<P::Req>>,
         only: Option<ResourceType>,
         scope: Option<String>,
     ) -> ResponseStream<P::Resp>
     where
         P::Req: prost::Message + Default,
     {
+        let connection = request.extensions().get::<PeerInfo>().cloned();
         let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(drive::<P>(Arc::clone(&self.inner), inbound, tx, only, scope));
+        let stream = Opened { inbound: request.into_inner(), tx, only, scope, connection };
+        tokio::spawn(drive::<P>(Arc::clone(&self.inner), stream));
         Box::pin(ReceiverStream::new(rx))
     }
 }
 
-async fn drive<P: Protocol>(
-    inner: Arc<Inner>,
-    mut inbound: Streaming<P::Req>,
+/// One xDS stream: what Envoy sends, where responses go, what it asked for, and its connection.
+struct Opened<P: Protocol> {
+    inbound: Streaming<P::Req>,
     tx: mpsc::Sender<Result<P::Resp, Status>>,
     only: Option<ResourceType>,
     scope: Option<String>,
-) where
+    /// The TLS connection's peer (`None` without TLS).
+    connection: Option<PeerInfo>,
+}
+
+/// How long a refused stream's error gets to reach Envoy before its connection is closed.
+const REFUSAL_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Whether the stream's certificate may receive `fleet`; when not, says so (log line, counter,
+/// `PermissionDenied`) and closes the connection.
+async fn admitted<P: Protocol>(inner: &Inner, stream: &Opened<P>, node: &str, claimed: &str, fleet: &str) -> bool {
+    let certificates = stream.connection.as_ref().map(|c| c.certs.as_deref().map_or(&[][..], Vec::as_slice));
+    let peer = Peer::of(certificates, &inner.options.trust_domain);
+    let Err(reason) = peer.may_receive(fleet) else { return true };
+    inner.stats.refused[reason.index()].fetch_add(1, Ordering::Relaxed);
+    let subject = peer.subject();
+    warn!(%node, certificate = %subject, claimed_fleet = %claimed, %fleet, reason = reason.label(), "xDS stream refused: the client certificate may not receive this fleet");
+    let message = format!("the client certificate ({subject}) may not receive fleet {fleet:?}");
+    let _ = stream.tx.send(Err(Status::permission_denied(message))).await;
+    if let Some(closer) = stream.connection.as_ref().map(|c| c.closer.clone()) {
+        tokio::spawn(async move {
+            tokio::time::sleep(REFUSAL_GRACE).await;
+            closer.close();
+        });
+    }
+    false
+}
+
+async fn drive<P: Protocol>(inner: Arc<Inner>, mut stream: Opened<P>)
+where
     P::Req: prost::Message + Default,
 {
-    let Ok(Some(first)) = inbound.message().await else {
+    let Ok(Some(first)) = stream.inbound.message().await else {
         return;
     };
     let node = P::node(&first).cloned().unwrap_or_default();
     let fleet = inner.options.fleet_of(&node.cluster);
+    if !admitted(&inner, &stream, &node.id, &node.cluster, &fleet).await {
+        return;
+    }
+    let Opened { mut inbound, tx, only, scope, connection: _ } = stream;
     inner.stats.connections.fetch_add(1, Ordering::Relaxed);
     inner.stats.streams_total.fetch_add(1, Ordering::Relaxed);
     let _guard = ConnectionGuard(Arc::clone(&inner));
@@ -287,14 +326,14 @@ impl AggregatedDiscoveryService for XdsServer {
         &self,
         request: Request<Streaming<DiscoveryRequest>>,
     ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
-        Ok(Response::new(self.open::<Sotw>(request.into_inner(), None)))
+        Ok(Response::new(self.open::<Sotw>(request, None)))
     }
 
     async fn delta_aggregated_resources(
         &self,
         request: Request<Streaming<DeltaDiscoveryRequest>>,
     ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
-        Ok(Response::new(self.open::<Delta>(request.into_inner(), None)))
+        Ok(Response::new(self.open::<Delta>(request, None)))
     }
 }
 
@@ -310,14 +349,14 @@ macro_rules! per_type_service {
                 &self,
                 request: Request<Streaming<DiscoveryRequest>>,
             ) -> Result<Response<Self::$stream>, Status> {
-                Ok(Response::new(self.open::<Sotw>(request.into_inner(), Some($t))))
+                Ok(Response::new(self.open::<Sotw>(request, Some($t))))
             }
 
             async fn $delta_fn(
                 &self,
                 request: Request<Streaming<DeltaDiscoveryRequest>>,
             ) -> Result<Response<Self::$delta_stream>, Status> {
-                Ok(Response::new(self.open::<Delta>(request.into_inner(), Some($t))))
+                Ok(Response::new(self.open::<Delta>(request, Some($t))))
             }
 
             async fn $fetch_fn(
@@ -391,6 +430,6 @@ impl VirtualHostDiscoveryService for XdsServer {
             .get(xds::VHDS_ROUTE_CONFIGURATION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        Ok(Response::new(self.open_scoped::<Delta>(request.into_inner(), Some(ResourceType::VirtualHost), scope)))
+        Ok(Response::new(self.open_scoped::<Delta>(request, Some(ResourceType::VirtualHost), scope)))
     }
 }

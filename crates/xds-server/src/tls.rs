@@ -13,6 +13,8 @@ use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 use tracing::warn;
 
+use crate::PeerStream;
+
 /// The controller's certificate files.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
@@ -120,10 +122,7 @@ impl Reloading {
 
 /// Accepts TCP connections and completes TLS handshakes off the accept loop; yields the
 /// established streams.
-pub fn accept(
-    listener: TcpListener,
-    tls: Arc<Reloading>,
-) -> mpsc::Receiver<Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>, std::io::Error>> {
+pub fn accept(listener: TcpListener, tls: Arc<Reloading>) -> mpsc::Receiver<Result<PeerStream, std::io::Error>> {
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(async move {
         loop {
@@ -135,7 +134,7 @@ pub fn accept(
             tokio::spawn(async move {
                 match tokio::time::timeout(std::time::Duration::from_secs(10), acceptor.accept(stream)).await {
                     Ok(Ok(stream)) => {
-                        let _ = sender.send(Ok(stream)).await;
+                        let _ = sender.send(Ok(PeerStream::new(stream))).await;
                     }
                     Ok(Err(e)) => warn!(%peer, error = %e, "TLS handshake failed"),
                     Err(_) => warn!(%peer, "TLS handshake timed out"),

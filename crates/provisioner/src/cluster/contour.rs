@@ -392,7 +392,7 @@ pub fn certificate_secrets(
     let namespace = gateway.metadata.namespace.clone().unwrap_or_default();
     let generated = certs::generate(&namespace, 365)?;
     let labels = common_labels(gateway, spec);
-    let mut out = certs::secrets(&generated, certs::SecretsFormat::Compact, &namespace, &format!("-{gw}"));
+    let mut out = certs::secrets(&generated, certs::SecretsFormat::Compact, &namespace, &format!("-{gw}"), false);
     for secret in &mut out {
         let name = secret["metadata"]["name"].as_str().unwrap_or_default().to_string();
         secret["metadata"] = metadata(gateway, &name, &labels);
