@@ -42,7 +42,7 @@ async fn provisioner(api: &ApiServer, metrics: u16) -> anyhow::Result<tokio::pro
     Ok(tokio::process::Command::new(testkit::workspace_binary("contour-provisioner")?)
         .arg("--kubeconfig")
         .arg(kubeconfig)
-        .args(["--mode", "cluster", "--envoy-certificate", "projectcontour/envoycert", "--resync-seconds", "1"])
+        .args(["--mode", "cluster", "--ca-secret", "projectcontour/contourca", "--resync-seconds", "1"])
         .args(["--xds-address", "contour.projectcontour"])
         .args(["--enable-leader-election", "--leader-election-namespace", "projectcontour"])
         .args(["--contour-image", "contour-rs:test", "--metrics-addr", &format!("127.0.0.1:{metrics}")])
@@ -91,6 +91,13 @@ async fn until_in(
     anyhow::bail!("{kind} {namespace}/{name}: never {what}; last: {last:#?}")
 }
 
+/// A Secret's `data` value, decoded.
+fn secret_text(secret: &Value, key: &str) -> String {
+    use base64::Engine as _;
+    let encoded = secret["data"][key].as_str().unwrap_or_default();
+    String::from_utf8(base64::engine::general_purpose::STANDARD.decode(encoded).unwrap_or_default()).unwrap_or_default()
+}
+
 fn service_ports(svc: Option<&Value>) -> Vec<(String, i64, i64)> {
     svc.and_then(|s| s["spec"]["ports"].as_array())
         .into_iter()
@@ -110,8 +117,11 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
     let client = api.client().await?;
     apply_yaml(&client, "apiVersion: v1\nkind: Namespace\nmetadata: {name: projectcontour}\n").await?;
     apply_yaml(&client, include_str!("../../deploy/rbac/provisioner.yaml")).await?;
-    // What contour-certgen leaves for the installation's Envoys.
-    apply_yaml(&client, "apiVersion: v1\nkind: Secret\nmetadata: {name: envoycert, namespace: projectcontour}\ntype: kubernetes.io/tls\ndata: {ca.crt: Q0E=, tls.crt: Q1JU, tls.key: S0VZ}\n").await?;
+    // What `contour-certgen --keep-ca-key` leaves: the installation's certificates and its CA.
+    let installation = certs::generate("projectcontour", 1)?;
+    for secret in certs::secrets(&installation, certs::SecretsFormat::Compact, "projectcontour", "", true) {
+        apply_yaml(&client, &serde_json::to_string(&secret)?).await?;
+    }
     apply_yaml(&client, &[CLASS, "---\n", &parameters("{workloadType: Deployment, deployment: {replicas: 3}, networkPublishing: {type: ClusterIPService}, logLevel: debug}")].concat()).await?;
     apply_yaml(&client, &gateway("[{name: http, port: 80, protocol: HTTP}]")).await?;
     let other = named_gateway("other", "[{name: http, port: 8080, protocol: HTTP}]");
@@ -142,8 +152,22 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
             .await?;
         assert!(out.status.success(), "{line:?} refused: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let secret = object(&client, "v1", "Secret", "envoycert-edge").await?.unwrap_or_default();
-    assert_eq!(secret["data"]["tls.key"], "S0VZ", "the installation's certificate, copied");
+    // Each fleet's certificate is its own, from the installation's CA, naming its fleet alone.
+    for gateway in ["edge", "other"] {
+        let name = format!("envoycert-{gateway}");
+        let secret = until(&client, "v1", "Secret", &name, "created", |s| s.is_some()).await?.unwrap_or_default();
+        let (ca, cert) = (secret_text(&secret, "ca.crt"), secret_text(&secret, "tls.crt"));
+        assert_eq!(ca, installation.ca, "{name}: the installation's CA");
+        let identity = certs::fleet::identity_pem(&cert, certs::DEFAULT_TRUST_DOMAIN)?;
+        assert_eq!(identity.subject, format!("spiffe://projectcontour.io/ns/default/gateway/{gateway}"));
+        assert_eq!(identity.fleets.len(), 1, "{name} names one fleet: {identity:?}");
+        assert_ne!(cert, installation.envoy_cert, "{name} is no copy of the installation's certificate");
+    }
+    // Reconciled every second, it is kept, not issued again.
+    let issued = secret_text(&object(&client, "v1", "Secret", "envoycert-edge").await?.unwrap_or_default(), "tls.crt");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let kept = secret_text(&object(&client, "v1", "Secret", "envoycert-edge").await?.unwrap_or_default(), "tls.crt");
+    assert_eq!(issued, kept, "the fleet's certificate was issued again");
     assert!(object(&client, "v1", "ServiceAccount", "envoy-edge").await?.is_some());
     let svc = until(&client, "v1", "Service", "envoy-edge", "created", |s| s.is_some()).await?;
     assert_eq!(svc.as_ref().map(|s| s["spec"]["type"].clone()), Some("ClusterIP".into()));
@@ -198,8 +222,8 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
     ] {
         until(&client, api_version, kind, name, "deleted", |o| o.is_none()).await?;
     }
-    let installation = kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), "projectcontour");
-    assert!(installation.get_opt("envoycert").await?.is_some(), "the installation's own Secret stays");
+    let installation_secrets = kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), "projectcontour");
+    assert!(installation_secrets.get_opt("envoycert").await?.is_some(), "the installation's own Secret stays");
 
     // A Gateway deleted while the provisioner is down loses its fleet when it is back (once it
     // holds the Lease again: the killed one never released it).
