@@ -99,10 +99,8 @@ fn refused(h: &Harness, reason: Refusal) -> u64 {
 
 /// Waits until the server has refused `at_least` streams for `reason`.
 async fn until_refused(h: &Harness, reason: Refusal, at_least: u64) -> anyhow::Result<()> {
-    let seen = testkit::eventually(Duration::from_secs(20), || async {
-        (refused(h, reason) >= at_least).then_some(())
-    })
-    .await;
+    let seen =
+        testkit::eventually(Duration::from_secs(20), || async { (refused(h, reason) >= at_least).then_some(()) }).await;
     anyhow::ensure!(seen.is_some(), "{reason:?}: {} refusals, wanted {at_least}", refused(h, reason));
     Ok(())
 }
@@ -166,7 +164,10 @@ async fn an_envoy_receives_only_the_fleet_its_certificate_names() -> anyhow::Res
             envoy.counter_sum(&xds_cluster).await.ok().filter(|n| *n >= 2)
         })
         .await;
-        assert!(reconnected.is_some(), "{reason:?}: the refused connection was not closed; Envoy kept its one connection");
+        assert!(
+            reconnected.is_some(),
+            "{reason:?}: the refused connection was not closed; Envoy kept its one connection"
+        );
         let held = dynamic_resources(&envoy).await?;
         assert!(held.is_empty(), "{reason:?}: a refused Envoy holds {held:?}");
     }
@@ -184,7 +185,12 @@ async fn an_envoy_receives_only_the_fleet_its_certificate_names() -> anyhow::Res
         testkit::request(addr, &Request::get("web.example.test", "/")).await.ok().filter(|r| r.status == 200)
     })
     .await;
-    assert_eq!(served.and_then(|r| r.header("x-backend").map(str::to_string)).as_deref(), Some("web"), "{}", default.log());
+    assert_eq!(
+        served.and_then(|r| r.header("x-backend").map(str::to_string)).as_deref(),
+        Some("web"),
+        "{}",
+        default.log()
+    );
     let held = dynamic_resources(&default).await?;
     assert!(held.iter().all(|n| !n.contains("team-")), "the default fleet holds a tenant's resources: {held:?}");
     assert_eq!(h.server.stats().nacks_total(), 0);
@@ -208,7 +214,8 @@ async fn a_fleet_certificate_is_rotated_with_traffic_flowing() -> anyhow::Result
     h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web")).await?;
 
     // Requests flow the whole time; every one must be answered by a backend.
-    let (stop, sent, failed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (stop, sent, failed) =
+        (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let traffic = {
         let (stop, sent, failed) = (Arc::clone(&stop), Arc::clone(&sent), Arc::clone(&failed));
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
@@ -239,7 +246,10 @@ async fn a_fleet_certificate_is_rotated_with_traffic_flowing() -> anyhow::Result
     // with the new certificate, which must be admitted to its fleet.
     let xds = std::net::SocketAddr::from(([127, 0, 0, 1], h.xds_port));
     let old = testkit::Issued { cert_pem: issued.cert.clone(), key_pem: issued.key.clone() };
-    assert!(testkit::h2_preface_mtls(xds, "contour", &second.ca, Some(&old)).await.is_err(), "old certificate accepted");
+    assert!(
+        testkit::h2_preface_mtls(xds, "contour", &second.ca, Some(&old)).await.is_err(),
+        "old certificate accepted"
+    );
     h.relay.as_ref().expect("relay").cut();
     h.write(&single_route(port, web2.addr))?;
     h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web2")).await?;

@@ -222,7 +222,8 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
     ] {
         until(&client, api_version, kind, name, "deleted", |o| o.is_none()).await?;
     }
-    let installation_secrets = kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), "projectcontour");
+    let installation_secrets =
+        kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), "projectcontour");
     assert!(installation_secrets.get_opt("envoycert").await?.is_some(), "the installation's own Secret stays");
 
     // A Gateway deleted while the provisioner is down loses its fleet when it is back (once it

@@ -56,11 +56,15 @@ struct Args {
     /// issues each its own). Accepted so that older manifests keep working.
     #[arg(long, hide = true)]
     envoy_certificate: Option<String>,
-    /// Cluster mode: the trust domain of the fleet identities (contour-serve's).
+    /// Host mode: mTLS on xDS. The directory with the installation's `cacert.pem` and
+    /// `cakey.pem` (`contour-certgen --pem --keep-ca-key`); each Envoy gets a client certificate
+    /// of its own, naming its fleet alone.
+    #[arg(long, value_name = "DIR")]
+    ca_dir: Option<PathBuf>,
+    /// The trust domain of the fleet identities (contour-serve's).
     #[arg(long, default_value = certs::DEFAULT_TRUST_DOMAIN)]
     xds_trust_domain: String,
-    /// Cluster mode: how many days a fleet's client certificate is valid; it is renewed once a
-    /// third is left.
+    /// How many days a fleet's client certificate is valid; it is renewed once a third is left.
     #[arg(long, default_value_t = 30)]
     fleet_certificate_lifetime: u32,
     /// Host mode: addresses for Gateways that ask for none.
@@ -110,6 +114,8 @@ fn main() -> anyhow::Result<()> {
             xds_address: args.xds_address.clone().unwrap_or_else(|| "127.0.0.1".into()),
             xds_port: args.xds_port,
             log_level: args.envoy_log_level.clone(),
+            ca_dir: args.ca_dir.clone(),
+            issuing: issuing(&args),
         }),
         Mode::Cluster => {
             let Some((namespace, name)) = args.ca_secret.split_once('/') else {
@@ -130,10 +136,7 @@ fn main() -> anyhow::Result<()> {
                     },
                 },
                 ca: (namespace.into(), name.into()),
-                issuing: provisioner::cluster::certificate::Issuing {
-                    trust_domain: args.xds_trust_domain.clone(),
-                    lifetime: Duration::from_secs(u64::from(args.fleet_certificate_lifetime.max(1)) * 86_400),
-                },
+                issuing: issuing(&args),
             })
         }
     };
@@ -187,6 +190,14 @@ fn main() -> anyhow::Result<()> {
         }
         Ok(())
     })
+}
+
+/// How fleet certificates are issued, from the flags.
+fn issuing(args: &Args) -> provisioner::cluster::certificate::Issuing {
+    provisioner::cluster::certificate::Issuing {
+        trust_domain: args.xds_trust_domain.clone(),
+        lifetime: Duration::from_secs(u64::from(args.fleet_certificate_lifetime.max(1)) * 86_400),
+    }
 }
 
 async fn shutdown() {

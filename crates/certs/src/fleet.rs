@@ -58,7 +58,9 @@ impl std::fmt::Display for FleetId {
 
 /// A Kubernetes namespace or object name: no slashes, nothing empty.
 fn segment(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    !s.is_empty()
+        && s.len() <= 253
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
 }
 
 /// Who a verified xDS client certificate says its holder is.

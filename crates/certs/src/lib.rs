@@ -151,7 +151,11 @@ pub fn secrets(
         out.push(secret("cacert", "Opaque", BTreeMap::from([("cacert.pem", b64(&certs.ca))])));
     }
     if keep_ca_key {
-        out.push(secret(CA_SECRET, "Opaque", BTreeMap::from([("ca.crt", b64(&certs.ca)), ("ca.key", b64(&certs.ca_key))])));
+        out.push(secret(
+            CA_SECRET,
+            "Opaque",
+            BTreeMap::from([("ca.crt", b64(&certs.ca)), ("ca.key", b64(&certs.ca_key))]),
+        ));
     }
     out
 }

@@ -599,6 +599,8 @@ impl State {
                 p.envoy = Some(Envoy::start(&envoy, key, &p.slot)?);
                 tracing::info!(gateway = %key, address = %p.address, "Envoy started");
             }
+        } else if let Some(running) = p.envoy.as_mut() {
+            running.renew_certificate(&envoy, key)?;
         }
         Ok(())
     }

@@ -24,8 +24,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 pub use xds::{FleetResources, Resource, ResourceType, Resources};
 
-pub use fleets::{Programming, Rejection};
 pub use certs::DEFAULT_TRUST_DOMAIN;
+pub use fleets::{Programming, Rejection};
 pub use peer::{PeerInfo, PeerStream, Refusal};
 pub use services::{listen, serve, serve_tls};
 pub use tls::{Reloading, TlsError, TlsFiles, accept as accept_tls};

@@ -94,10 +94,18 @@ impl Peer {
             Peer::Unchecked => Ok(()),
             Peer::Unreadable(_) => Err(Refusal::UnreadableCertificate),
             Peer::Certified(identity) if identity.fleets.is_empty() => {
-                if fleet == DEFAULT_FLEET { Ok(()) } else { Err(Refusal::NoFleetIdentity) }
+                if fleet == DEFAULT_FLEET {
+                    Ok(())
+                } else {
+                    Err(Refusal::NoFleetIdentity)
+                }
             }
             Peer::Certified(identity) => {
-                if identity.fleets.iter().any(|id| id.fleet() == fleet) { Ok(()) } else { Err(Refusal::OtherFleet) }
+                if identity.fleets.iter().any(|id| id.fleet() == fleet) {
+                    Ok(())
+                } else {
+                    Err(Refusal::OtherFleet)
+                }
             }
         }
     }
@@ -203,7 +211,8 @@ mod tests {
         let installation = certs::generate("projectcontour", 1).unwrap();
         let ca = installation.authority().unwrap();
         let day = std::time::Duration::from_secs(86_400);
-        let a = ca.issue_fleet(&certs::FleetId::parse("tenant-a/gw").unwrap(), certs::DEFAULT_TRUST_DOMAIN, day).unwrap();
+        let a =
+            ca.issue_fleet(&certs::FleetId::parse("tenant-a/gw").unwrap(), certs::DEFAULT_TRUST_DOMAIN, day).unwrap();
         let a = peer(&a.cert);
         assert_eq!(a.may_receive("tenant-a/gw"), Ok(()));
         assert_eq!(a.may_receive("tenant-b/gw"), Err(Refusal::OtherFleet));

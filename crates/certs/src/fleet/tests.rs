@@ -30,7 +30,7 @@ fn a_fleet_certificate_names_its_fleet_and_the_installation_one_names_none() {
     let id = FleetId::parse("tenant-a/gw").unwrap();
     let issued = ca.issue_fleet(&id, DEFAULT_TRUST_DOMAIN, DAY).unwrap();
     let found = identity(&der(&issued.cert), DEFAULT_TRUST_DOMAIN).unwrap();
-    assert_eq!(found.fleets, [id.clone()]);
+    assert_eq!(found.fleets, std::slice::from_ref(&id));
     assert_eq!(found.subject, "spiffe://projectcontour.io/ns/tenant-a/gateway/gw");
     // Read under another trust domain, it names no fleet (so: the default fleet only).
     assert!(identity(&der(&issued.cert), "example.org").unwrap().fleets.is_empty());

@@ -53,7 +53,7 @@ pub fn still_good(
         return None;
     }
     let identity = certs::fleet::identity_pem(&cert, &issuing.trust_domain).ok()?;
-    if identity.fleets != [fleet.clone()] {
+    if identity.fleets != std::slice::from_ref(fleet) {
         return None;
     }
     let not_after = certs::fleet::not_after(&cert).ok()?;
