@@ -25,6 +25,18 @@ fn path(dir: &Path, file: &str) -> String {
     dir.join(file).display().to_string()
 }
 
+/// Both sides of xDS with certgen's files: the controller's from `dir`, Envoy's a certificate
+/// for the harness's Gateway fleet (`--fleet default/gw`) issued into `fleet` from the CA kept
+/// in `dir`.
+async fn certgen_fleet_files(dir: &Path, fleet: &Path) -> anyhow::Result<XdsMtls> {
+    let (ca_dir, out) = (dir.display().to_string(), fleet.display().to_string());
+    certgen(&["--pem", "--overwrite", "--fleet", crate::harness::GATEWAY, "--ca-dir", &ca_dir, &out]).await?;
+    let mut tls = certgen_files(dir)?;
+    tls.envoy.cert_file = path(fleet, "envoycert.pem");
+    tls.envoy.key_file = path(fleet, "envoykey.pem");
+    Ok(tls)
+}
+
 /// Both sides of xDS using certgen's PEM files in `dir`.
 fn certgen_files(dir: &Path) -> anyhow::Result<XdsMtls> {
     let server = xds_server::Reloading::new(xds_server::TlsFiles {
@@ -43,11 +55,12 @@ fn certgen_files(dir: &Path) -> anyhow::Result<XdsMtls> {
 #[tokio::test]
 async fn certgen_certificates_secure_xds_between_envoy_and_the_controller() -> anyhow::Result<()> {
     let dir = temp_dir("certgen")?;
-    let printed = certgen(&["--pem", &dir.display().to_string()]).await?;
+    let printed = certgen(&["--pem", "--keep-ca-key", &dir.display().to_string()]).await?;
     assert!(printed.contains("contourcert.pem written"), "{printed}");
+    let fleet = temp_dir("certgen-fleet")?;
     let web = Backend::start("web").await?;
     let port = testkit::free_port();
-    let h = Harness::start_mtls(&single_route(port, web.addr), certgen_files(&dir)?).await?;
+    let h = Harness::start_mtls(&single_route(port, web.addr), certgen_fleet_files(&dir, &fleet).await?).await?;
     h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web")).await?;
 
     // Envoy's certificate is accepted; one from another certgen run (another CA) is not.
@@ -75,6 +88,49 @@ async fn certgen_certificates_secure_xds_between_envoy_and_the_controller() -> a
     assert_ne!(std::fs::read_to_string(dir.join("contourcert.pem"))?, before);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&other);
+    let _ = std::fs::remove_dir_all(&fleet);
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn certgen_issues_a_fleet_certificate_that_receives_its_fleet_only() -> anyhow::Result<()> {
+    let dir = temp_dir("certgen-ca")?;
+    let printed = certgen(&["--pem", "--keep-ca-key", &dir.display().to_string()]).await?;
+    assert!(printed.contains("cakey.pem written"), "{printed}");
+    // A fleet certificate for the harness's Gateway, default/gw, from the kept CA.
+    let fleet_dir = temp_dir("certgen-fleet")?;
+    let tls = certgen_fleet_files(&dir, &fleet_dir).await?;
+    let text = std::fs::read_to_string(fleet_dir.join("envoycert.pem"))?;
+    let identity = certs::fleet::identity_pem(&text, certs::DEFAULT_TRUST_DOMAIN)?;
+    assert_eq!(identity.subject, "spiffe://projectcontour.io/ns/default/gateway/gw");
+    let web = Backend::start("web").await?;
+    let port = testkit::free_port();
+    let h = Harness::start_mtls(&single_route(port, web.addr), tls).await?;
+    h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web")).await?;
+    assert_eq!(h.server.stats().refused.values().sum::<u64>(), 0);
+    // The same certificate claiming another fleet is refused.
+    let fleet_tls = bootstrap::XdsTls {
+        ca_file: path(&dir, "cacert.pem"),
+        cert_file: path(&fleet_dir, "envoycert.pem"),
+        key_file: path(&fleet_dir, "envoykey.pem"),
+    };
+    let other = testkit::Envoy::start(bootstrap::Bootstrap {
+        xds_address: "127.0.0.1".into(),
+        xds_port: h.xds_port,
+        fleet: ir::DEFAULT_FLEET.into(),
+        node_id: "other".into(),
+        tls: Some(fleet_tls),
+        ..Default::default()
+    })
+    .await?;
+    let refused = testkit::eventually(std::time::Duration::from_secs(20), || async {
+        let stats = h.server.stats();
+        (stats.refused.get(&xds_server::Refusal::OtherFleet).copied().unwrap_or_default() > 0).then_some(())
+    })
+    .await;
+    assert!(refused.is_some(), "a fleet certificate received the default fleet; log:\n{}", other.log());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&fleet_dir);
     h.assert_no_nacks().await
 }
 
@@ -111,10 +167,11 @@ async fn certgen_creates_secrets_once_and_replaces_them_on_request() -> anyhow::
 #[tokio::test]
 async fn rotated_certificates_are_used_without_restarting_envoy_or_the_controller() -> anyhow::Result<()> {
     let dir = temp_dir("certgen-rotate")?;
-    certgen(&["--pem", &dir.display().to_string()]).await?;
+    certgen(&["--pem", "--keep-ca-key", &dir.display().to_string()]).await?;
+    let fleet = temp_dir("certgen-rotate-fleet")?;
     let (web, web2) = (Backend::start("web").await?, Backend::start("web2").await?);
     let port = testkit::free_port();
-    let tls = certgen_files(&dir)?;
+    let tls = certgen_fleet_files(&dir, &fleet).await?;
     // As contour-bootstrap --resources-dir: Envoy reads its certificates through SDS files.
     let side = EnvoySide { resources_dir: Some("resources".into()), relay: true, ..Default::default() };
     let h = Harness::start_envoy_side(&single_route(port, web.addr), Default::default(), Some(tls), side).await?;
@@ -127,10 +184,11 @@ async fn rotated_certificates_are_used_without_restarting_envoy_or_the_controlle
 
     // A new CA and new certificates for both sides, written over the old files.
     let old_envoy = Issued {
-        cert_pem: std::fs::read_to_string(dir.join("envoycert.pem"))?,
-        key_pem: std::fs::read_to_string(dir.join("envoykey.pem"))?,
+        cert_pem: std::fs::read_to_string(fleet.join("envoycert.pem"))?,
+        key_pem: std::fs::read_to_string(fleet.join("envoykey.pem"))?,
     };
-    certgen(&["--pem", "--overwrite", &dir.display().to_string()]).await?;
+    certgen(&["--pem", "--overwrite", "--keep-ca-key", &dir.display().to_string()]).await?;
+    certgen_fleet_files(&dir, &fleet).await?;
     let reloaded = testkit::eventually(std::time::Duration::from_secs(15), || async {
         sds_updates().await.ok().filter(|n| *n >= before + 2)
     })
@@ -151,5 +209,6 @@ async fn rotated_certificates_are_used_without_restarting_envoy_or_the_controlle
     h.write(&single_route(port, web2.addr))?;
     h.until(port, &Request::get("x", "/"), |r| r.header("x-backend") == Some("web2")).await?;
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&fleet);
     h.assert_no_nacks().await
 }

@@ -169,17 +169,21 @@ async fn a_broken_file_keeps_its_objects_and_the_rest_keeps_serving() -> anyhow:
 
 #[tokio::test]
 async fn xds_over_mutual_tls_serves_envoy_and_refuses_clients_without_a_certificate() -> anyhow::Result<()> {
-    let ca = testkit::Ca::new()?;
     let dir = std::env::temp_dir().join(format!("contour-mtls-{}-{}", std::process::id(), testkit::free_port()));
     std::fs::create_dir_all(&dir)?;
-    // As certgen issues them: the controller's certificate names `contour`, Envoy's `envoy`.
-    let (contour, envoy) = (ca.issue(&["contour"])?, ca.issue(&["envoy"])?);
+    // As certgen issues them: the controller's certificate names `contour`; Envoy's names its
+    // Gateway's fleet (`--fleet default/gw`).
+    let installation = certs::generate("projectcontour", 1)?;
+    let fleet = certs::FleetId::parse(crate::harness::GATEWAY).expect("a fleet name");
+    let issued = installation.authority()?.issue_fleet(&fleet, certs::DEFAULT_TRUST_DOMAIN, std::time::Duration::from_secs(86_400))?;
+    let contour = testkit::Issued { cert_pem: installation.contour_cert.clone(), key_pem: installation.contour_key.clone() };
+    let envoy = testkit::Issued { cert_pem: issued.cert, key_pem: issued.key };
     let write = |name: &str, text: &str| -> anyhow::Result<String> {
         let path = dir.join(name);
         std::fs::write(&path, text)?;
         Ok(path.display().to_string())
     };
-    let ca_file = write("ca.pem", &ca.pem())?;
+    let ca_file = write("ca.pem", &installation.ca)?;
     let server = xds_server::Reloading::new(xds_server::TlsFiles {
         ca: ca_file.clone().into(),
         cert: write("contour.pem", &contour.cert_pem)?.into(),
@@ -211,7 +215,7 @@ async fn xds_over_mutual_tls_serves_envoy_and_refuses_clients_without_a_certific
     };
     assert!(plaintext.is_err(), "a plaintext client was served");
     let xds = std::net::SocketAddr::from(([127, 0, 0, 1], h.xds_port));
-    let no_cert = testkit::h2_preface_tls(xds, "contour", &ca.pem()).await;
+    let no_cert = testkit::h2_preface_tls(xds, "contour", &installation.ca).await;
     assert!(no_cert.is_err(), "a TLS client without a certificate was answered: {no_cert:?}");
     let _ = std::fs::remove_dir_all(&dir);
     h.assert_no_nacks().await
