@@ -175,8 +175,13 @@ async fn xds_over_mutual_tls_serves_envoy_and_refuses_clients_without_a_certific
     // Gateway's fleet (`--fleet default/gw`).
     let installation = certs::generate("projectcontour", 1)?;
     let fleet = certs::FleetId::parse(crate::harness::GATEWAY).expect("a fleet name");
-    let issued = installation.authority()?.issue_fleet(&fleet, certs::DEFAULT_TRUST_DOMAIN, std::time::Duration::from_secs(86_400))?;
-    let contour = testkit::Issued { cert_pem: installation.contour_cert.clone(), key_pem: installation.contour_key.clone() };
+    let issued = installation.authority()?.issue_fleet(
+        &fleet,
+        certs::DEFAULT_TRUST_DOMAIN,
+        std::time::Duration::from_secs(86_400),
+    )?;
+    let contour =
+        testkit::Issued { cert_pem: installation.contour_cert.clone(), key_pem: installation.contour_key.clone() };
     let envoy = testkit::Issued { cert_pem: issued.cert, key_pem: issued.key };
     let write = |name: &str, text: &str| -> anyhow::Result<String> {
         let path = dir.join(name);

@@ -196,6 +196,7 @@ async fn cookies_set_by_backends_are_rewritten() -> anyhow::Result<()> {
     cookieRewritePolicies:
     - {name: session, pathRewrite: {value: /app}, domainRewrite: {value: cookies.test}, secure: true, sameSite: Strict}
     - {name: plain, secure: false}
+    - {name: inject, pathRewrite: {value: '/x")]] os.exit(1) --[['}, domainRewrite: {value: "a'b\"c"}}
     services:
     - name: web
       port: 80
@@ -209,7 +210,7 @@ async fn cookies_set_by_backends_are_rewritten() -> anyhow::Result<()> {
         Request::get("cookies.test", path)
             .header(
                 "x-echo-header",
-                "Set-Cookie:session=abc; Path=/; HttpOnly, Set-Cookie:plain=1; Secure; Path=/, Set-Cookie:svc=2, Set-Cookie:other=3; Path=/",
+                "Set-Cookie:session=abc; Path=/; HttpOnly, Set-Cookie:plain=1; Secure; Path=/, Set-Cookie:svc=2, Set-Cookie:other=3; Path=/, Set-Cookie:inject=1; Path=/",
             )
     };
     let r = h.get(http, &req("/app")).await?;
@@ -221,6 +222,8 @@ async fn cookies_set_by_backends_are_rewritten() -> anyhow::Result<()> {
             "plain=1; Path=/",
             "svc=2; SameSite=Lax",
             "other=3; Path=/",
+            // Upstream's 2026 advisory: a rewrite value is a literal, never Lua code.
+            r#"inject=1; Path=/x")]] os.exit(1) --[[; Domain=a'b"c"#,
         ]
     );
     assert_eq!(h.envoy.counter_sum("lua.errors").await?, 0, "the script ran without error");
@@ -228,7 +231,7 @@ async fn cookies_set_by_backends_are_rewritten() -> anyhow::Result<()> {
     let r = h.get(http, &req("/")).await?;
     assert_eq!(
         all(&r, "set-cookie"),
-        ["session=abc; Path=/; HttpOnly", "plain=1; Secure; Path=/", "svc=2", "other=3; Path=/"]
+        ["session=abc; Path=/; HttpOnly", "plain=1; Secure; Path=/", "svc=2", "other=3; Path=/", "inject=1; Path=/"]
     );
     h.assert_no_nacks().await
 }
@@ -265,10 +268,24 @@ async fn external_authorization_checks_the_requests_of_tls_virtual_hosts() -> an
         service("gone", &[down]),
         extension_service("authz", "authz"),
         extension_service("gone", "gone"),
-        tls_secret("cert", &ca.issue(&["secure.test", "open.test", "closed.test"])?),
+        tls_secret("cert", &ca.issue(&["secure.test", "open.test", "closed.test", "optin.test"])?),
         guarded("secure", "authz", false),
         guarded("open", "gone", true),
         guarded("closed", "gone", false),
+        // Checks off for the virtual host and back on for one route (upstream main, #7671): that
+        // route is checked, the others are not.
+        proxy(
+            "optin",
+            "  virtualhost:
+    fqdn: optin.test
+    tls: {secretName: cert}
+    authorization: {extensionRef: {name: authz}, authPolicy: {disabled: true}}
+  routes:
+  - conditions: [{prefix: /checked}]
+    authPolicy: {disabled: false}
+    services: [{name: web, port: 80}]
+  - services: [{name: web, port: 80}]",
+        ),
     ]
     .concat();
     let (h, http, https) = start_tls(&yaml).await?;
@@ -298,6 +315,9 @@ async fn external_authorization_checks_the_requests_of_tls_virtual_hosts() -> an
     // The server is down: failing open lets requests through, failing closed answers 403.
     assert_eq!(get("open.test", "/", None).await?.status, 200);
     assert_eq!(get("closed.test", "/", None).await?.status, 403);
+    assert_eq!(get("optin.test", "/checked", None).await?.status, 401, "the route that turned checks back on");
+    assert_eq!(get("optin.test", "/checked", Some(basic("alice", "wonderland"))).await?.status, 200);
+    assert_eq!(get("optin.test", "/", None).await?.status, 200, "the virtual host's checks are off");
     // Plain HTTP is redirected to HTTPS, where the checks are.
     assert_eq!(h.get(http, &Request::get("secure.test", "/")).await?.status, 301);
     h.assert_no_nacks().await

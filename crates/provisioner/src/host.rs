@@ -131,8 +131,10 @@ fn authority(dir: &Path) -> Result<certs::Authority, crate::Error> {
         let path = dir.join(name);
         std::fs::read_to_string(&path).map_err(io(format!("reading {}", path.display())))
     };
-    certs::Authority::from_pem(&read("cacert.pem")?, &read("cakey.pem")?)
-        .map_err(|e| crate::Error::Io { what: format!("the CA in {}", dir.display()), source: std::io::Error::other(e) })
+    certs::Authority::from_pem(&read("cacert.pem")?, &read("cakey.pem")?).map_err(|e| crate::Error::Io {
+        what: format!("the CA in {}", dir.display()),
+        source: std::io::Error::other(e),
+    })
 }
 
 /// Issues `fleet` a certificate and writes it, with the CA, into `<dir>/certs` (each file aside,
@@ -155,7 +157,8 @@ fn write_certificate(
         .map_err(|e| crate::Error::Io { what: format!("fleet {fleet}"), source: std::io::Error::other(e) })?;
     let certs_dir = dir.join(CERTS);
     std::fs::create_dir_all(&certs_dir).map_err(io(format!("creating {}", certs_dir.display())))?;
-    for (name, text) in [("cacert.pem", authority.cert_pem()), ("envoycert.pem", &issued.cert), ("envoykey.pem", &issued.key)]
+    for (name, text) in
+        [("cacert.pem", authority.cert_pem()), ("envoycert.pem", &issued.cert), ("envoykey.pem", &issued.key)]
     {
         let (tmp, path) = (certs_dir.join(format!(".{name}.tmp")), certs_dir.join(name));
         std::fs::write(&tmp, text)

@@ -415,6 +415,12 @@ fn more_reasons_as_upstream_words_them() {
             proxy("root", "  virtualhost: {fqdn: example.com, tls: {passthrough: true, enableFallbackCertificate: true}}\n  tcpproxy: {services: [{name: web, port: 80}]}"),
             "  TLSError/TLSIncompatibleFeatures: Spec.VirtualHost.TLS: both Passthrough and enableFallbackCertificate were specified",
         ),
+        // Upstream's 2026 advisory: with the fallback certificate, a client without SNI must never
+        // reach a JWT-protected backend without a token; the combination is refused.
+        (
+            proxy("root", "  virtualhost:\n    fqdn: example.com\n    tls: {secretName: cert, enableFallbackCertificate: true}\n    jwtProviders: [{name: idp, issuer: https://idp.test, remoteJWKS: {uri: 'https://idp.test/jwks.json'}}]\n  routes: [{services: [{name: web, port: 80}]}]"),
+            "  TLSError/TLSIncompatibleFeatures: Spec.Virtualhost.TLS fallback & JWT providers are incompatible",
+        ),
         (
             proxy("root", "  virtualhost: {fqdn: example.com, tls: {secretName: cert, clientValidation: {}}}\n  routes: [{services: [{name: web, port: 80}]}]"),
             "  TLSError/ClientValidationInvalid: Spec.VirtualHost.TLS client validation is invalid: CA Secret must be specified",

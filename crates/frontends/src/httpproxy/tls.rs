@@ -76,6 +76,13 @@ pub(super) fn virtual_host(
             let message = "Spec.Virtualhost.TLS fallback & client authorization are incompatible".into();
             return stop(t, "TLSIncompatibleFeatures", message);
         }
+        // The fallback chain serves every fallback virtual host's routes to clients without a
+        // known SNI, where one virtual host's JWT providers cannot all apply: a request there
+        // could reach a backend without a token. Upstream refuses the combination too.
+        if vhost.jwt_providers.as_ref().is_some_and(|p| !p.is_empty()) {
+            let message = "Spec.Virtualhost.TLS fallback & JWT providers are incompatible".into();
+            return stop(t, "TLSIncompatibleFeatures", message);
+        }
         let Some(fallback) = t.options.fallback_certificate.clone() else {
             let message = "Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in Contour configuration file".into();
             return stop(t, "FallbackNotPresent", message);
