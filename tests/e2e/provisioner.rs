@@ -160,7 +160,8 @@ async fn cluster_mode_provisions_each_gateways_fleet_and_cleans_up() -> anyhow::
         assert_eq!(ca, installation.ca, "{name}: the installation's CA");
         let identity = certs::fleet::identity_pem(&cert, certs::DEFAULT_TRUST_DOMAIN)?;
         assert_eq!(identity.subject, format!("spiffe://projectcontour.io/ns/default/gateway/{gateway}"));
-        assert_eq!(identity.fleets.len(), 1, "{name} names one fleet: {identity:?}");
+        let fleet = certs::FleetId::parse(&format!("default/{gateway}")).expect("a fleet name");
+        assert_eq!(identity.claim, certs::Claim::Fleet(fleet), "{name} names its fleet alone");
         assert_ne!(cert, installation.envoy_cert, "{name} is no copy of the installation's certificate");
     }
     // Reconciled every second, it is kept, not issued again.

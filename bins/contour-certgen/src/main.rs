@@ -54,12 +54,12 @@ struct Args {
     keep_ca_key: bool,
     /// Issue a client certificate for this Gateway's fleet (`NAMESPACE/NAME`) from the kept CA
     /// instead of a new set: `envoycert.pem`, `envoykey.pem` and `cacert.pem`, or the Secret
-    /// `envoycert-NAME` in the Gateway's namespace. The CA comes from `--ca-dir` (PEM and YAML)
-    /// or the Secret `contourca` in `--namespace` (`--kube`).
+    /// `envoycert-NAME` in the Gateway's namespace. The CA comes from the Secret `contourca` in
+    /// `--namespace` with `--kube`, else from `--ca-dir`.
     #[arg(long, value_name = "NAMESPACE/NAME", value_parser = fleet_id)]
     fleet: Option<certs::FleetId>,
-    /// With `--fleet`: the directory holding `cacert.pem` and `cakey.pem` (default: the output
-    /// directory).
+    /// With `--fleet` and `--pem` or `--yaml`: the directory holding `cacert.pem` and
+    /// `cakey.pem`. The fleet's files go to the output directory, which must be another one.
     #[arg(long, value_name = "DIR")]
     ca_dir: Option<PathBuf>,
     /// With `--fleet`: the trust domain of the fleet identity.
@@ -135,15 +135,22 @@ async fn issue_fleet(args: &Args, fleet: &certs::FleetId) -> anyhow::Result<()> 
         };
         certs::Authority::from_pem(&text("ca.crt")?, &text("ca.key")?)?
     } else {
-        let dir = args.ca_dir.as_deref().unwrap_or(&args.outputdir);
+        let dir = args.ca_dir.as_deref().context("--fleet without --kube needs --ca-dir, the directory of the CA")?;
         let read = |file: &str| {
             std::fs::read_to_string(dir.join(file)).with_context(|| format!("reading {}", dir.join(file).display()))
         };
         certs::Authority::from_pem(&read("cacert.pem")?, &read(CA_KEY_FILE)?)
             .with_context(|| format!("the CA in {}", dir.display()))?
     };
+    // The installation's own envoycert.pem lives beside the CA: never written over.
+    if (args.pem || args.yaml) && args.outputdir.join(CA_KEY_FILE).exists() {
+        bail!(
+            "{} holds the installation's CA; write the fleet's certificate into another directory",
+            args.outputdir.display()
+        );
+    }
     let issued = authority.issue_fleet(fleet, &args.xds_trust_domain, lifetime)?;
-    println!("certificate for fleet {fleet}: {}", fleet.uri(&args.xds_trust_domain));
+    println!("a certificate for fleet {fleet} ({})", fleet.uri(&args.xds_trust_domain));
     if args.pem {
         let files = [
             ("cacert.pem".to_string(), authority.cert_pem()),

@@ -52,8 +52,8 @@ struct Args {
     /// certificate (`envoycert-<gateway>`, naming that fleet alone).
     #[arg(long, default_value = "projectcontour/contourca")]
     ca_secret: String,
-    /// Ignored: fleets no longer get a copy of the installation's certificate (`--ca-secret`
-    /// issues each its own). Accepted so that older manifests keep working.
+    /// Ignored: each fleet's certificate is issued from `--ca-secret`. Accepted so that
+    /// manifests passing it keep working.
     #[arg(long, hide = true)]
     envoy_certificate: Option<String>,
     /// Host mode: mTLS on xDS. The directory with the installation's `cacert.pem` and

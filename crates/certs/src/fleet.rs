@@ -66,35 +66,67 @@ fn segment(s: &str) -> bool {
 /// Who a verified xDS client certificate says its holder is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
-    /// What log lines call the certificate: its fleet URI, else its common name.
+    /// What log lines call the certificate: its URI SAN, else its common name.
     pub subject: String,
-    /// The fleets it names. Empty: a certificate of the whole installation, which may receive
-    /// the default fleet only.
-    pub fleets: Vec<FleetId>,
+    /// What it may receive.
+    pub claim: Claim,
+}
+
+/// What a certificate's names let it receive. Fails closed: only a certificate with no URI SAN
+/// at all counts as the installation's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// No URI SAN: a certificate of the whole installation (upstream's `envoy`), which may
+    /// receive the default fleet only.
+    Installation,
+    /// Exactly one URI SAN, a fleet identity of the trust domain: that fleet only.
+    Fleet(FleetId),
+    /// URI SANs that are not exactly one fleet identity of the trust domain (another trust
+    /// domain, another shape, several): nothing.
+    Unrecognised,
 }
 
 /// The identity in a DER certificate (already verified against the CA by the TLS handshake).
 pub fn identity(der: &[u8], trust_domain: &str) -> Result<Identity, Error> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| Error::Parse(e.to_string()))?;
-    let mut fleets = Vec::new();
-    let mut uris = Vec::new();
-    if let Ok(Some(san)) = cert.subject_alternative_name() {
-        for name in &san.value.general_names {
-            if let GeneralName::URI(uri) = name {
-                uris.push(uri.to_string());
-                if let Some(id) = FleetId::from_uri(uri, trust_domain) {
-                    fleets.push(id);
-                }
-            }
-        }
-    }
-    let common_name = cert.subject().iter_common_name().next().and_then(|cn| cn.as_str().ok()).map(str::to_string);
-    let subject = match (fleets.first(), common_name) {
-        (Some(id), _) => id.uri(trust_domain),
-        (None, Some(cn)) => format!("CN={cn}"),
-        (None, None) => uris.first().cloned().unwrap_or_else(|| cert.subject().to_string()),
+    let san = cert.subject_alternative_name().map_err(|e| Error::Parse(format!("subject alternative names: {e}")))?;
+    let uris: Vec<String> = san
+        .iter()
+        .flat_map(|s| s.value.general_names.iter())
+        .filter_map(|n| match n {
+            GeneralName::URI(uri) => Some(uri.to_string()),
+            _ => None,
+        })
+        .collect();
+    let claim = match uris.as_slice() {
+        [] => Claim::Installation,
+        [uri] => FleetId::from_uri(uri, trust_domain).map_or(Claim::Unrecognised, Claim::Fleet),
+        _ => Claim::Unrecognised,
     };
-    Ok(Identity { subject, fleets })
+    let common_name = cert.subject().iter_common_name().next().and_then(|cn| cn.as_str().ok()).map(str::to_string);
+    let subject = match (uris.as_slice(), common_name) {
+        ([], Some(cn)) => format!("CN={cn}"),
+        ([], None) => cert.subject().to_string(),
+        (uris, _) => uris.join(","),
+    };
+    Ok(Identity { subject, claim })
+}
+
+/// Checks a fleet certificate and key as kept in a Secret or on disk: the certificate is signed
+/// by `ca_pem`, valid now, and `key_pem` is its key.
+pub fn verify_pair(cert_pem: &str, key_pem: &str, ca_pem: &str, now: i64) -> Result<(), Error> {
+    let (leaf_der, ca_der) = (pem_block(cert_pem)?, pem_block(ca_pem)?);
+    let (_, leaf) = x509_parser::parse_x509_certificate(&leaf_der).map_err(|e| Error::Parse(e.to_string()))?;
+    let (_, ca) = x509_parser::parse_x509_certificate(&ca_der).map_err(|e| Error::Parse(e.to_string()))?;
+    leaf.verify_signature(Some(ca.public_key())).map_err(|e| Error::Parse(format!("not signed by the CA: {e}")))?;
+    if leaf.validity().not_before.timestamp() > now {
+        return Err(Error::Parse("not valid yet".into()));
+    }
+    let key = rcgen::KeyPair::from_pem(key_pem)?;
+    if key.public_key_raw() != &*leaf.public_key().subject_public_key.data {
+        return Err(Error::Parse("the key is not the certificate's".into()));
+    }
+    Ok(())
 }
 
 /// [`identity`] of a PEM certificate.

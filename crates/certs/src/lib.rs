@@ -5,7 +5,7 @@
 
 pub mod fleet;
 
-pub use fleet::{Authority, DEFAULT_TRUST_DOMAIN, FleetId, Identity, Issued};
+pub use fleet::{Authority, Claim, DEFAULT_TRUST_DOMAIN, FleetId, Identity, Issued};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -30,7 +30,8 @@ pub enum Error {
 }
 
 /// The Secret that keeps the CA's certificate and private key (`ca.crt`, `ca.key`), so fleet
-/// certificates can be issued after certgen ran. Opaque, so no TLS listener can serve it.
+/// certificates can be issued after certgen ran. It has no `tls.crt` or `tls.key`, so no TLS
+/// listener can serve it, and contour-serve drops every `ca.key` it watches.
 pub const CA_SECRET: &str = "contourca";
 
 /// A CA and the two certificates it signed, in PEM.

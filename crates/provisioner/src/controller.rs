@@ -13,7 +13,7 @@ use futures::{FutureExt as _, StreamExt as _};
 use gateway_api::gatewayclasses::GatewayClass;
 use gateway_api::gateways::Gateway;
 use gateway_api::listenersets::ListenerSet;
-use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::Value;
@@ -24,6 +24,7 @@ use crate::features::Features;
 use crate::gateway::{self, AddressPool};
 use crate::host::{Envoy, EnvoySettings};
 
+mod certificates;
 mod writes;
 use writes::{apply, cluster_teardown, delete, dynamic, ensure_certificates};
 
@@ -337,13 +338,14 @@ impl State {
             }
             // Each fleet gets a certificate of its own from the installation's CA; a Gateway's own
             // controller makes its fleet's certificates instead.
+            // Without the CA the fleets are still provisioned; their pods wait for the Secret.
             let authority = match settings.fleet.controller {
                 cluster::Controller::PerGateway => None,
                 cluster::Controller::Shared { .. } => match self.authority(&settings).await {
                     Ok(ca) => Some(ca),
                     Err(e) => {
                         tracing::warn!(error = %e, "no CA to issue the fleets' xDS client certificates yet");
-                        return;
+                        None
                     }
                 },
             };
@@ -408,62 +410,6 @@ impl State {
             }));
         }
         Ok(out)
-    }
-
-    /// The installation's CA, from its Secret (`ca.crt`, `ca.key`).
-    async fn authority(&self, settings: &ClusterSettings) -> Result<certs::Authority, crate::Error> {
-        let (namespace, name) = &settings.ca;
-        let what = format!("Secret {namespace}/{name} (contour-certgen --keep-ca-key)");
-        let api: kube::Api<Secret> = kube::Api::namespaced(self.client.clone(), namespace);
-        let secret = api.get(name).await.map_err(kube_err(what.clone()))?;
-        let data = secret.data.unwrap_or_default();
-        let text = |key: &str| data.get(key).and_then(|v| String::from_utf8(v.0.clone()).ok()).unwrap_or_default();
-        certs::Authority::from_pem(&text("ca.crt"), &text("ca.key"))
-            .map_err(|e| crate::Error::Io { what, source: std::io::Error::other(e) })
-    }
-
-    /// The data of the Gateway fleet's client certificate Secret (base64): the one it has while
-    /// that one is from the current CA, names this fleet alone and is not due for renewal;
-    /// otherwise a new one.
-    async fn fleet_certificate(
-        &mut self,
-        key: &str,
-        gw: &Gateway,
-        authority: &certs::Authority,
-        issuing: &cluster::certificate::Issuing,
-    ) -> Result<BTreeMap<String, String>, crate::Error> {
-        use cluster::certificate::{issue, still_good};
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-        if let Some(kept) = self.certificates.get(key)
-            && kept.ca == authority.cert_pem()
-            && !issuing.due(kept.not_after, now)
-        {
-            return Ok(kept.data.clone());
-        }
-        let namespace = gw.metadata.namespace.clone().unwrap_or_default();
-        let fleet = certs::FleetId::parse(key).ok_or_else(|| crate::Error::Io {
-            what: format!("Gateway {key}"),
-            source: std::io::Error::other("its namespace and name make no fleet name"),
-        })?;
-        let name = cluster::certificate_name(gw.metadata.name.as_deref().unwrap_or_default());
-        let api: kube::Api<Secret> = kube::Api::namespaced(self.client.clone(), &namespace);
-        let found = api.get_opt(&name).await.map_err(kube_err(format!("Secret {namespace}/{name}")))?;
-        let data: BTreeMap<String, Vec<u8>> =
-            found.and_then(|s| s.data).unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
-        let kept = match still_good(&data, authority.cert_pem(), &fleet, issuing, now) {
-            Some(kept) => kept,
-            None => {
-                let kept = issue(authority, &fleet, issuing).map_err(|e| crate::Error::Io {
-                    what: format!("the xDS client certificate of Gateway {key}"),
-                    source: std::io::Error::other(e),
-                })?;
-                tracing::info!(gateway = %key, identity = %fleet.uri(&issuing.trust_domain), "fleet xDS client certificate issued");
-                kept
-            }
-        };
-        let data = kept.data.clone();
-        self.certificates.insert(key.to_string(), kept);
-        Ok(data)
     }
 
     /// Applies the Gateway's fleet objects when they differ from what was last applied, and

@@ -145,16 +145,16 @@ fn write_certificate(
     fleet: &str,
     issuing: &crate::cluster::certificate::Issuing,
 ) -> Result<crate::cluster::certificate::Kept, crate::Error> {
-    let id = certs::FleetId::parse(fleet).ok_or_else(|| crate::Error::Io {
-        what: format!("fleet {fleet}"),
-        source: std::io::Error::other("not namespace/name"),
+    let what = || format!("the xDS client certificate of fleet {fleet}");
+    let id = certs::FleetId::parse(fleet).ok_or_else(|| crate::Error::Certificate {
+        what: what(),
+        source: certs::Error::Parse("not namespace/name".into()),
     })?;
-    let issued = authority.issue_fleet(&id, &issuing.trust_domain, issuing.lifetime).map_err(|e| crate::Error::Io {
-        what: format!("the xDS client certificate of fleet {fleet}"),
-        source: std::io::Error::other(e),
-    })?;
-    let not_after = certs::fleet::not_after(&issued.cert)
-        .map_err(|e| crate::Error::Io { what: format!("fleet {fleet}"), source: std::io::Error::other(e) })?;
+    let issued = authority
+        .issue_fleet(&id, &issuing.trust_domain, issuing.lifetime)
+        .map_err(|source| crate::Error::Certificate { what: what(), source })?;
+    let not_after =
+        certs::fleet::not_after(&issued.cert).map_err(|source| crate::Error::Certificate { what: what(), source })?;
     let certs_dir = dir.join(CERTS);
     std::fs::create_dir_all(&certs_dir).map_err(io(format!("creating {}", certs_dir.display())))?;
     for (name, text) in

@@ -40,6 +40,14 @@ pub enum Error {
         /// Why it failed.
         source: std::io::Error,
     },
+    /// A fleet's xDS client certificate could not be issued, or the CA could not be read.
+    #[error("{what}: {source}")]
+    Certificate {
+        /// What was being done.
+        what: String,
+        /// Why it failed.
+        source: certs::Error,
+    },
     /// The address pool is exhausted or malformed.
     #[error("address pool: {0}")]
     Pool(String),

@@ -23,6 +23,9 @@ use crate::seen::StatusSeen;
 /// Secret types the controller never keeps: they are large, numerous and never referenced.
 pub const IGNORED_SECRET_TYPES: [&str; 2] = ["helm.sh/release.v1", "kubernetes.io/service-account-token"];
 
+/// The data key of a CA's private key in a Secret: dropped as the Secret is read.
+const CA_KEY: &str = "ca.key";
+
 /// Kinds we watch that upstream Contour does not, so its ClusterRole does not grant them: without
 /// the permission they are not watched (a warning names them) rather than stopping the source. A
 /// missing permission on any other kind stops start-up, naming the kind.
@@ -262,6 +265,13 @@ impl Watched for Secret {
     fn into_object(mut self, _cx: &Context) -> Option<Object> {
         if self.type_.as_deref().is_some_and(|t| IGNORED_SECRET_TYPES.contains(&t)) {
             return None;
+        }
+        // A CA's private key (the installation's `contourca`) is never served or used here.
+        if let Some(data) = &mut self.data {
+            data.remove(CA_KEY);
+        }
+        if let Some(data) = &mut self.string_data {
+            data.remove(CA_KEY);
         }
         trim(&mut self.metadata);
         Some(Object::Secret(self))
@@ -607,6 +617,19 @@ impl kube::runtime::utils::Backoff for WatchBackoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cas_private_key_is_dropped_as_the_secret_is_read() {
+        use k8s_openapi::ByteString;
+        let mut secret = Secret::default();
+        secret.metadata.name = Some("contourca".into());
+        secret.data = Some(
+            [("ca.crt".to_string(), ByteString(b"CA".to_vec())), ("ca.key".into(), ByteString(b"KEY".to_vec()))].into(),
+        );
+        let Some(Object::Secret(kept)) = secret.into_object(&Context::default()) else { panic!("the Secret is kept") };
+        let keys: Vec<&String> = kept.data.as_ref().unwrap().keys().collect();
+        assert_eq!(keys, ["ca.crt"]);
+    }
 
     fn config_map(namespace: &str, name: &str, value: &str) -> Object {
         let mut cm = ConfigMap::default();

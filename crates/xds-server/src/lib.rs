@@ -79,6 +79,8 @@ impl Options {
 #[derive(Clone)]
 pub struct XdsServer {
     inner: Arc<Inner>,
+    /// Streams come over mTLS: each is checked against its client certificate.
+    mtls: bool,
 }
 
 struct Inner {
@@ -151,6 +153,7 @@ impl XdsServer {
                 stats: Counters::default(),
                 links: Default::default(),
             }),
+            mtls: false,
         }
     }
 

@@ -30,19 +30,23 @@ pub enum Refusal {
     OtherFleet,
     /// A certificate naming no fleet claimed a Gateway's fleet (or any other than the default).
     NoFleetIdentity,
+    /// The certificate's URI names are not exactly one fleet identity of the trust domain.
+    UnrecognisedIdentity,
     /// The client certificate could not be read.
     UnreadableCertificate,
 }
 
 impl Refusal {
     /// Every reason, in label order.
-    pub const ALL: [Refusal; 3] = [Refusal::NoFleetIdentity, Refusal::OtherFleet, Refusal::UnreadableCertificate];
+    pub const ALL: [Refusal; 4] =
+        [Refusal::NoFleetIdentity, Refusal::OtherFleet, Refusal::UnrecognisedIdentity, Refusal::UnreadableCertificate];
 
     /// The metric label.
     pub fn label(self) -> &'static str {
         match self {
             Refusal::OtherFleet => "other_fleet",
             Refusal::NoFleetIdentity => "no_fleet_identity",
+            Refusal::UnrecognisedIdentity => "unrecognised_identity",
             Refusal::UnreadableCertificate => "unreadable_certificate",
         }
     }
@@ -64,9 +68,9 @@ pub(crate) enum Peer {
 }
 
 impl Peer {
-    /// The peer of a connection's leaf certificate (`None`: no TLS).
-    pub(crate) fn of(certs: Option<&[CertificateDer<'static>]>, trust_domain: &str) -> Self {
-        match certs {
+    /// The peer of a connection's verified chain, leaf first (`None`: no TLS).
+    pub(crate) fn of(chain: Option<&[CertificateDer<'static>]>, trust_domain: &str) -> Self {
+        match chain {
             None => Peer::Unchecked,
             Some(chain) => match chain.first() {
                 None => Peer::Unreadable("no client certificate".into()),
@@ -93,20 +97,13 @@ impl Peer {
         match self {
             Peer::Unchecked => Ok(()),
             Peer::Unreadable(_) => Err(Refusal::UnreadableCertificate),
-            Peer::Certified(identity) if identity.fleets.is_empty() => {
-                if fleet == DEFAULT_FLEET {
-                    Ok(())
-                } else {
-                    Err(Refusal::NoFleetIdentity)
-                }
-            }
-            Peer::Certified(identity) => {
-                if identity.fleets.iter().any(|id| id.fleet() == fleet) {
-                    Ok(())
-                } else {
-                    Err(Refusal::OtherFleet)
-                }
-            }
+            Peer::Certified(identity) => match &identity.claim {
+                certs::Claim::Installation if fleet == DEFAULT_FLEET => Ok(()),
+                certs::Claim::Installation => Err(Refusal::NoFleetIdentity),
+                certs::Claim::Fleet(id) if id.fleet() == fleet => Ok(()),
+                certs::Claim::Fleet(_) => Err(Refusal::OtherFleet),
+                certs::Claim::Unrecognised => Err(Refusal::UnrecognisedIdentity),
+            },
         }
     }
 }
@@ -160,9 +157,9 @@ impl tonic::transport::server::Connected for PeerStream {
 
 impl AsyncRead for PeerStream {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let state = Arc::clone(&self.closer.0);
-        state.reader.register(cx.waker());
-        if state.closed.load(Ordering::Acquire) {
+        // Registered before the flag is read, so a close in between still wakes this reader.
+        self.closer.0.reader.register(cx.waker());
+        if self.closer.0.closed.load(Ordering::Acquire) {
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut self.inner).poll_read(cx, buf)
@@ -197,14 +194,14 @@ impl AsyncWrite for PeerStream {
 
 #[cfg(test)]
 mod tests {
+    use rustls::pki_types::pem::PemObject as _;
+
     use super::*;
 
     fn peer(cert_pem: &str) -> Peer {
         let der = rustls::pki_types::CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap();
         Peer::of(Some(&[der]), certs::DEFAULT_TRUST_DOMAIN)
     }
-
-    use rustls::pki_types::pem::PemObject as _;
 
     #[test]
     fn a_fleet_certificate_receives_its_fleet_only_and_the_installation_one_the_default_fleet() {

@@ -98,6 +98,7 @@ pub async fn serve_tls(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
     let incoming = ReceiverStream::new(crate::tls::accept(listener, tls));
+    let server = XdsServer { mtls: true, ..server };
     bounded(shutdown, |stop| routes(server).serve_with_incoming_shutdown(incoming, stop)).await
 }
 
@@ -138,7 +139,7 @@ impl XdsServer {
     {
         let connection = request.extensions().get::<PeerInfo>().cloned();
         let (tx, rx) = mpsc::channel(16);
-        let stream = Opened { inbound: request.into_inner(), tx, only, scope, connection };
+        let stream = Opened { inbound: request.into_inner(), tx, only, scope, connection, mtls: self.mtls };
         tokio::spawn(drive::<P>(Arc::clone(&self.inner), stream));
         Box::pin(ReceiverStream::new(rx))
     }
@@ -152,6 +153,8 @@ struct Opened<P: Protocol> {
     scope: Option<String>,
     /// The TLS connection's peer (`None` without TLS).
     connection: Option<PeerInfo>,
+    /// Served over mTLS ([`serve_tls`]).
+    mtls: bool,
 }
 
 /// How long a refused stream's error gets to reach Envoy before its connection is closed.
@@ -160,12 +163,18 @@ const REFUSAL_GRACE: std::time::Duration = std::time::Duration::from_millis(200)
 /// Whether the stream's certificate may receive `fleet`; when not, says so (log line, counter,
 /// `PermissionDenied`) and closes the connection.
 async fn admitted<P: Protocol>(inner: &Inner, stream: &Opened<P>, node: &str, claimed: &str, fleet: &str) -> bool {
-    let certificates = stream.connection.as_ref().map(|c| c.certs.as_deref().map_or(&[][..], Vec::as_slice));
+    // Over mTLS every stream has its connection's certificates; one without counts as none.
+    let certificates = match (&stream.connection, stream.mtls) {
+        (Some(c), _) => Some(c.certs.as_deref().map_or(&[][..], Vec::as_slice)),
+        (None, true) => Some(&[][..]),
+        (None, false) => None,
+    };
     let peer = Peer::of(certificates, &inner.options.trust_domain);
     let Err(reason) = peer.may_receive(fleet) else { return true };
     inner.stats.refused[reason.index()].fetch_add(1, Ordering::Relaxed);
     let subject = peer.subject();
-    warn!(%node, certificate = %subject, claimed_fleet = %claimed, %fleet, reason = reason.label(), "xDS stream refused: the client certificate may not receive this fleet");
+    // The node's id and cluster are the client's words: quoted, so they cannot forge log lines.
+    warn!(?node, certificate = ?subject, claimed_fleet = ?claimed, ?fleet, reason = reason.label(), "xDS stream refused: the client certificate may not receive this fleet");
     let message = format!("the client certificate ({subject}) may not receive fleet {fleet:?}");
     let _ = stream.tx.send(Err(Status::permission_denied(message))).await;
     if let Some(closer) = stream.connection.as_ref().map(|c| c.closer.clone()) {
@@ -189,7 +198,7 @@ where
     if !admitted(&inner, &stream, &node.id, &node.cluster, &fleet).await {
         return;
     }
-    let Opened { mut inbound, tx, only, scope, connection: _ } = stream;
+    let Opened { mut inbound, tx, only, scope, .. } = stream;
     inner.stats.connections.fetch_add(1, Ordering::Relaxed);
     inner.stats.streams_total.fetch_add(1, Ordering::Relaxed);
     let _guard = ConnectionGuard(Arc::clone(&inner));

@@ -83,6 +83,10 @@ fn build(files: &TlsFiles, client_auth: bool) -> Result<rustls::ServerConfig, Tl
     let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| file_error(&files.key, e))?;
     let mut config = builder.with_single_cert(chain, key)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    // Every connection proves its client certificate afresh: a resumed session would keep the
+    // identity (and the CA) of its first handshake.
+    config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+    config.send_tls13_tickets = 0;
     Ok(config)
 }
 

@@ -38,8 +38,9 @@ pub struct Kept {
     pub data: BTreeMap<String, String>,
 }
 
-/// The certificate in a Secret's (decoded) data, when it is one to keep: issued by `ca` (its
-/// `ca.crt` is the CA's certificate), naming `fleet` and nothing else, and not due for renewal.
+/// The certificate in a Secret's (decoded) data, when it is one to keep: signed by `ca` (and its
+/// `ca.crt` the CA's certificate), with its own key, naming `fleet` and nothing else, valid now
+/// and not due for renewal.
 pub fn still_good(
     data: &BTreeMap<String, Vec<u8>>,
     ca: &str,
@@ -53,9 +54,10 @@ pub fn still_good(
         return None;
     }
     let identity = certs::fleet::identity_pem(&cert, &issuing.trust_domain).ok()?;
-    if identity.fleets != std::slice::from_ref(fleet) {
+    if identity.claim != certs::Claim::Fleet(fleet.clone()) {
         return None;
     }
+    certs::fleet::verify_pair(&cert, &key, ca, now).ok()?;
     let not_after = certs::fleet::not_after(&cert).ok()?;
     if issuing.due(not_after, now) {
         return None;
@@ -91,7 +93,7 @@ mod tests {
         let fleet = certs::FleetId::parse("tenant-a/gw").unwrap();
         let issuing = Issuing::default();
         let kept = issue(&ca, &fleet, &issuing).unwrap();
-        let now = kept.not_after - 30 * 86_400;
+        let now = kept.not_after - 30 * 86_400 + 60;
         let data = decoded(&kept);
         assert_eq!(still_good(&data, ca.cert_pem(), &fleet, &issuing, now), Some(kept.clone()));
         // Twenty-one days on, nine are left: renewed.
@@ -108,5 +110,9 @@ mod tests {
             ("tls.key".into(), installation.envoy_key.clone().into_bytes()),
         ]);
         assert_eq!(still_good(&copied, ca.cert_pem(), &fleet, &issuing, now), None);
+        // A certificate of this fleet with another key (a tenant edited the Secret): renewed.
+        let mut edited = data.clone();
+        edited.insert("tls.key".into(), copied["tls.key"].clone());
+        assert_eq!(still_good(&edited, ca.cert_pem(), &fleet, &issuing, now), None);
     }
 }
