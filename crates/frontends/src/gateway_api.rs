@@ -32,7 +32,9 @@ pub const DEFAULT_CONTROLLER_NAME: &str = "projectcontour.io/gateway-controller"
 /// The API group of the Gateway API.
 pub const GROUP: &str = "gateway.networking.k8s.io";
 
-pub use http_route::{MAX_REGEX_LEN, check_regex, parse_duration_ms};
+pub(crate) use crate::shared::origin;
+pub use crate::shared::regex::{MAX_REGEX_LEN, check_regex};
+pub use http_route::parse_duration_ms;
 
 /// Settings of the Gateway API front end.
 #[derive(Debug, Clone)]
@@ -351,16 +353,6 @@ fn attachments(
         }
     }
     out
-}
-
-/// The origin of an object from its metadata.
-pub(crate) fn origin(kind: &'static str, meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Origin {
-    Origin {
-        kind,
-        namespace: meta.namespace.clone().unwrap_or_default(),
-        name: meta.name.clone().unwrap_or_default(),
-        generation: meta.generation.unwrap_or(0),
-    }
 }
 
 /// A route's hostnames, lower-cased, without those that are no hostname (`ir::hostname::problem`):

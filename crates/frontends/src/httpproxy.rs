@@ -13,13 +13,10 @@ pub use auth::{global_authorization, http_settings};
 mod filters;
 mod jwt;
 mod policy;
-pub(crate) use policy::literal_header_value;
 mod routes;
 mod services;
 pub mod status;
 mod tls;
-
-pub(crate) use policy::{timeout, timeouts};
 
 #[cfg(test)]
 mod tests;
@@ -31,11 +28,9 @@ use objects::types::HTTPProxy;
 use objects::{Kind, ObjectKey, Reads, Snapshot};
 
 use crate::Translation;
+use crate::shared::headers;
 
-/// The listener name of the default fleet's plain-HTTP port (upstream's name).
-pub const HTTP_LISTENER: &str = "ingress_http";
-/// The prefix of the default fleet's HTTPS listener names (one per TLS virtual host).
-pub const HTTPS_LISTENER: &str = "ingress_https";
+pub use crate::shared::{HTTP_LISTENER, HTTPS_LISTENER};
 
 /// Settings of the HTTPProxy front end (upstream's flags and config keys).
 #[derive(Debug, Clone, PartialEq)]
@@ -88,59 +83,19 @@ impl Default for Options {
     }
 }
 
-/// The names an upstream certificate must carry: `subjectNames`, or the deprecated `subjectName`
-/// alone; both set, the first of the list must be the single one (upstream's rules and
-/// messages).
-pub(crate) fn subject_names(v: &api::httpproxy::UpstreamValidation) -> Result<Vec<String>, String> {
-    let mut names = v.subject_names.clone().unwrap_or_default();
-    if names.is_empty() && !v.subject_name.is_empty() {
-        names.push(v.subject_name.clone());
-    }
-    if names.is_empty() {
-        return Err("missing subject alternative name".into());
-    }
-    if !v.subject_name.is_empty() && names[0] != v.subject_name {
-        return Err(format!(
-            "first entry of SubjectNames ({}) does not match SubjectName ({})",
-            names[0], v.subject_name
-        ));
-    }
-    Ok(names)
-}
-
 /// Checks a timeout as HTTPProxy fields take it (a Go duration, `infinity`, or empty for the
 /// default): milliseconds, `Some(0)` for none, `None` for the default.
 pub fn check_timeout(text: &str) -> Result<Option<u64>, String> {
-    policy::timeout(Some(text))
+    crate::shared::timeouts::timeout(Some(text))
 }
 
 /// Checks the global header policy as a service's would be checked; the error says which
 /// direction and why.
 pub fn check_default_headers(defaults: &crate::DefaultHeaders) -> Result<(), String> {
-    let vars = policy::Variables { namespace: "", service: None };
-    policy::headers(Some(&defaults.request), true, &vars).map_err(|e| format!("request-headers: {e}"))?;
-    policy::headers(Some(&defaults.response), false, &vars).map_err(|e| format!("response-headers: {e}"))?;
+    let vars = headers::Variables { namespace: "", service: None };
+    headers::headers(Some(&defaults.request), true, &vars).map_err(|e| format!("request-headers: {e}"))?;
+    headers::headers(Some(&defaults.response), false, &vars).map_err(|e| format!("response-headers: {e}"))?;
     Ok(())
-}
-
-/// The global header policy alone as a backend's options (for Ingress backends, which have no
-/// policy of their own); `None` when it changes nothing or cannot be used.
-pub(crate) fn backend_headers(
-    defaults: &crate::DefaultHeaders,
-    namespace: &str,
-    service: &str,
-    port: u16,
-) -> Option<ir::BackendOptions> {
-    let vars = policy::Variables { namespace, service: Some((service, port)) };
-    let request = policy::headers(Some(&defaults.request), true, &vars).ok()?;
-    let response = policy::headers(Some(&defaults.response), false, &vars).ok()?;
-    let options = ir::BackendOptions {
-        request_headers: request.modifier,
-        response_headers: response.modifier,
-        host_rewrite: request.host.and_then(Result::ok),
-        ..Default::default()
-    };
-    (options != ir::BackendOptions::default()).then_some(options)
 }
 
 /// Translates every HTTPProxy of our class into listeners of the default fleet.
@@ -295,7 +250,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
 
 /// The origin of an HTTPProxy.
 pub(crate) fn origin(proxy: &HTTPProxy) -> Origin {
-    crate::gateway_api::origin("HTTPProxy", &proxy.metadata)
+    crate::shared::origin("HTTPProxy", &proxy.metadata)
 }
 
 /// The routes one proxy of a tree contributes: its own rules, each marked whether plain HTTP

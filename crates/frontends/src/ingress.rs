@@ -16,7 +16,7 @@ use ir::{
 use objects::types::{Ingress, IngressClass};
 use objects::{ObjectKey, Snapshot};
 
-use crate::httpproxy::{HTTP_LISTENER, HTTPS_LISTENER};
+use crate::shared::{HTTP_LISTENER, HTTPS_LISTENER};
 use crate::{Translation, delegation};
 
 pub use crate::class::DEFAULT_CLASS;
@@ -175,7 +175,7 @@ fn annotations(ingress: &Ingress, origin: &Origin, diagnostics: &mut Vec<Diagnos
     };
     let mut timeout = |key: &str| {
         let value = get(key)?;
-        match crate::httpproxy::timeout(Some(value)) {
+        match crate::shared::timeouts::timeout(Some(value)) {
             Ok(t) => t,
             Err(_) => {
                 invalid(key, value, "is not a duration");
@@ -236,7 +236,7 @@ fn translate_one(
     defaults: Option<&crate::DefaultHeaders>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Translated {
-    let origin = crate::gateway_api::origin("Ingress", &ingress.metadata);
+    let origin = crate::shared::origin("Ingress", &ingress.metadata);
     let a = annotations(ingress, &origin, diagnostics);
     let spec = ingress.spec.as_ref();
     let created = ingress.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()).unwrap_or(0);
@@ -351,7 +351,7 @@ fn path_match(
     let path = match path_type {
         "Exact" => PathMatch::Exact(path.into()),
         "Prefix" => PathMatch::Prefix(path.into()),
-        _ if path.contains(['^', '+', '*', '[', ']', '%']) => match crate::gateway_api::check_regex(path.into()) {
+        _ if path.contains(['^', '+', '*', '[', ']', '%']) => match crate::shared::regex::check_regex(path.into()) {
             Ok(regex) => PathMatch::Regex(regex),
             Err(e) => {
                 diagnostics.push(error(origin, format!("{field}.path"), "InvalidPath", e));
@@ -407,7 +407,7 @@ fn backend_of(
         return None;
     };
     // The global header policy, when it applies to Ingress (`applyToIngress`); checked at start-up.
-    let options = defaults.and_then(|d| crate::httpproxy::backend_headers(d, &origin.namespace, name, port));
+    let options = defaults.and_then(|d| crate::shared::headers::backend_headers(d, &origin.namespace, name, port));
     let target = ServicePort { namespace: origin.namespace.clone(), name: name.clone(), port };
     Some(Backend { target: BackendTarget::Service(target), weight: 1, options: options.map(Arc::new) })
 }

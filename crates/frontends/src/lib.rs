@@ -9,6 +9,7 @@ pub mod extension;
 pub mod gateway_api;
 pub mod httpproxy;
 pub mod ingress;
+pub mod shared;
 
 /// Upstream's global header policy (contour.yaml `policy`, ContourConfiguration `spec.policy`):
 /// header changes on every HTTPProxy service, and on every Ingress backend when `applyToIngress`

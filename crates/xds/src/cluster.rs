@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::cluster::v3::{CircuitBreakers, Cluster, circuit_breakers, cluster};
-use envoy_types::pb::envoy::config::core::v3::{Address, SocketAddress, address, socket_address};
 use envoy_types::pb::envoy::config::core::v3::{
     HealthCheck, Http1ProtocolOptions, Http2ProtocolOptions, HttpProtocolOptions as HttpOptions, RuntimeDouble,
     TransportSocket, health_check, transport_socket,
@@ -24,7 +23,10 @@ use envoy_types::pb::google::protobuf::UInt32Value;
 use envoy_types::util::pack_any;
 use ir::{LoadBalancer, UpstreamProtocol};
 
+use envoy_types::pb::envoy::config::core::v3::address;
+
 use crate::settings::{ClusterOptions, DnsLookupFamily, TlsOptions};
+use crate::transport::socket;
 use crate::{Resource, Resources, ads, duration_ms};
 
 pub(crate) fn cluster(c: &dag::Cluster, settings: &ClusterOptions) -> Resource {
@@ -234,7 +236,7 @@ fn upstream_tls(c: &dag::Cluster, tls: &TlsOptions) -> Option<TransportSocket> {
         common_tls_context: Some(CommonTlsContext {
             alpn_protocols: alpn,
             validation_context_type,
-            tls_params: Some(crate::listener::tls_parameters(tls.min_version, tls.max_version, tls)),
+            tls_params: Some(crate::transport::tls_parameters(tls.min_version, tls.max_version, tls)),
             tls_certificate_sds_secret_configs: c
                 .client_certificate
                 .iter()
@@ -362,19 +364,6 @@ fn lb_endpoint_of(e: &dag::Endpoint) -> LbEndpoint {
             ..Default::default()
         })),
         ..Default::default()
-    }
-}
-
-/// A TCP address. The IPv6 any address also takes IPv4 (`ipv4_compat`), as upstream sets it: a
-/// listener on `::` serves both families.
-pub(crate) fn socket(address: String, port: u16) -> Address {
-    Address {
-        address: Some(address::Address::SocketAddress(SocketAddress {
-            ipv4_compat: address == "::",
-            address,
-            port_specifier: Some(socket_address::PortSpecifier::PortValue(u32::from(port))),
-            ..Default::default()
-        })),
     }
 }
 

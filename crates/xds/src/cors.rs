@@ -23,7 +23,7 @@ pub(crate) fn per_route(policy: &ir::Cors) -> Any {
             StringMatcher { match_pattern: Some(string_matcher::MatchPattern::Exact(o.clone())), ignore_case: true }
         }
         ir::OriginMatch::Regex(r) => StringMatcher {
-            match_pattern: Some(string_matcher::MatchPattern::SafeRegex(crate::route::regex(r))),
+            match_pattern: Some(string_matcher::MatchPattern::SafeRegex(crate::matchers::regex(r))),
             ignore_case: false,
         },
     };

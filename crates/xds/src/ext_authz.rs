@@ -78,7 +78,7 @@ const DEFAULT_TIMEOUT_MS: u64 = 200;
 /// Header name conditions as a list, `None` when there is none.
 fn names(list: &[ir::HeaderNameMatch]) -> Option<ListStringMatcher> {
     (!list.is_empty()).then(|| ListStringMatcher {
-        patterns: list.iter().map(|m| crate::route::string_match(&m.pattern, m.ignore_case)).collect(),
+        patterns: list.iter().map(|m| crate::matchers::string_match(&m.pattern, m.ignore_case)).collect(),
     })
 }
 

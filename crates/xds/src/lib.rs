@@ -13,6 +13,7 @@ mod geoip;
 mod jwt;
 mod listener;
 mod lua;
+mod matchers;
 mod ordered;
 mod ratelimit;
 mod rbac;
@@ -23,6 +24,7 @@ mod secret;
 pub mod settings;
 mod tcp;
 mod tracer;
+mod transport;
 mod udp;
 
 #[cfg(test)]

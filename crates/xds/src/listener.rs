@@ -20,8 +20,8 @@ use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
 use envoy_types::pb::google::protobuf::{BoolValue, UInt32Value};
 use envoy_types::util::pack_any;
 
-use crate::cluster::socket;
 use crate::settings::{HttpVersion, ListenerOptions, ServerHeader, SocketOptions, Timeout, TlsOptions};
+use crate::transport::{socket, tls_parameters};
 use crate::{CompileOptions, Resource, ads};
 
 /// The bootstrap's static cluster for Envoy's admin interface (`contour-bootstrap`'s name).
@@ -531,28 +531,6 @@ fn metrics_tls(tls: &crate::MetricsTls) -> TransportSocket {
     }
 }
 
-/// TLS versions from `min` to `max` (never below `min`), with the configured ciphers and curves.
-pub(crate) fn tls_parameters(
-    min: ir::TlsVersion,
-    max: ir::TlsVersion,
-    defaults: &TlsOptions,
-) -> envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::TlsParameters {
-    use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{TlsParameters, tls_parameters::TlsProtocol};
-    let version = |v: ir::TlsVersion| {
-        (match v {
-            ir::TlsVersion::V1_2 => TlsProtocol::TlSv12,
-            ir::TlsVersion::V1_3 => TlsProtocol::TlSv13,
-        }) as i32
-    };
-    TlsParameters {
-        tls_minimum_protocol_version: version(min),
-        tls_maximum_protocol_version: version(max.max(min)),
-        cipher_suites: defaults.cipher_suites.clone(),
-        ecdh_curves: defaults.ecdh_curves.clone(),
-        ..Default::default()
-    }
-}
-
 /// A TLS chain's context: the chain's own versions within the configured range, the
 /// configured ciphers and curves, and `alpn` for HTTP.
 fn downstream_tls(
@@ -614,7 +592,7 @@ mod tests {
     /// As upstream: a listener on the IPv6 any address takes IPv4 too; others are as given.
     #[test]
     fn the_ipv6_any_address_takes_ipv4_too() {
-        let compat = |a: &str| match crate::cluster::socket(a.into(), 8080).address {
+        let compat = |a: &str| match socket(a.into(), 8080).address {
             Some(envoy_types::pb::envoy::config::core::v3::address::Address::SocketAddress(s)) => s.ipv4_compat,
             other => panic!("a socket address: {other:?}"),
         };

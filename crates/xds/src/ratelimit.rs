@@ -80,7 +80,7 @@ pub(crate) fn rate_limits(limit: &ir::GlobalRateLimit) -> Vec<envoy_types::pb::e
                 action::ActionSpecifier::HeaderValueMatch(action::HeaderValueMatch {
                     descriptor_value: value.clone(),
                     expect_match: Some(BoolValue { value: *expect_match }),
-                    headers: headers.iter().map(crate::route::header_matcher).collect(),
+                    headers: headers.iter().map(crate::matchers::header_matcher).collect(),
                     ..Default::default()
                 })
             }
@@ -121,7 +121,7 @@ pub(crate) fn local_per_route(limit: &ir::LocalRateLimit) -> Any {
         }),
         filter_enabled: all(),
         filter_enforced: all(),
-        response_headers_to_add: crate::route::header_options(&ir::HeaderModifier {
+        response_headers_to_add: crate::matchers::header_options(&ir::HeaderModifier {
             set: limit.response_headers.clone(),
             ..Default::default()
         }),

@@ -1,13 +1,9 @@
 //! Route configurations (RDS).
 
 use dag::{Route, RouteAction, RouteTable};
-use envoy_types::pb::envoy::config::core::v3::{
-    HeaderValue, HeaderValueOption, RuntimeFractionalPercent, header_value_option,
-};
+use envoy_types::pb::envoy::config::core::v3::RuntimeFractionalPercent;
 use envoy_types::pb::envoy::config::route::v3 as r;
-use envoy_types::pb::envoy::r#type::matcher::v3::{
-    RegexMatchAndSubstitute, RegexMatcher, StringMatcher, string_matcher,
-};
+use envoy_types::pb::envoy::r#type::matcher::v3::RegexMatchAndSubstitute;
 use envoy_types::pb::envoy::r#type::v3::{FractionalPercent, fractional_percent};
 use envoy_types::pb::google::protobuf::UInt32Value;
 use ir::{HttpMatch, PathMatch, PathModifier, StringMatch};
@@ -19,6 +15,7 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
 use sha2::{Digest, Sha256};
 
+use crate::matchers::{header_matcher, header_options, is_host, regex, string_match};
 use crate::{Resource, ResourceType, duration_ms};
 
 /// The cluster name invalid backends point at. It never exists, so Envoy answers their share of
@@ -351,19 +348,6 @@ fn route(route: &Route) -> r::Route {
     }
 }
 
-/// A header condition as Envoy matches it.
-pub(crate) fn header_matcher(h: &ir::HeaderMatch) -> r::HeaderMatcher {
-    r::HeaderMatcher {
-        name: h.name.clone(),
-        header_match_specifier: Some(match &h.value {
-            StringMatch::Present => r::header_matcher::HeaderMatchSpecifier::PresentMatch(true),
-            value => r::header_matcher::HeaderMatchSpecifier::StringMatch(string_match(value, h.ignore_case)),
-        }),
-        invert_match: h.invert,
-        treat_missing_header_as_empty: h.missing_as_empty,
-    }
-}
-
 fn route_match(m: &HttpMatch) -> r::RouteMatch {
     let path_specifier = match &m.path {
         PathMatch::Exact(p) => r::route_match::PathSpecifier::Path(p.clone()),
@@ -628,48 +612,9 @@ fn redirect_action(m: &HttpMatch, redirect: &ir::Redirect) -> r::RedirectAction 
     action
 }
 
-pub(crate) fn header_options(m: &ir::HeaderModifier) -> Vec<HeaderValueOption> {
-    let option = |(key, value): &(String, String), action: header_value_option::HeaderAppendAction| HeaderValueOption {
-        header: Some(HeaderValue { key: key.clone(), value: value.clone(), ..Default::default() }),
-        append_action: action as i32,
-        ..Default::default()
-    };
-    m.set
-        .iter()
-        .map(|h| option(h, header_value_option::HeaderAppendAction::OverwriteIfExistsOrAdd))
-        .chain(m.add.iter().map(|h| option(h, header_value_option::HeaderAppendAction::AppendIfExistsOrAdd)))
-        .filter(|o| o.header.as_ref().is_none_or(|h| !is_host(&h.key)))
-        .collect()
-}
-
-/// `Host` (or `:authority`), which Envoy refuses among headers to add: setting it is a host
-/// rewrite, as upstream translates a Host header modifier.
-fn is_host(name: &str) -> bool {
-    name.eq_ignore_ascii_case("host") || name == ":authority"
-}
-
 /// The Host a header modifier sets or adds, if any (the last one wins).
 fn host_header(m: &ir::HeaderModifier) -> Option<&String> {
     m.set.iter().chain(&m.add).filter(|(k, _)| is_host(k)).map(|(_, v)| v).next_back()
-}
-
-pub(crate) fn string_match(m: &StringMatch, ignore_case: bool) -> StringMatcher {
-    use string_matcher::MatchPattern;
-    let pattern = match m {
-        StringMatch::Exact(v) => MatchPattern::Exact(v.clone()),
-        StringMatch::Regex(v) => MatchPattern::SafeRegex(regex(v)),
-        StringMatch::Prefix(v) => MatchPattern::Prefix(v.clone()),
-        StringMatch::Suffix(v) => MatchPattern::Suffix(v.clone()),
-        StringMatch::Contains(v) => MatchPattern::Contains(v.clone()),
-        // Callers map presence to Envoy's present_match; as a string condition it is "any value".
-        StringMatch::Present => MatchPattern::SafeRegex(regex(".*")),
-    };
-    let ignore_case = ignore_case && !matches!(m, StringMatch::Regex(_));
-    StringMatcher { match_pattern: Some(pattern), ignore_case }
-}
-
-pub(crate) fn regex(pattern: &str) -> RegexMatcher {
-    RegexMatcher { regex: pattern.to_string(), ..Default::default() }
 }
 
 fn substitute(pattern: &str, substitution: &str) -> RegexMatchAndSubstitute {

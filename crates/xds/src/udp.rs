@@ -9,8 +9,8 @@ use envoy_types::pb::xds::core::v3::TypedExtensionConfig;
 use envoy_types::pb::xds::r#type::matcher::v3::{Matcher, matcher};
 use envoy_types::util::pack_any;
 
-use crate::cluster::socket;
 use crate::route::INVALID_BACKEND_CLUSTER;
+use crate::transport::socket;
 
 /// How long a session without datagrams is kept: Envoy's default, one minute.
 const IDLE_TIMEOUT_MS: u64 = 60_000;

@@ -13,8 +13,9 @@ use objects::Snapshot;
 use objects::types::GRPCRoute;
 
 use super::backends;
-use super::http_route::{broken_answers_500, check_regex, header_modifier, rule_matches};
+use super::http_route::{broken_answers_500, header_modifier, rule_matches};
 use super::{ParentRef, error, origin};
+use crate::shared::regex::check_regex;
 
 /// The route's parentRefs, defaulted.
 pub(super) fn parent_refs(route: &GRPCRoute) -> Vec<ParentRef> {

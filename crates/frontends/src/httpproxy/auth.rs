@@ -198,7 +198,7 @@ fn server(
             t.reads.get_mut().record(t.snapshot, Kind::Service, &ObjectKey::new(&namespace, &target.name));
         }
     }
-    let Some(Ok(ext)) = crate::extension::resolve(t.snapshot, &namespace, &name) else {
+    let Some(Ok(ext)) = crate::shared::extension_service::resolve(t.snapshot, &namespace, &name) else {
         let message =
             format!("Spec.Virtualhost.Authorization.ServiceRef extension service \"{namespace}/{name}\" not found");
         t.error(origin, "AuthError", field, "ExtensionServiceNotFound", message);
@@ -206,7 +206,7 @@ fn server(
     };
     let response_timeout_ms = match auth.response_timeout.as_deref().filter(|s| !s.is_empty()) {
         None => ext.response_timeout_ms,
-        Some(text) => match super::timeout(Some(text)) {
+        Some(text) => match crate::shared::timeouts::timeout(Some(text)) {
             Ok(ms) => ms,
             Err(e) => {
                 let message = format!("Spec.Virtualhost.Authorization.ResponseTimeout is invalid: {e}");

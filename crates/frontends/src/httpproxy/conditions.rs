@@ -4,7 +4,7 @@
 use api::httpproxy::{HeaderMatchCondition, MatchCondition, QueryParameterMatchCondition};
 use ir::{HeaderMatch, HttpMatch, PathMatch, QueryMatch, StringMatch};
 
-use crate::gateway_api::check_regex;
+use crate::shared::regex::check_regex;
 
 /// A string field that is set and not empty (upstream ignores empty strings).
 pub(super) fn set(value: &Option<String>) -> Option<&str> {

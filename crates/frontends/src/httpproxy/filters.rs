@@ -13,7 +13,7 @@ use ir::{
     OriginMatch,
 };
 
-use super::policy::{self, Variables};
+use crate::shared::headers::{self, Variables};
 
 /// `corsPolicy`, or why it does not parse (upstream's `PolicyDidNotParse` messages).
 pub(super) fn cors(policy: &CORSPolicy) -> Result<Cors, String> {
@@ -57,7 +57,7 @@ fn allowed_origin(origin: &str) -> Result<OriginMatch, String> {
     if origin == "*" || is_exact_origin(origin) {
         return Ok(OriginMatch::Exact(origin.to_string()));
     }
-    crate::gateway_api::check_regex(origin.to_string())
+    crate::shared::regex::check_regex(origin.to_string())
         .map(OriginMatch::Regex)
         .map_err(|_| "allowed origin is invalid exact match and invalid regex match".to_string())
 }
@@ -249,7 +249,7 @@ pub(super) fn local_rate_limit(policy: &LocalRateLimitPolicy, stat_prefix: Strin
     };
     let headers = HeadersPolicy { set: policy.response_headers_to_add.clone(), remove: None };
     let vars = Variables { namespace: "", service: None };
-    let headers = policy::headers(Some(&headers), false, &vars)?;
+    let headers = headers::headers(Some(&headers), false, &vars)?;
     let max_tokens = policy.requests.saturating_add(policy.burst.unwrap_or(0));
     Ok(LocalRateLimit {
         max_tokens,

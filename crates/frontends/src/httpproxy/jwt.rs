@@ -142,7 +142,7 @@ pub(super) fn providers(
                         format!("Spec.VirtualHost.JWTProviders.RemoteJWKS.UpstreamValidation is invalid: {e}");
                     return fail(t, "RemoteJWKSUpstreamValidationInvalid", message);
                 }
-                let subject_names = match super::subject_names(v) {
+                let subject_names = match crate::shared::subject_names(v) {
                     Ok(names) => names,
                     Err(e) => {
                         let message =

@@ -9,8 +9,9 @@ use objects::ObjectKey;
 
 use super::conditions::{self, check_headers, check_paths, check_query};
 use super::filters;
-use super::policy::{self, Variables};
+use super::policy;
 use super::{Contribution, Translator, services};
+use crate::shared::headers::{self, Variables};
 
 /// The longest direct-response body Envoy serves by default.
 const MAX_DIRECT_BODY: usize = 4096;
@@ -165,11 +166,11 @@ fn route(
         return fail(t, "RouteError", "QueryParameterMatchConditionsNotValid", e);
     }
     let vars = Variables { namespace: &origin.namespace, service: None };
-    let request = match policy::headers(r.headers.request_headers_policy.as_ref(), true, &vars) {
+    let request = match headers::headers(r.headers.request_headers_policy.as_ref(), true, &vars) {
         Ok(h) => h,
         Err(e) => return fail(t, "RouteError", "RequestHeadersPolicyInvalid", format!("{e} on request headers")),
     };
-    let response = match policy::headers(r.headers.response_headers_policy.as_ref(), false, &vars) {
+    let response = match headers::headers(r.headers.response_headers_policy.as_ref(), false, &vars) {
         Ok(h) => h,
         Err(e) => return fail(t, "RouteError", "ResponseHeaderPolicyInvalid", format!("{e} on response headers")),
     };
@@ -179,7 +180,7 @@ fn route(
             return fail(t, "RouteError", "CookieRewritePoliciesInvalid", format!("{e} on route cookie rewrite rules"));
         }
     };
-    let timeouts = match policy::timeouts(r.timeout_policy.as_deref()) {
+    let timeouts = match crate::shared::timeouts::timeouts(r.timeout_policy.as_deref()) {
         Ok(t) => t,
         Err(e) => {
             return fail(t, "RouteError", "TimeoutPolicyNotValid", format!("route.timeoutPolicy failed to parse: {e}"));
@@ -225,7 +226,7 @@ fn route(
             return fail(t, "RouteError", "RequestRedirectPolicy", message);
         }
         let texts = [&p.hostname, &p.path, &p.prefix];
-        if texts.iter().any(|v| v.as_deref().is_some_and(|v| !policy::valid_header_value(v))) {
+        if texts.iter().any(|v| v.as_deref().is_some_and(|v| !headers::valid_header_value(v))) {
             return fail(t, "RouteError", "RequestRedirectPolicy", invalid("control characters are not allowed"));
         }
     }

@@ -10,9 +10,10 @@ use ir::{
 };
 use objects::ObjectKey;
 
-use super::policy::{self, Variables};
+use super::policy;
 use super::{HTTPS_LISTENER, Translator};
 use crate::delegation;
+use crate::shared::headers::{self, Variables};
 
 /// A Service and its port matching `port` by number, or by a name that is the number written out.
 fn service_port<'a>(
@@ -149,9 +150,9 @@ fn service(
     let vars = Variables { namespace, service: Some((&s.name, port)) };
     let headers = &s.headers;
     let defaults = t.options.default_headers.as_deref();
-    let request = policy::headers(headers.request_headers_policy.as_ref(), true, &vars);
+    let request = headers::headers(headers.request_headers_policy.as_ref(), true, &vars);
     let request = match defaults {
-        Some(d) => request.and_then(|own| Ok(own.with_defaults(policy::headers(Some(&d.request), true, &vars)?))),
+        Some(d) => request.and_then(|own| Ok(own.with_defaults(headers::headers(Some(&d.request), true, &vars)?))),
         None => request,
     };
     let request = request.and_then(|h| match h.host {
@@ -163,9 +164,9 @@ fn service(
     let (request, host_rewrite) = request.map_err(|e| {
         t.error(origin, "ServiceError", field, "RequestHeadersPolicyInvalid", format!("{e} on request headers"));
     })?;
-    let response = policy::headers(headers.response_headers_policy.as_ref(), false, &vars);
+    let response = headers::headers(headers.response_headers_policy.as_ref(), false, &vars);
     let response = match defaults {
-        Some(d) => response.and_then(|own| Ok(own.with_defaults(policy::headers(Some(&d.response), false, &vars)?))),
+        Some(d) => response.and_then(|own| Ok(own.with_defaults(headers::headers(Some(&d.response), false, &vars)?))),
         None => response,
     };
     let response = response.map_err(|e| {
@@ -213,7 +214,7 @@ fn slow_start(p: &api::httpproxy::SlowStartPolicy, load_balancer: LoadBalancer) 
             "slow start is only supported with RoundRobin or WeightedLeastRequest load balancer strategy".into()
         );
     }
-    let window_ms = policy::go_duration_ms(&p.window)
+    let window_ms = crate::shared::timeouts::go_duration_ms(&p.window)
         .ok_or_else(|| format!("error parsing window: time: invalid duration {:?} on slow start", p.window))?;
     let aggression = p.aggression.as_deref().unwrap_or("1.0");
     let aggression_milli = aggression
@@ -251,7 +252,7 @@ fn validation(
     if let Err(e) = objects::secrets::ca_bundle(secret.map(|s| &**s)) {
         return fail(t, format!("invalid CA Secret \"{namespace}/{name}\": {e}"));
     }
-    let subject_names = match super::subject_names(v) {
+    let subject_names = match crate::shared::subject_names(v) {
         Ok(names) => names,
         Err(detail) => return fail(t, detail),
     };

@@ -14,6 +14,15 @@ use anyhow::Context as _;
 /// Prefix of every namespace and host-side interface this runner creates.
 const PREFIX: &str = "gwc-";
 
+/// Where the service range is served: the namespace's address on the pod bridge.
+#[derive(Debug, Clone)]
+pub struct Range {
+    /// The range (CIDR).
+    pub cidr: String,
+    /// The next hop to it from the host and from every pod.
+    pub via: Ipv4Addr,
+}
+
 /// Runs `ip` with `args`; its error output names what failed.
 pub fn ip(args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new("ip").args(args).stdin(Stdio::null()).output().context("running ip")?;
@@ -64,7 +73,7 @@ impl PodNet {
         address: Ipv4Addr,
         bridge: &str,
         (gateway, prefix): (Ipv4Addr, u8),
-        services: Option<&crate::services::Range>,
+        services: Option<&Range>,
     ) -> anyhow::Result<Self> {
         let tag: String = uid.chars().filter(char::is_ascii_alphanumeric).take(10).collect();
         let me = Self { netns: format!("{PREFIX}{tag}"), host_if: format!("g{tag}h") };

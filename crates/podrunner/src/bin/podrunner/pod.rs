@@ -20,6 +20,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::watch;
 
 use crate::net::PodNet;
+use crate::probe::Pids;
 
 /// What every pod task needs.
 pub struct Shared {
@@ -33,7 +34,7 @@ pub struct Shared {
     pub port_forwards: bool,
     /// Where Services are served at their cluster IPs (see services.rs): pods route the range
     /// there and get the `kubernetes` Service's address in their environment.
-    pub services: Option<crate::services::Range>,
+    pub services: Option<crate::net::Range>,
 }
 
 /// How often a container that exits is started again before the runner gives up on it.
@@ -259,9 +260,6 @@ struct Container {
     /// Set once the container will not run again: its exit code (`None`: a signal).
     exit: Option<Option<i32>>,
 }
-
-/// Each container's current process id (`None` while it is down), for the probes.
-pub type Pids = Arc<std::sync::Mutex<Vec<Option<u32>>>>;
 
 struct Running {
     netns: String,

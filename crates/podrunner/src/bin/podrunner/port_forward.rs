@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 
-use crate::pod::Pids;
+use crate::probe::Pids;
 
 /// How often the listening ports are read: often while the pod starts, rarely after. Reading a
 /// busy pod's socket table costs the kernel a walk over every connection, TIME_WAIT included, so

@@ -12,7 +12,8 @@ use podrunner::{ContainerPlan, ProbeTiming, Readiness};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::time::Instant;
 
-use crate::pod::Pids;
+/// Each container's current process id (`None` while it is down), for the probes.
+pub type Pids = std::sync::Arc<std::sync::Mutex<Vec<Option<u32>>>>;
 
 /// How often probes without a schedule of their own (listening) are checked.
 const LISTEN_PERIOD: Duration = Duration::from_millis(250);

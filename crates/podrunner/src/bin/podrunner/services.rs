@@ -21,6 +21,7 @@ use kube::runtime::watcher;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+pub use crate::net::Range;
 use crate::net::ip;
 
 /// The network namespace holding the cluster IPs (the runner's prefix: a teardown that removes
@@ -29,15 +30,6 @@ const NETNS: &str = "gwc-services";
 /// Its veth pair: the host's side (on the bridge) and its own.
 const HOST_IF: &str = "gwcsvch";
 const NS_IF: &str = "gwcsvcp";
-
-/// Where the service range is served: the namespace's address on the pod bridge.
-#[derive(Debug, Clone)]
-pub struct Range {
-    /// The range (CIDR).
-    pub cidr: String,
-    /// The next hop to it from the host and from every pod.
-    pub via: Ipv4Addr,
-}
 
 /// A Service, as far as forwarding and DNS go.
 #[derive(Debug, Clone, PartialEq, Eq)]

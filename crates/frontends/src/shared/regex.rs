@@ -1,0 +1,55 @@
+//! Regular expressions users write (path, header and query matches, rewrites): checked for RE2
+//! syntax and size before Envoy sees them.
+
+/// The longest regular expression accepted, in bytes; longer ones are refused before Envoy sees them.
+pub const MAX_REGEX_LEN: usize = 1024;
+
+/// Checks that a regular expression is valid RE2 syntax and not too large.
+pub fn check_regex(pattern: String) -> Result<String, String> {
+    if pattern.is_empty() {
+        return Err("a regular expression must not be empty".into());
+    }
+    if pattern.len() > MAX_REGEX_LEN {
+        return Err(format!("regular expression longer than {MAX_REGEX_LEN} bytes"));
+    }
+    re2_only(&pattern).map_err(|e| format!("invalid regular expression {pattern:?}: {e}"))?;
+    regex_syntax::ParserBuilder::new().nest_limit(64).build().parse(&pattern).map_err(|e| {
+        format!("invalid regular expression {pattern:?}: {}", e.to_string().lines().last().unwrap_or_default())
+    })?;
+    Ok(pattern)
+}
+
+/// Refuses what the Rust parser accepts but RE2 (Envoy) does not: flags other than `imsU`, and
+/// escapes RE2 lacks (`\u`, `\<`, `\Z`, ...). Envoy would refuse the whole configuration.
+fn re2_only(pattern: &str) -> Result<(), String> {
+    let bytes = pattern.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => {
+                let Some(&c) = bytes.get(i + 1) else { return Ok(()) };
+                // (`\Q...\E` is RE2's but not the Rust parser's: refused there already.)
+                let supported = !c.is_ascii_alphanumeric() && c != b'<' && c != b'>'
+                    || b"aftnrvxAzbBdDsSwWpPC01234567".contains(&c);
+                if !supported {
+                    return Err(format!("escape \\{} is not supported", c as char));
+                }
+                i += 2;
+            }
+            b'(' if bytes.get(i + 1) == Some(&b'?') => {
+                let rest = &bytes[i + 2..];
+                let named = rest.starts_with(b"P<")
+                    || (rest.starts_with(b"<") && !rest.starts_with(b"<=") && !rest.starts_with(b"<!"));
+                if !named {
+                    let flags = rest.iter().take_while(|b| **b != b')' && **b != b':');
+                    if let Some(f) = flags.clone().find(|b| !b"imsU-".contains(b)) {
+                        return Err(format!("flag {:?} is not supported", *f as char));
+                    }
+                }
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
