@@ -34,6 +34,27 @@ pub use relay::Relay;
 use std::net::TcpListener;
 use std::time::Duration;
 
+/// Checks, before a tool starts any work, that the real parts it needs are installed: each
+/// variable (`CONTOUR_ENVOY`, `CONTOUR_KUBE_APISERVER`, ...) names an existing file.
+pub fn require_tools(vars: &[&str]) -> anyhow::Result<()> {
+    let missing: Vec<String> = vars
+        .iter()
+        .filter_map(|var| match std::env::var_os(var) {
+            None => Some(format!("{var} is not set")),
+            Some(path) if !std::path::Path::new(&path).is_file() => {
+                Some(format!("{var} names {}, which does not exist", std::path::Path::new(&path).display()))
+            }
+            Some(_) => None,
+        })
+        .collect();
+    anyhow::ensure!(
+        missing.is_empty(),
+        "{}: run it through hack/bench (or hack/test), which installs them",
+        missing.join("; ")
+    );
+    Ok(())
+}
+
 /// A port that was free a moment ago on 127.0.0.1, for something else to bind.
 ///
 /// Taken below the kernel's ephemeral range (32768 and up), where outgoing connections of the

@@ -26,20 +26,23 @@ const CONCURRENCY: usize = 64;
 /// How long the controller may take to write one object's status.
 const STATUS_WITHIN: Duration = Duration::from_secs(60);
 
+/// contour serve's memory at a shared cluster's limits (see the module doc).
+#[derive(clap::Parser)]
+#[command(name = "limits")]
+struct Args {
+    /// Our `contour` command (bins/contour).
+    #[arg(long, value_name = "BIN")]
+    contour: PathBuf,
+    /// Small objects no route uses.
+    #[arg(long, default_value_t = 100_000)]
+    objects: usize,
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let mut contour = PathBuf::new();
-    let mut objects = 100_000_usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let mut value = || args.next().with_context(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--contour" => contour = value()?.into(),
-            "--objects" => objects = value()?.parse()?,
-            other => anyhow::bail!("unknown flag {other}"),
-        }
-    }
+    let Args { contour, objects } = <Args as clap::Parser>::parse();
     anyhow::ensure!(contour.exists(), "--contour: no contour command at {}", contour.display());
+    testkit::require_tools(&["CONTOUR_KUBE_APISERVER", "CONTOUR_ETCD"])?;
 
     let api = ApiServer::start().await?;
     api.install_crds(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crds")).await?;

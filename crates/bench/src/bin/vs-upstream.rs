@@ -28,11 +28,6 @@ use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use testkit::{ApiServer, Envoy, NetnsBackend, Request};
 
-/// How long any one wait may take before the figure is reported as missed, by default
-/// (`--converge-timeout`, `--change-timeout`).
-const CONVERGE_TIMEOUT: Duration = Duration::from_secs(600);
-const CHANGE_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// A controller under test.
 #[derive(Clone)]
 struct Controller {
@@ -69,62 +64,61 @@ struct Figures {
     peak_rss: f64,
 }
 
+/// contour-rs and upstream Contour side by side at N HTTPProxies (see the module doc).
+#[derive(clap::Parser)]
+#[command(name = "vs-upstream")]
 struct Args {
+    /// Our `contour` command (bins/contour).
+    #[arg(long, value_name = "BIN")]
     ours: PathBuf,
+    /// Upstream's `contour` command (hack/install-upstream-contour builds it).
+    #[arg(long, value_name = "BIN")]
     upstream: Option<PathBuf>,
+    /// The numbers of apps (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1000,5000,10000")]
     sizes: Vec<usize>,
+    /// Runs per size and controller (medians are reported).
+    #[arg(long, default_value_t = 2)]
     runs: usize,
+    /// New apps created one by one after the start.
+    #[arg(long, default_value_t = 20)]
     apps: usize,
+    /// Idle time measured, in seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "60")]
     idle: Duration,
     /// Our Envoy speaks State-of-the-World instead of Delta.
+    #[arg(long)]
     sotw: bool,
-    /// More `contour serve` arguments for ours (`--ours-arg`, repeatable).
+    /// More `contour serve` arguments for ours (repeatable).
+    #[arg(long = "ours-arg", value_name = "ARG", allow_hyphen_values = true)]
     ours_args: Vec<String>,
-    /// Where to keep controller logs (`VS_UPSTREAM_LOGS`).
+    /// Where to keep controller logs.
+    #[arg(long, env = "VS_UPSTREAM_LOGS", value_name = "DIR")]
     logs: Option<PathBuf>,
-    /// Start → served or all valid: reported as timed out after this.
+    /// Start → served or all valid: reported as timed out after this many seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "600")]
     converge_timeout: Duration,
-    /// One change → seen through Envoy: reported as timed out after this.
+    /// One change → seen through Envoy: reported as timed out after this many seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "60")]
     change_timeout: Duration,
-    /// Only the tuned upstream (`--without-upstream-defaults`): at its defaults upstream needs
-    /// about 200 s per 1k proxies to write statuses.
+    /// Only the tuned upstream: at its defaults upstream needs about 200 s per 1k proxies to
+    /// write statuses.
+    #[arg(long)]
     without_upstream_defaults: bool,
 }
 
+fn seconds(text: &str) -> Result<Duration, String> {
+    text.parse().map(Duration::from_secs).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// The arguments, and every prerequisite checked before any work starts.
 fn args() -> anyhow::Result<Args> {
-    let mut a = Args {
-        ours: PathBuf::new(),
-        upstream: None,
-        sizes: vec![1000, 5000, 10000],
-        runs: 2,
-        apps: 20,
-        idle: Duration::from_secs(60),
-        sotw: false,
-        ours_args: Vec::new(),
-        logs: std::env::var_os("VS_UPSTREAM_LOGS").map(PathBuf::from),
-        converge_timeout: CONVERGE_TIMEOUT,
-        change_timeout: CHANGE_TIMEOUT,
-        without_upstream_defaults: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--ours" => a.ours = value()?.into(),
-            "--upstream" => a.upstream = Some(value()?.into()),
-            "--sizes" => a.sizes = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
-            "--runs" => a.runs = value()?.parse()?,
-            "--apps" => a.apps = value()?.parse()?,
-            "--idle" => a.idle = Duration::from_secs(value()?.parse()?),
-            "--sotw" => a.sotw = true,
-            "--ours-arg" => a.ours_args.push(value()?),
-            "--converge-timeout" => a.converge_timeout = Duration::from_secs(value()?.parse()?),
-            "--change-timeout" => a.change_timeout = Duration::from_secs(value()?.parse()?),
-            "--without-upstream-defaults" => a.without_upstream_defaults = true,
-            other => anyhow::bail!("unknown flag {other}"),
-        }
-    }
+    let a = <Args as clap::Parser>::parse();
     anyhow::ensure!(a.ours.exists(), "--ours: no contour command at {}", a.ours.display());
+    if let Some(upstream) = &a.upstream {
+        anyhow::ensure!(upstream.exists(), "--upstream: no contour command at {}", upstream.display());
+    }
+    testkit::require_tools(&["CONTOUR_ENVOY", "CONTOUR_KUBE_APISERVER", "CONTOUR_ETCD"])?;
     Ok(a)
 }
 

@@ -14,7 +14,7 @@ use objects::types::BackendTLSPolicy;
 use objects::{ObjectKey, Snapshot};
 
 use super::refs::{self, CaCertificate};
-use super::status::{Condition, ParentRefStatus, RouteParentStatus, RouteStatus};
+use super::status::types::{Condition, ParentRefStatus, RouteParentStatus, RouteStatus};
 use super::{GROUP, ParentRef, origin};
 
 /// How many `status.ancestors` entries a policy may have (the CRD's `maxItems`).

@@ -10,115 +10,11 @@ use objects::{ObjectKey, Snapshot};
 use super::l4_route::L4Kind;
 use super::{GROUP, Options, ParentRef};
 
-/// One condition, in the Gateway API's vocabulary.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Condition {
-    /// The type, such as `Accepted`.
-    pub type_: &'static str,
-    /// True or False.
-    pub status: bool,
-    /// A CamelCase reason.
-    pub reason: &'static str,
-    /// A human-readable message.
-    pub message: String,
-    /// The generation of the object this condition describes.
-    pub observed_generation: i64,
-}
+pub(super) mod types;
 
-/// What a Gateway's status should say.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GatewayStatus {
-    /// The Gateway.
-    pub key: ObjectKey,
-    /// Its uid: a Gateway deleted and created again under the same name is another object.
-    pub uid: String,
-    /// Accepted and Programmed.
-    pub conditions: Vec<Condition>,
-    /// Addresses the Gateway is reachable on: `(type, value)`, type `IPAddress` or `Hostname`.
-    pub addresses: Vec<(&'static str, String)>,
-    /// One entry per listener, in spec order.
-    pub listeners: Vec<ListenerStatus>,
-    /// How many ListenerSets are attached (`attachedListenerSets`), for a Gateway that allows
-    /// any (`spec.allowedListeners`); `None` leaves the field out.
-    pub attached_listener_sets: Option<i32>,
-}
-
-/// What one listener's status should say.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListenerStatus {
-    /// The listener name.
-    pub name: String,
-    /// Route kinds the listener accepts.
-    pub supported_kinds: Vec<&'static str>,
-    /// How many routes attached.
-    pub attached_routes: i32,
-    /// Accepted, Programmed, ResolvedRefs, Conflicted.
-    pub conditions: Vec<Condition>,
-}
-
-/// What a route's `status.parents` entries for our Gateways should say.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouteStatus {
-    /// `HTTPRoute`, `GRPCRoute`, `TLSRoute`, `TCPRoute` or `UDPRoute`.
-    pub kind: &'static str,
-    /// The route.
-    pub key: ObjectKey,
-    /// Its uid (see [`GatewayStatus::uid`]).
-    pub uid: String,
-    /// One entry per parentRef naming one of our Gateways.
-    pub parents: Vec<RouteParentStatus>,
-}
-
-/// One `status.parents` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouteParentStatus {
-    /// The parentRef as the route wrote it (defaults filled in).
-    pub parent: ParentRefStatus,
-    /// Accepted and ResolvedRefs.
-    pub conditions: Vec<Condition>,
-}
-
-/// A parentRef in a status entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParentRefStatus {
-    /// Group (`gateway.networking.k8s.io`).
-    pub group: String,
-    /// Kind (`Gateway`).
-    pub kind: String,
-    /// Namespace.
-    pub namespace: String,
-    /// Name.
-    pub name: String,
-    /// Section name, if the route named one.
-    pub section_name: Option<String>,
-    /// Port, if the route named one.
-    pub port: Option<i32>,
-}
-
-/// Everything status should say, for every object of ours.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StatusSet {
-    /// Gateways of our GatewayClasses.
-    pub gateways: Vec<GatewayStatus>,
-    /// ListenerSets whose parent is one of those Gateways (no addresses).
-    pub listener_sets: Vec<GatewayStatus>,
-    /// Routes with at least one parentRef to one of those Gateways.
-    pub routes: Vec<RouteStatus>,
-    /// BackendTLSPolicies those Gateways' routes reach: their `status.ancestors` entries (kind
-    /// `BackendTLSPolicy`, the ancestors as parents).
-    pub policies: Vec<RouteStatus>,
-}
-
-/// Whether a fleet's Envoys run its configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FleetState {
-    /// Every resource was accepted by at least one Envoy.
-    Programmed,
-    /// No Envoy has accepted the current configuration yet.
-    Pending,
-    /// Envoy rejected part of it; the message is Envoy's.
-    Rejected(String),
-}
+pub use types::{
+    Condition, FleetState, GatewayStatus, ListenerStatus, ParentRefStatus, RouteParentStatus, RouteStatus, StatusSet,
+};
 
 fn cond(
     type_: &'static str,
@@ -174,7 +70,7 @@ pub fn compute(
             attached_sets += i32::from(status.conditions.first().is_some_and(|c| c.status));
             out.listener_sets.push(status);
         }
-        let addresses = addresses(snapshot, options, key, gateway);
+        let addresses = super::listeners::addresses(snapshot, options, key, gateway);
         let mut conditions = Vec::new();
         if valid_listeners == 0 && !gateway.spec.listeners.is_empty() {
             conditions.push(cond("Accepted", false, "ListenersNotValid", "No listener is valid", generation));
@@ -470,54 +366,7 @@ fn partial_conflict_message(kind: &str) -> String {
     )
 }
 
-/// The label the provisioner puts on a Gateway's Service.
-pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
-
-/// A Gateway's addresses: the load-balancer addresses of its Service (labelled with the
-/// Gateway's name, as the provisioner creates it) when there are any, else the IP addresses the
-/// Gateway asks for (standalone and host mode).
-pub(super) fn addresses(
-    snapshot: &Snapshot,
-    options: &Options,
-    key: &ObjectKey,
-    gateway: &objects::types::Gateway,
-) -> Vec<(&'static str, String)> {
-    let start = ObjectKey::new(key.namespace.clone(), "");
-    // A static Gateway's addresses are the Envoy Service's; a provisioned one's, its own Service's.
-    let services: Vec<&objects::types::Service> = match (&options.static_gateway, &options.envoy_service) {
-        (Some(_), Some(envoy)) => snapshot.services.get(envoy).map(|s| &**s).into_iter().collect(),
-        (Some(_), None) => Vec::new(),
-        (None, _) => snapshot
-            .services
-            .range(start..)
-            .take_while(|(k, _)| k.namespace == key.namespace)
-            .filter(|(_, s)| s.metadata.labels.as_ref().and_then(|l| l.get(GATEWAY_NAME_LABEL)) == Some(&key.name))
-            .map(|(_, s)| &**s)
-            .collect(),
-    };
-    let from_service: Vec<(&'static str, String)> = services
-        .into_iter()
-        .flat_map(|s| s.status.iter().flat_map(|st| st.load_balancer.iter().flat_map(|lb| lb.ingress.iter().flatten())))
-        .filter_map(|i| match (&i.ip, &i.hostname) {
-            (Some(ip), _) => Some(("IPAddress", ip.clone())),
-            (None, Some(host)) => Some(("Hostname", host.clone())),
-            _ => None,
-        })
-        .collect();
-    if !from_service.is_empty() {
-        return from_service;
-    }
-    gateway
-        .spec
-        .addresses
-        .iter()
-        .flatten()
-        .filter(|a| a.r#type.as_deref().unwrap_or("IPAddress") == "IPAddress")
-        .filter_map(|a| a.value.clone())
-        .filter(|v| v.parse::<std::net::IpAddr>().is_ok())
-        .map(|v| ("IPAddress", v))
-        .collect()
-}
+pub use super::listeners::GATEWAY_NAME_LABEL;
 
 fn no_spec_addresses(gateway: &objects::types::Gateway) -> bool {
     gateway.spec.addresses.as_ref().is_none_or(Vec::is_empty)
