@@ -1,278 +1,25 @@
 //! `contour-serve`: the controller and xDS server.
 
-use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::Parser;
+use api::contourconfig::ContourConfiguration;
+use settings::{Explicit, Settings};
 use tracing::info;
 
-mod envoy;
-mod settings;
-
-/// Watches Gateway API objects and programs Envoy over xDS.
-#[derive(Debug, Parser)]
-#[command(name = "contour-serve", version)]
-struct Args {
-    /// Read objects from YAML files in this directory (standalone mode) instead of Kubernetes.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["kubeconfig", "incluster", "watch_namespaces"])]
-    from_dir: Option<PathBuf>,
-    /// contour.yaml with upstream's keys; flags override it.
-    #[arg(short = 'c', long, value_name = "PATH", conflicts_with = "contour_config_name")]
-    config_path: Option<PathBuf>,
-    /// The ContourConfiguration (in the Lease namespace, $CONTOUR_NAMESPACE) to read settings from;
-    /// flags override it.
-    #[arg(long, value_name = "NAME")]
-    contour_config_name: Option<String>,
-    /// Kubeconfig of the cluster to watch (default: in-cluster, then $KUBECONFIG, then ~/.kube/config).
-    #[arg(long, env = "KUBECONFIG", value_name = "PATH")]
-    kubeconfig: Option<PathBuf>,
-    /// Use the in-cluster service account, ignoring any kubeconfig.
-    #[arg(long)]
-    incluster: bool,
-    /// Ingress classes served (comma-separated); unset: Ingresses without a class or of class `contour`.
-    #[arg(long, value_delimiter = ',')]
-    ingress_class_name: Vec<String>,
-    /// Addresses written to Ingress status instead of the Envoy Service's (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    ingress_status_address: Vec<String>,
-    /// The Envoy Service whose load-balancer addresses go to Ingress status.
-    #[arg(long, default_value = "envoy")]
-    envoy_service_name: String,
-    /// The Envoy Service's namespace.
-    #[arg(long, env = "CONTOUR_NAMESPACE", default_value = "projectcontour")]
-    envoy_service_namespace: String,
-    /// Address of Envoy's stats and health listener (`/ready`, `/stats`, `/stats/prometheus`).
-    #[arg(long, default_value = "0.0.0.0")]
-    stats_address: IpAddr,
-    /// Port of Envoy's stats and health listener.
-    #[arg(long, default_value_t = 8002)]
-    stats_port: u16,
-    /// Loopback port of Envoy's read-only admin listener (contour.yaml `network.admin-port`).
-    #[arg(skip = 9001u16)]
-    envoy_admin_port: u16,
-    /// Namespaces where root HTTPProxies may live (comma-separated); unset: every namespace.
-    #[arg(long, value_delimiter = ',')]
-    root_namespaces: Vec<String>,
-    /// Ignore `permitInsecure` on HTTPProxy routes (contour.yaml `disablePermitInsecure`).
-    #[arg(skip)]
-    disable_permit_insecure: bool,
-    /// Keep repeated slashes in request paths (contour.yaml `disableMergeSlashes`).
-    #[arg(skip)]
-    disable_merge_slashes: bool,
-    /// The certificate for TLS clients without SNI (contour.yaml `tls.fallback-certificate`).
-    #[arg(skip)]
-    fallback_certificate: Option<ir::ObjectRef>,
-    /// Watch only these namespaces (comma-separated); allows namespaced RBAC.
-    #[arg(long, value_delimiter = ',')]
-    watch_namespaces: Vec<String>,
-    /// Address the xDS server listens on.
-    #[arg(long, default_value = "127.0.0.1")]
-    xds_address: IpAddr,
-    /// Port the xDS server listens on.
-    #[arg(long, default_value_t = 8001)]
-    xds_port: u16,
-    /// CA bundle that signed Envoy's client certificates (mTLS on xDS).
-    #[arg(long, env = "CONTOUR_CAFILE", requires_all = ["contour_cert_file", "contour_key_file"], conflicts_with = "insecure")]
-    contour_cafile: Option<PathBuf>,
-    /// The xDS server's certificate.
-    #[arg(long, env = "CONTOUR_CERT_FILE", requires = "contour_cafile")]
-    contour_cert_file: Option<PathBuf>,
-    /// The xDS server's key.
-    #[arg(long, env = "CONTOUR_KEY_FILE", requires = "contour_cafile")]
-    contour_key_file: Option<PathBuf>,
-    /// Serve xDS without TLS (say so explicitly; local use and tests). Fleets are then not
-    /// isolated from each other: any Envoy may receive any fleet.
-    #[arg(long)]
-    insecure: bool,
-    /// The trust domain of fleet identities in Envoys' client certificates
-    /// (`spiffe://<trust domain>/ns/<namespace>/gateway/<name>`; ours, not upstream's).
-    #[arg(long, default_value = xds_server::DEFAULT_TRUST_DOMAIN)]
-    xds_trust_domain: String,
-    /// Address Envoy binds for listeners whose Gateway requests no address.
-    #[arg(long, default_value = "0.0.0.0")]
-    envoy_service_http_address: IpAddr,
-    /// Port of the default fleet's HTTP listener (Ingress and HTTPProxy).
-    #[arg(long, default_value_t = 8080)]
-    envoy_service_http_port: u16,
-    /// Address of the default fleet's HTTPS listener.
-    #[arg(long, default_value = "0.0.0.0")]
-    envoy_service_https_address: IpAddr,
-    /// Port of the default fleet's HTTPS listener.
-    #[arg(long, default_value_t = 8443)]
-    envoy_service_https_port: u16,
-    /// Address of the metrics server (`/metrics`).
-    #[arg(long, default_value = "0.0.0.0")]
-    http_address: IpAddr,
-    /// Port of the metrics server.
-    #[arg(long, default_value_t = 8000)]
-    http_port: u16,
-    /// Address of the health server (`/healthz`, `/readyz`); shared with metrics when equal.
-    #[arg(long, default_value = "0.0.0.0")]
-    health_address: IpAddr,
-    /// Port of the health server.
-    #[arg(long, default_value_t = 8000)]
-    health_port: u16,
-    /// Address of the debug server (`/debug/dag`).
-    #[arg(long, default_value = "127.0.0.1")]
-    debug_http_address: IpAddr,
-    /// Port of the debug server.
-    #[arg(long, default_value_t = 6060)]
-    debug_http_port: u16,
-    /// GatewayClasses with this controllerName are reconciled.
-    #[arg(long, default_value = frontends::gateway_api::DEFAULT_CONTROLLER_NAME)]
-    gateway_controller_name: String,
-    /// Gateway fleets are host processes (the provisioner's host mode): their listeners, stats
-    /// and admin listeners bind to the Gateway's own address.
-    #[arg(long)]
-    gateway_host_mode: bool,
-    /// Upstream's static Gateway mode (contour.yaml `gateway.gatewayRef`): this Gateway alone is
-    /// served, by the default fleet.
-    #[arg(skip)]
-    gateway_ref: Option<objects::ObjectKey>,
-    /// Write status without a Lease (a single replica).
-    #[arg(long)]
-    disable_leader_election: bool,
-    /// How long a leader's Lease is valid without renewal.
-    #[arg(long, default_value = "15s", value_parser = duration)]
-    leader_election_lease_duration: Duration,
-    /// How long the leader retries renewing before it stops leading.
-    #[arg(long, default_value = "10s", value_parser = duration)]
-    leader_election_renew_deadline: Duration,
-    /// How often replicas try to acquire or renew the Lease.
-    #[arg(long, default_value = "2s", value_parser = duration)]
-    leader_election_retry_period: Duration,
-    /// The Lease name.
-    #[arg(long, default_value = "leader-elect")]
-    leader_election_resource_name: String,
-    /// The Lease namespace.
-    #[arg(long, env = "CONTOUR_NAMESPACE", default_value = "projectcontour")]
-    leader_election_resource_namespace: String,
-    /// This replica's identity in the Lease. Without it, upstream's: the pod's name (`$POD_NAME`,
-    /// else `$HOSTNAME`), an underscore and a random UUID.
-    #[arg(long)]
-    leader_election_identity: Option<String>,
-    /// Quiet time after a change before rebuilding (such as 100ms).
-    #[arg(long, default_value = "100ms", value_parser = duration)]
-    rebuild_holdoff: Duration,
-    /// The longest a rebuild is held back while changes keep coming.
-    #[arg(long, default_value = "500ms", value_parser = duration)]
-    rebuild_holdoff_max: Duration,
-    /// Delta Envoys get plain-HTTP virtual hosts over VHDS (`true`), or inline in the route
-    /// configuration (`false`, the default: Envoy applies a change faster).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
-    vhds: bool,
-    /// How often the directory is re-read even without change events.
-    #[arg(long, default_value = "30s", value_parser = duration)]
-    resync_period: Duration,
-    /// Log format.
-    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
-    log_format: String,
-    /// Kinds not to watch, as upstream: extensionservices, tlsroutes, grpcroutes, tcproutes,
-    /// backendtlspolicies (repeatable or comma-separated).
-    #[arg(long, value_delimiter = ',', value_parser = ["extensionservices", "tlsroutes", "grpcroutes", "tcproutes", "backendtlspolicies"])]
-    disable_feature: Vec<String>,
-    /// Log the Kubernetes client's requests: 0 off, 1-5 debug, 6 and more trace.
-    #[arg(long, default_value_t = 0)]
-    kubernetes_debug: u32,
-    /// Requests a second this client sends the API server, on average (unset: not throttled;
-    /// set with no burst: a burst of 10, client-go's).
-    #[arg(long, value_name = "QPS")]
-    kubernetes_client_qps: Option<f32>,
-    /// Requests the client may send at once above --kubernetes-client-qps (unset: not throttled;
-    /// set with no QPS: 5 a second, client-go's).
-    #[arg(long, value_name = "N")]
-    kubernetes_client_burst: Option<u32>,
-    /// Where Envoy writes the access log of plain-HTTP listeners (default /dev/stdout).
-    #[arg(long, value_name = "PATH")]
-    envoy_http_access_log: Option<String>,
-    /// Where Envoy writes the access log of TLS listeners (default /dev/stdout).
-    #[arg(long, value_name = "PATH")]
-    envoy_https_access_log: Option<String>,
-    /// Access log format: envoy (Envoy's text line, the default) or json.
-    #[arg(long, value_parser = ["envoy", "json"])]
-    accesslog_format: Option<String>,
-    /// Expect a PROXY protocol header (v1 or v2) on every connection to Envoy's listeners.
-    #[arg(long)]
-    use_proxy_protocol: bool,
-    /// Envoy's traffic listeners, from contour.yaml, the ContourConfiguration and the flags above.
-    #[arg(skip)]
-    listener: xds::ListenerOptions,
-    /// contour-serve's `/metrics` over HTTPS: certificate, key and the client CA, if any
-    /// (`metrics.contour`'s files).
-    #[arg(skip)]
-    metrics_tls: Option<(PathBuf, PathBuf, Option<PathBuf>)>,
-    /// Envoy's statistics on their own address or over HTTPS (`metrics.envoy`).
-    #[arg(skip)]
-    envoy_metrics: Option<xds::MetricsListener>,
-    /// A readiness listener the overload manager's limit applies to (`omEnforcedHealthListener`).
-    #[arg(skip)]
-    om_enforced_health: Option<SocketAddr>,
-    /// Envoy's client certificate towards TLS backends (contour.yaml `tls.envoy-client-certificate`).
-    #[arg(skip)]
-    envoy_client_certificate: Option<ir::ObjectRef>,
-    /// ExternalName Services may be backends (contour.yaml `enableExternalNameService`).
-    #[arg(skip)]
-    enable_external_name_service: bool,
-    /// The authorization server of every virtual host that names none (contour.yaml
-    /// `globalExtAuth`, the ContourConfiguration's `spec.globalExtAuth`).
-    #[arg(skip)]
-    global_ext_auth: Option<api::httpproxy::AuthorizationServer>,
-    /// The rate-limit service (contour.yaml `rateLimitService`, `spec.rateLimitService`) and the
-    /// default global rate limit policy of virtual hosts.
-    #[arg(skip)]
-    rate_limit_service: Option<(xds::RateLimitService, Option<api::httpproxy::GlobalRateLimitPolicy>)>,
-    /// The GeoIP databases (contour.yaml `geoIP`, `spec.geoIP`).
-    #[arg(skip)]
-    geoip: Option<ir::GeoDatabases>,
-    /// Spans to an OpenTelemetry collector (contour.yaml `tracing`, `spec.tracing`).
-    #[arg(skip)]
-    tracing: Option<xds::Tracing>,
-    /// HTTPProxy routes get statistics of their own (`spec.envoy.enableStatPrefix`).
-    #[arg(skip)]
-    enable_stat_prefix: bool,
-    /// The global header policy (contour.yaml `policy`).
-    #[arg(skip)]
-    default_headers: Option<std::sync::Arc<frontends::DefaultHeaders>>,
-    /// The global header policy applies to Ingress too (`policy.applyToIngress`).
-    #[arg(skip)]
-    default_headers_on_ingress: bool,
-    /// Envoy's upstream clusters, from contour.yaml and the ContourConfiguration.
-    #[arg(skip)]
-    cluster: xds::ClusterOptions,
-    /// Log at debug level.
-    #[arg(short, long)]
-    debug: bool,
-}
-
-fn duration(text: &str) -> Result<Duration, String> {
-    frontends::gateway_api::parse_duration_ms(text)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("{text:?} is not a duration such as 100ms, 5s or 1m"))
-}
-
 fn main() -> anyhow::Result<()> {
-    use clap::{CommandFactory, FromArgMatches};
     one_malloc_arena();
-    let matches = Args::command().get_matches();
-    let mut args = Args::from_arg_matches(&matches)?;
-    let explicit: settings::Explicit = matches
-        .ids()
-        .filter(|id| {
-            matches!(
-                matches.value_source(id.as_str()),
-                Some(clap::parser::ValueSource::CommandLine | clap::parser::ValueSource::EnvVariable)
-            )
-        })
-        .map(|id| id.to_string())
-        .collect();
-    settings::apply_file(&mut args, &explicit)?;
+    let (mut settings, explicit) = Settings::from_args(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    if let Some(path) = settings.config_path.clone() {
+        let file = config::load(&path)?;
+        settings.apply_file(&file, &path.display().to_string(), &explicit)?;
+    }
     // One TLS implementation everywhere: ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        let base = if args.debug { "debug" } else { "info" };
-        match args.kubernetes_debug {
+        let base = if settings.debug { "debug" } else { "info" };
+        match settings.kubernetes_debug {
             0 => tracing_subscriber::EnvFilter::new(base),
             1..=5 => tracing_subscriber::EnvFilter::new(format!("{base},kube_client=debug")),
             _ => tracing_subscriber::EnvFilter::new(format!("{base},kube_client=trace,hyper_util=debug")),
@@ -281,12 +28,12 @@ fn main() -> anyhow::Result<()> {
     // Colour only for a terminal: a log file or a pipe gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    if args.log_format == "json" {
+    if settings.log_format == "json" {
         logs.json().init();
     } else {
         logs.init();
     }
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(args, explicit))
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(settings, explicit))
 }
 
 /// glibc gives every thread that allocates an arena of its own, up to eight per core, and
@@ -316,7 +63,7 @@ fn one_malloc_arena() {
     let _ = command.exec();
 }
 
-async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()> {
+async fn run(mut args: Settings, explicit: Explicit) -> anyhow::Result<()> {
     // In Kubernetes mode the client comes first: a ContourConfiguration may move the ports.
     let client = match &args.from_dir {
         Some(dir) => {
@@ -335,59 +82,15 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             Err(e) => return Err(e.into()),
         },
     };
-    if let Some(client) = &client {
-        settings::apply_resource(&mut args, &explicit, client).await?;
+    if let (Some(client), Some(name)) = (&client, args.contour_config_name.clone()) {
+        let namespace = args.leader_election_resource_namespace.clone();
+        let api: kube::Api<ContourConfiguration> = kube::Api::namespaced(client.clone(), &namespace);
+        let resource =
+            api.get(&name).await.with_context(|| format!("reading ContourConfiguration {namespace}/{name}"))?;
+        args.apply_resource(&resource.spec, &format!("{namespace}/{name}"), &explicit)?;
     }
-    settings::apply_flags(&mut args, &explicit);
-    let options = controller::Options {
-        gateway_api: frontends::gateway_api::Options {
-            controller_name: args.gateway_controller_name.clone(),
-            host_mode: args.gateway_host_mode,
-            static_gateway: args.gateway_ref.clone(),
-            envoy_service: Some(objects::ObjectKey::new(&args.envoy_service_namespace, &args.envoy_service_name)),
-        },
-        httpproxy: frontends::httpproxy::Options {
-            class_names: args.ingress_class_name.clone(),
-            root_namespaces: args.root_namespaces.clone(),
-            http_port: args.envoy_service_http_port,
-            https_port: args.envoy_service_https_port,
-            disable_permit_insecure: args.disable_permit_insecure,
-            fallback_certificate: args.fallback_certificate.clone(),
-            default_headers: args.default_headers.clone(),
-            enable_external_name_service: args.enable_external_name_service,
-            global_authorization: args.global_ext_auth.clone(),
-            default_global_rate_limit: args.rate_limit_service.as_ref().and_then(|(_, d)| d.clone()),
-            enable_stat_prefix: args.enable_stat_prefix,
-            geoip: args.geoip.clone(),
-        },
-        ingress: frontends::ingress::Options {
-            class_names: args.ingress_class_name.clone(),
-            http_port: args.envoy_service_http_port,
-            https_port: args.envoy_service_https_port,
-            default_headers: args.default_headers.clone().filter(|_| args.default_headers_on_ingress),
-        },
-        compile: xds::CompileOptions {
-            default_address: args.envoy_service_http_address,
-            stats_listener: Some(SocketAddr::new(args.stats_address, args.stats_port)),
-            admin_listener: Some(SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), args.envoy_admin_port)),
-            om_enforced_health_listener: args.om_enforced_health,
-            metrics_listener: args.envoy_metrics.clone(),
-            merge_slashes: !args.disable_merge_slashes,
-            vhds: args.vhds,
-            listener: args.listener.clone(),
-            cluster: args.cluster.clone(),
-            global_authorization: args.global_ext_auth.as_ref().and_then(frontends::httpproxy::global_authorization),
-            rate_limit_service: args.rate_limit_service.as_ref().map(|(s, _)| s.clone()),
-            geoip: args.geoip.clone(),
-            tracing: args.tracing.clone(),
-        },
-        dag: dag::Options {
-            external_names: args.enable_external_name_service,
-            client_certificate: args.envoy_client_certificate.clone(),
-        },
-        holdoff: args.rebuild_holdoff,
-        holdoff_max: args.rebuild_holdoff_max,
-    };
+    args.apply_flags(&explicit);
+    let options = args.controller_options();
     let store = store::Store::new();
     // Upstream's Envoy manifests name the controller's namespace as their node cluster.
     let server = xds_server::XdsServer::new(xds_server::Options {
@@ -418,7 +121,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             let client = client.clone().context("Kubernetes mode needs a client")?;
             info!(namespaces = ?args.watch_namespaces, "Kubernetes mode");
             let (leadership, release) = leadership(&args, &client, shutdown.clone());
-            let envoy_service = objects::ObjectKey::new(&args.envoy_service_namespace, &args.envoy_service_name);
+            let envoy_service = args.envoy_service();
             let ingress = status::IngressStatusOptions {
                 class_names: args.ingress_class_name.clone(),
                 envoy_service: Some(envoy_service.clone()),
@@ -431,7 +134,7 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
             let source = store::KubernetesSource::new(client, args.watch_namespaces.clone())
                 .keep_service_status(envoy_service)
                 .status_seen(seen)
-                .disable(disabled_kinds(&args.disable_feature));
+                .disable(args.disabled_kinds());
             let store = store.clone();
             tokio::spawn(async move {
                 if let Err(e) = source.run(store).await {
@@ -483,28 +186,11 @@ async fn run(mut args: Args, explicit: settings::Explicit) -> anyhow::Result<()>
     Ok(())
 }
 
-/// The kinds upstream's `--disable-feature` values name.
-fn disabled_kinds(features: &[String]) -> Vec<objects::Kind> {
-    use objects::Kind;
-    features
-        .iter()
-        .filter_map(|f| match f.as_str() {
-            "extensionservices" => Some(Kind::ExtensionService),
-            "tlsroutes" => Some(Kind::TlsRoute),
-            "grpcroutes" => Some(Kind::GrpcRoute),
-            "tcproutes" => Some(Kind::TcpRoute),
-            "backendtlspolicies" => Some(Kind::BackendTlsPolicy),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Binds the metrics/health and debug servers; metrics over HTTPS when configured, with health
 /// then on its own plain-HTTP server.
-async fn serve_telemetry(args: &Args, telemetry: telemetry::Telemetry) -> anyhow::Result<()> {
-    let metrics_addr = SocketAddr::new(args.http_address, args.http_port);
-    let health_addr = SocketAddr::new(args.health_address, args.health_port);
-    let debug_addr = SocketAddr::new(args.debug_http_address, args.debug_http_port);
+async fn serve_telemetry(args: &Settings, telemetry: telemetry::Telemetry) -> anyhow::Result<()> {
+    let settings::TelemetryAddresses { metrics: metrics_addr, health: health_addr, debug: debug_addr } =
+        args.telemetry_addresses();
     let bind = |addr: SocketAddr| async move {
         tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))
     };
@@ -552,7 +238,7 @@ fn random_uuid() -> String {
 }
 
 fn leadership(
-    args: &Args,
+    args: &Settings,
     client: &kube::Client,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> (election::Leadership, Option<tokio::task::JoinHandle<()>>) {

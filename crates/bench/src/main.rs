@@ -11,24 +11,53 @@ const SERVICES: usize = 1000;
 const HOSTNAMES: usize = 5;
 
 /// Which front end the generated objects exercise.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
 enum Kind {
     /// HTTPRoutes on one Gateway, spread over `HOSTNAMES` hostnames.
+    #[value(name = "httproute")]
     HttpRoute,
     /// Root HTTPProxies, one fqdn each, in the default fleet.
+    #[value(name = "httpproxy")]
     HttpProxy,
 }
 
+/// The pipeline's figures at one scale (`hack/bench` runs it once per scale, so peak memory is
+/// per scale).
+#[derive(clap::Parser)]
+#[command(name = "bench")]
+struct Args {
+    /// How many routes (HTTPRoutes, or root HTTPProxies) to generate.
+    #[arg(default_value_t = 1000)]
+    routes: usize,
+    /// Which front end the routes exercise.
+    #[arg(value_enum, default_value = "httproute")]
+    kind: Kind,
+    /// Full builds measured (the best is reported); default 20, 5 above 5k routes.
+    #[arg(long, env = "BENCH_RUNS")]
+    runs: Option<usize>,
+    /// Also print each stage's time and the memory between stages.
+    #[arg(long, env = "BENCH_STAGES")]
+    stages: bool,
+    /// Rebuild N times more after the new app, alternating between the snapshots before and
+    /// after it, for a profiler; prints the median.
+    #[arg(long, env = "BENCH_PROFILE_CHANGES", value_name = "N")]
+    profile_changes: Option<usize>,
+}
+
+/// `--stages`, read where the stages are timed.
+static STAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn stages() -> bool {
+    STAGES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn main() -> anyhow::Result<()> {
-    let routes: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(1000);
-    let kind = match std::env::args().nth(2).as_deref() {
-        None | Some("httproute") => Kind::HttpRoute,
-        Some("httpproxy") => Kind::HttpProxy,
-        Some(other) => anyhow::bail!("unknown kind {other} (httproute, httpproxy)"),
-    };
+    let args = <Args as clap::Parser>::parse();
+    let (routes, kind) = (args.routes, args.kind);
+    STAGES.store(args.stages, std::sync::atomic::Ordering::Relaxed);
     let fleet_id = if kind == Kind::HttpProxy { ir::DEFAULT_FLEET } else { "default/bench" };
     let snapshot = generate(routes, kind);
-    if std::env::var_os("BENCH_STAGES").is_some() {
+    if stages() {
         println!("  after generate: {:.1} MiB", rss_mib("VmRSS:"));
     }
     // Delta with VHDS, so a change's wire size is what changed.
@@ -36,8 +65,7 @@ fn main() -> anyhow::Result<()> {
     options.compile.vhds = true;
 
     // Full build: best of several runs after a warm-up (the machine is noisy; best is the floor).
-    let runs =
-        std::env::var("BENCH_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(if routes > 5000 { 5 } else { 20 });
+    let runs = args.runs.unwrap_or(if routes > 5000 { 5 } else { 20 });
     let mut best = Duration::MAX;
     let mut build = controller::build(&snapshot, &options);
     for _ in 0..runs {
@@ -59,12 +87,11 @@ fn main() -> anyhow::Result<()> {
     // Arcs, so this is what the controller does for a one-route edit.
     drop(build);
     let mut pipeline = controller::Pipeline::default();
-    let stages = std::env::var_os("BENCH_STAGES").is_some();
-    if stages {
+    if stages() {
         println!("  rss before pipeline: {:.1} MiB (peak so far {:.1})", rss_mib("VmRSS:"), peak_rss_mib());
     }
     let before = pipeline.build(&snapshot, &options);
-    if stages {
+    if stages() {
         println!("  rss after pipeline build: {:.1} MiB", rss_mib("VmRSS:"));
     }
     // As a watch event would: the same snapshot with route 0 replaced (pointing at another Service).
@@ -73,7 +100,7 @@ fn main() -> anyhow::Result<()> {
         changed.insert(object.expect("generated route parses"));
     }
     let next = change(&mut pipeline, &before, &changed, &options, fleet_id, "one-route change");
-    if std::env::var_os("BENCH_STAGES").is_some() {
+    if stages() {
         let t = Instant::now();
         let tr = frontends::gateway_api::translate(&snapshot, &options.gateway_api);
         let t1 = t.elapsed();
@@ -105,14 +132,14 @@ fn main() -> anyhow::Result<()> {
         changed.insert(object.expect("generated app parses"));
     }
     let next = change(&mut pipeline, &before, &changed, &options, fleet_id, "new app (Service, EndpointSlice, route)");
-    profile_changes(&mut pipeline, &snapshot, &changed, &options);
+    profile_changes(args.profile_changes, &mut pipeline, &snapshot, &changed, &options);
     endpoint_change(&mut pipeline, &next, &changed, fleet_id);
     println!("  peak RSS:        {:>8.1} MiB", peak_rss_mib());
     Ok(())
 }
 
 /// Rebuilds `snapshot` with the pipeline that built `before`, and prints the time it took (its
-/// stages with BENCH_STAGES) and what a Delta stream then sends.
+/// stages with `--stages`) and what a Delta stream then sends.
 fn change(
     pipeline: &mut controller::Pipeline,
     before: &controller::Build,
@@ -124,7 +151,7 @@ fn change(
     let started = Instant::now();
     let next = measured_change(pipeline, snapshot, options);
     let change_time = started.elapsed();
-    if std::env::var_os("BENCH_STAGES").is_some() {
+    if stages() {
         let t = next.timings;
         println!(
             "  {what} stages: translate {:.2} dag {:.2} compile {:.2} endpoints {:.2} ms",
@@ -188,12 +215,16 @@ fn endpoint_change(
     );
 }
 
-/// With BENCH_PROFILE_CHANGES=n, rebuilds `n` times more, alternating between the snapshots
+/// With `--profile-changes n`, rebuilds `n` times more, alternating between the snapshots
 /// before and after the new app, so a profiler sees mostly single-app changes; prints the median.
-fn profile_changes(pipeline: &mut controller::Pipeline, a: &Snapshot, b: &Snapshot, options: &controller::Options) {
-    let Some(n) = std::env::var("BENCH_PROFILE_CHANGES").ok().and_then(|n| n.parse::<usize>().ok()) else {
-        return;
-    };
+fn profile_changes(
+    n: Option<usize>,
+    pipeline: &mut controller::Pipeline,
+    a: &Snapshot,
+    b: &Snapshot,
+    options: &controller::Options,
+) {
+    let Some(n) = n else { return };
     let mut times: Vec<Duration> = (0..n)
         .map(|i| {
             let started = Instant::now();

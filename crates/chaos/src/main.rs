@@ -44,9 +44,10 @@ const STEADY: Duration = Duration::from_secs(2);
 /// How long a new app may take to be served, or to get status, after a fault.
 const BACK_WITHIN: Duration = Duration::from_secs(60);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Fault {
     ControllerKill,
+    #[value(name = "apiserver-stop")]
     ApiServerStop,
     XdsCut,
     ConfigChurn,
@@ -68,17 +69,9 @@ const FAULTS: [Fault; 8] = [
 ];
 
 impl Fault {
-    fn name(self) -> &'static str {
-        match self {
-            Self::ControllerKill => "controller-kill",
-            Self::ApiServerStop => "apiserver-stop",
-            Self::XdsCut => "xds-cut",
-            Self::ConfigChurn => "config-churn",
-            Self::EndpointChurn => "endpoint-churn",
-            Self::BackendCrash => "backend-crash",
-            Self::BackendCrashRetry => "backend-crash-retry",
-            Self::LeaderKill => "leader-kill",
-        }
+    /// The fault's name on the command line and in the table.
+    fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self).map(|v| v.get_name().to_string()).unwrap_or_default()
     }
 }
 
@@ -114,6 +107,25 @@ impl Lengths {
     }
 }
 
+/// Control-plane faults under steady load (see the module doc); needs root for the network
+/// namespaces of the backends.
+#[derive(clap::Parser)]
+#[command(name = "chaos")]
+struct Flags {
+    /// Shorten every fault to a few seconds (a smoke run).
+    #[arg(long)]
+    quick: bool,
+    /// The faults, in order (comma-separated; default all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    faults: Vec<Fault>,
+    /// Requests a second of the steady load.
+    #[arg(long, default_value_t = 300)]
+    rate: u32,
+    /// Connections the load spreads over.
+    #[arg(long, default_value_t = 8)]
+    connections: u32,
+}
+
 struct Args {
     lengths: Lengths,
     faults: Vec<Fault>,
@@ -121,30 +133,17 @@ struct Args {
     connections: u32,
 }
 
+/// The arguments, and every prerequisite checked before any work starts.
 fn args() -> anyhow::Result<Args> {
-    let mut a = Args { lengths: Lengths::full(), faults: FAULTS.to_vec(), rate: 300, connections: 8 };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--quick" => a.lengths = Lengths::quick(),
-            "--rate" => a.rate = value()?.parse()?,
-            "--connections" => a.connections = value()?.parse()?,
-            "--faults" => {
-                a.faults = value()?
-                    .split(',')
-                    .map(|name| {
-                        FAULTS.into_iter().find(|f| f.name() == name).with_context(|| {
-                            let known: Vec<_> = FAULTS.iter().map(|f| f.name()).collect();
-                            format!("unknown fault {name}; known: {}", known.join(", "))
-                        })
-                    })
-                    .collect::<anyhow::Result<_>>()?;
-            }
-            other => anyhow::bail!("unknown flag {other}"),
-        }
-    }
-    Ok(a)
+    let flags = <Flags as clap::Parser>::parse();
+    testkit::require_tools(&["CONTOUR_ENVOY", "CONTOUR_KUBE_APISERVER", "CONTOUR_ETCD"], "hack/chaos")?;
+    testkit::workspace_binary("contour")?;
+    Ok(Args {
+        lengths: if flags.quick { Lengths::quick() } else { Lengths::full() },
+        faults: if flags.faults.is_empty() { FAULTS.to_vec() } else { flags.faults },
+        rate: flags.rate,
+        connections: flags.connections,
+    })
 }
 
 /// What one fault cost.

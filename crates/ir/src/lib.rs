@@ -109,6 +109,18 @@ pub enum Protocol {
     Udp,
 }
 
+impl Protocol {
+    /// The family of listeners that may share a port: 0 plain HTTP, 1 TLS (HTTPS and TLS), 2 TCP
+    /// and UDP (each alone on its port).
+    pub fn port_family(self) -> u8 {
+        match self {
+            Protocol::Http => 0,
+            Protocol::Https | Protocol::Tls => 1,
+            Protocol::Tcp | Protocol::Udp => 2,
+        }
+    }
+}
+
 /// TLS settings of a listener.
 #[derive(Debug, serde::Serialize, Clone, PartialEq)]
 pub struct ListenerTls {

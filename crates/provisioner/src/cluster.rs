@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use api::contourconfig::ContourConfigurationSpec;
 use api::contourdeployment::ContourDeploymentSpec;
 use gateway_api::gateways::Gateway;
 use gateway_api::listenersets::ListenerSet;
@@ -65,7 +66,10 @@ pub enum Controller {
 /// Why a ContourDeployment cannot be used: upstream's messages, joined by `; `.
 pub fn invalid_parameters(spec: &ContourDeploymentSpec) -> Option<String> {
     let mut problems = Vec::new();
-    let Some(envoy) = &spec.envoy else { return None };
+    if let Some(runtime) = &spec.runtime_settings {
+        problems.extend(invalid_runtime_settings(runtime));
+    }
+    let Some(envoy) = &spec.envoy else { return (!problems.is_empty()).then(|| problems.join("; ")) };
     if let Some(w) = envoy.workload_type.as_deref().filter(|w| !matches!(*w, "" | "DaemonSet" | "Deployment")) {
         problems
             .push(format!("invalid ContourDeployment spec.envoy.workloadType {w:?}, must be DaemonSet or Deployment"));
@@ -114,6 +118,22 @@ pub fn invalid_parameters(spec: &ContourDeploymentSpec) -> Option<String> {
         ));
     }
     (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// Why contour-serve would refuse to start with `runtime` as its ContourConfiguration, checked
+/// by the same code (ours: upstream's provisioner accepts the class and its contour does not
+/// start). The Gateway reference and the Envoy Service are the provisioner's, so not checked.
+fn invalid_runtime_settings(runtime: &ContourConfigurationSpec) -> Option<String> {
+    let mut runtime = runtime.clone();
+    runtime.gateway = None;
+    if let Some(envoy) = runtime.envoy.as_mut() {
+        envoy.service = None;
+    }
+    let message = settings::check_resource(&runtime).err()?.to_string();
+    Some(match message.strip_prefix("spec.") {
+        Some(rest) => format!("invalid ContourDeployment spec.runtimeSettings.{rest}"),
+        None => format!("invalid ContourDeployment spec.runtimeSettings: {message}"),
+    })
 }
 
 /// The name of every object of a Gateway's fleet: upstream's `envoy-<gateway>`.

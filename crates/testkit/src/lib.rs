@@ -35,8 +35,9 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 /// Checks, before a tool starts any work, that the real parts it needs are installed: each
-/// variable (`CONTOUR_ENVOY`, `CONTOUR_KUBE_APISERVER`, ...) names an existing file.
-pub fn require_tools(vars: &[&str]) -> anyhow::Result<()> {
+/// variable (`CONTOUR_ENVOY`, `CONTOUR_KUBE_APISERVER`, ...) names an existing file. The error
+/// names `script`, the command that installs them.
+pub fn require_tools(vars: &[&str], script: &str) -> anyhow::Result<()> {
     let missing: Vec<String> = vars
         .iter()
         .filter_map(|var| match std::env::var_os(var) {
@@ -47,11 +48,7 @@ pub fn require_tools(vars: &[&str]) -> anyhow::Result<()> {
             Some(_) => None,
         })
         .collect();
-    anyhow::ensure!(
-        missing.is_empty(),
-        "{}: run it through hack/bench (or hack/test), which installs them",
-        missing.join("; ")
-    );
+    anyhow::ensure!(missing.is_empty(), "{}: run it through {script}, which installs them", missing.join("; "));
     Ok(())
 }
 

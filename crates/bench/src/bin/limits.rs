@@ -42,7 +42,7 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let Args { contour, objects } = <Args as clap::Parser>::parse();
     anyhow::ensure!(contour.exists(), "--contour: no contour command at {}", contour.display());
-    testkit::require_tools(&["CONTOUR_KUBE_APISERVER", "CONTOUR_ETCD"])?;
+    testkit::require_tools(&["CONTOUR_KUBE_APISERVER", "CONTOUR_ETCD"], "hack/bench --limits")?;
 
     let api = ApiServer::start().await?;
     api.install_crds(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crds")).await?;

@@ -118,7 +118,7 @@ fn args() -> anyhow::Result<Args> {
     if let Some(upstream) = &a.upstream {
         anyhow::ensure!(upstream.exists(), "--upstream: no contour command at {}", upstream.display());
     }
-    testkit::require_tools(&["CONTOUR_ENVOY", "CONTOUR_KUBE_APISERVER", "CONTOUR_ETCD"])?;
+    testkit::require_tools(&["CONTOUR_ENVOY", "CONTOUR_KUBE_APISERVER", "CONTOUR_ETCD"], "hack/bench --vs-upstream")?;
     Ok(a)
 }
 

@@ -103,7 +103,6 @@ pub(super) fn refuse_conflicts(
     owners: &[(ir::Origin, usize)],
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    use super::listeners::family;
     let mut served: BTreeMap<(u16, bool), Vec<usize>> = BTreeMap::new();
     for (i, l) in listeners.iter().enumerate().take(first) {
         if l.port != 0 {
@@ -117,9 +116,9 @@ pub(super) fn refuse_conflicts(
         }
         let port = (l.port, l.protocol == Protocol::Udp);
         let before = served.get(&port).map(Vec::as_slice).unwrap_or_default();
-        let conflict = if before.iter().any(|&j| family(listeners[j].protocol) != family(l.protocol)) {
+        let conflict = if before.iter().any(|&j| listeners[j].protocol.port_family() != l.protocol.port_family()) {
             Some(("ProtocolConflict", format!("port {} is served with another protocol", l.port)))
-        } else if family(l.protocol) == 2 && !before.is_empty() {
+        } else if l.protocol.port_family() == 2 && !before.is_empty() {
             Some(("ProtocolConflict", format!("another {:?} listener uses port {}", l.protocol, l.port)))
         } else if before.iter().any(|&j| listeners[j].hostname == l.hostname) {
             Some(("HostnameConflict", format!("another listener on port {} has the same hostname", l.port)))

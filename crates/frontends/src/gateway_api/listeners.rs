@@ -224,16 +224,6 @@ pub(super) fn translate_listener(
     listener
 }
 
-/// The protocol family of a listener: listeners on one port must share it (TCP and UDP ones, 2,
-/// must be alone on theirs).
-pub(super) fn family(p: Protocol) -> u8 {
-    match p {
-        Protocol::Http => 0,
-        Protocol::Https | Protocol::Tls => 1,
-        Protocol::Tcp | Protocol::Udp => 2,
-    }
-}
-
 /// Listeners on one port must agree on the protocol family, and their hostnames must differ. UDP
 /// listeners have ports of their own (another transport); a TCP or UDP listener has no hostname
 /// to tell it apart, so it must be alone on its port.
@@ -246,8 +236,8 @@ fn flag_conflicts(origin: &ir::Origin, listeners: &mut [ir::Listener], diagnosti
     }
     let mut refused = Vec::new();
     for indices in by_port.values() {
-        let first = family(listeners[indices[0]].protocol);
-        if indices.iter().any(|&i| family(listeners[i].protocol) != first) {
+        let first = listeners[indices[0]].protocol.port_family();
+        if indices.iter().any(|&i| listeners[i].protocol.port_family() != first) {
             for &i in indices {
                 let message = "listeners on one port mix protocols that cannot share it (HTTP, HTTPS or TLS, TCP)";
                 refused.push((i, "ProtocolConflict", message.to_string()));

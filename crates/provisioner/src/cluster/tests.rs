@@ -248,3 +248,23 @@ fn bad_parameters_get_upstreams_messages() {
     }
     assert_eq!(message.matches("; ").count(), 5);
 }
+
+#[test]
+fn runtime_settings_contour_serve_would_refuse_make_the_parameters_invalid() {
+    let good = deployment(
+        "runtimeSettings: {envoy: {listener: {tls: {minimumProtocolVersion: '1.3'}}, service: {name: '', namespace: ''}}, gateway: {gatewayRef: {name: '', namespace: ''}}}",
+    );
+    assert_eq!(invalid_parameters(&good), None, "the Gateway and the Service are the provisioner's to set");
+    let bad = deployment(
+        "runtimeSettings: {envoy: {listener: {tls: {minimumProtocolVersion: '1.1'}}}}\nenvoy: {workloadType: Pod}",
+    );
+    let message = invalid_parameters(&bad).expect("invalid");
+    assert!(
+        message.contains("invalid ContourDeployment spec.runtimeSettings.envoy.listener.tls.minimumProtocolVersion: \"1.1\" is not 1.2 or 1.3"),
+        "{message}"
+    );
+    assert!(message.contains("spec.envoy.workloadType"), "both problems: {message}");
+    let tracing = deployment("runtimeSettings: {tracing: {extensionService: {name: otel, namespace: ''}}}");
+    let message = invalid_parameters(&tracing).expect("invalid");
+    assert!(message.contains("spec.runtimeSettings.tracing.extensionService"), "{message}");
+}

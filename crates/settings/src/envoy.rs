@@ -2,7 +2,7 @@
 //! keys are turned into it (upstream's own mapping), so the file and the resource are read by
 //! the same code, and a bad value is named in the form the user wrote it.
 
-use anyhow::{Context, bail};
+use crate::Result;
 use api::contourconfig::{
     ClusterParameters, EnvoyCompression, EnvoyConfig, EnvoyListenerConfig, EnvoyLogging, EnvoyTLS, NetworkParameters,
     SocketOptions, TimeoutParameters, TlsFingerprint,
@@ -165,15 +165,15 @@ pub fn from_file(file: &config::ContourConfig) -> EnvoyConfig {
 
 /// Applies the cluster settings of `envoy` (`cluster.*` and `timeouts.connect-timeout`) on top of
 /// `out`.
-pub fn apply_cluster(out: &mut ClusterOptions, envoy: &EnvoyConfig, source: Source) -> anyhow::Result<()> {
+pub fn apply_cluster(out: &mut ClusterOptions, envoy: &EnvoyConfig, source: Source) -> Result<()> {
     let key = |file: &str, resource: &str| source.key(&format!("cluster.{file}"), &format!("cluster.{resource}"));
     if let Some(text) = envoy.timeouts.as_ref().and_then(|t| t.connect_timeout.as_deref()).filter(|t| !t.is_empty()) {
         // As upstream: a duration only, `infinity` is no connect timeout Envoy would take.
-        out.connect_timeout = duration::parse(text).filter(|d| !d.is_zero()).with_context(|| {
-            format!(
+        out.connect_timeout = duration::parse(text).filter(|d| !d.is_zero()).ok_or_else(|| {
+            crate::Error::Invalid(format!(
                 "{}: {text:?} is not a duration such as 2s",
                 source.key("timeouts.connect-timeout", "timeouts.connectTimeout")
-            )
+            ))
         })?;
     }
     let Some(c) = &envoy.cluster else { return Ok(()) };
@@ -183,16 +183,16 @@ pub fn apply_cluster(out: &mut ClusterOptions, envoy: &EnvoyConfig, source: Sour
             "v4" => DnsLookupFamily::V4,
             "v6" => DnsLookupFamily::V6,
             "all" => DnsLookupFamily::All,
-            other => bail!("{}: {other:?} is not auto, v4, v6 or all", key("dns-lookup-family", "dnsLookupFamily")),
+            other => invalid!("{}: {other:?} is not auto, v4, v6 or all", key("dns-lookup-family", "dnsLookupFamily")),
         };
     }
     match c.max_requests_per_connection {
-        Some(0) => bail!("{}: must be at least 1", key("max-requests-per-connection", "maxRequestsPerConnection")),
+        Some(0) => invalid!("{}: must be at least 1", key("max-requests-per-connection", "maxRequestsPerConnection")),
         Some(v) => out.max_requests_per_connection = Some(v),
         None => {}
     }
     match c.per_connection_buffer_limit_bytes {
-        Some(0) => bail!(
+        Some(0) => invalid!(
             "{}: must be at least 1",
             key("per-connection-buffer-limit-bytes", "per-connection-buffer-limit-bytes")
         ),
@@ -220,7 +220,7 @@ pub fn apply_cluster(out: &mut ClusterOptions, envoy: &EnvoyConfig, source: Sour
 
 /// Applies `envoy` on top of `out`: every value given replaces what is there, and a bad one
 /// stops start-up naming its key.
-pub fn apply(out: &mut ListenerOptions, envoy: &EnvoyConfig, source: Source) -> anyhow::Result<()> {
+pub fn apply(out: &mut ListenerOptions, envoy: &EnvoyConfig, source: Source) -> Result<()> {
     if let Some(logging) = &envoy.logging {
         apply_logging(&mut out.access_log, logging, source)?;
     }
@@ -240,12 +240,12 @@ pub fn apply(out: &mut ListenerOptions, envoy: &EnvoyConfig, source: Source) -> 
             .map(|v| match v.to_ascii_uppercase().as_str() {
                 "HTTP/1.1" => Ok(HttpVersion::Http1),
                 "HTTP/2" => Ok(HttpVersion::Http2),
-                _ => bail!(
+                _ => invalid!(
                     "{}: {v:?} is not HTTP/1.1 or HTTP/2",
                     source.key("default-http-versions", "defaultHTTPVersions")
                 ),
             })
-            .collect::<anyhow::Result<_>>()?;
+            .collect::<Result<_>>()?;
     }
     if let Some(t) = &envoy.timeouts {
         apply_timeouts(&mut out.timeouts, t, source)?;
@@ -259,11 +259,11 @@ pub fn apply(out: &mut ListenerOptions, envoy: &EnvoyConfig, source: Source) -> 
                     serde_json::Value::Bool(b) => RuntimeValue::Bool(*b),
                     serde_json::Value::Number(n) => RuntimeValue::Number(n.as_f64().unwrap_or_default()),
                     serde_json::Value::String(t) => RuntimeValue::Text(t.clone()),
-                    other => bail!("{key}.{k}: {other} is not a number, a string or a boolean"),
+                    other => invalid!("{key}.{k}: {other} is not a number, a string or a boolean"),
                 };
                 Ok((k.clone(), value))
             })
-            .collect::<anyhow::Result<_>>()?;
+            .collect::<Result<_>>()?;
     }
     if let Some(n) = &envoy.network {
         if let Some(hops) = n.num_trusted_hops {
@@ -276,23 +276,24 @@ pub fn apply(out: &mut ListenerOptions, envoy: &EnvoyConfig, source: Source) -> 
     Ok(())
 }
 
-fn apply_logging(out: &mut AccessLog, logging: &EnvoyLogging, source: Source) -> anyhow::Result<()> {
+fn apply_logging(out: &mut AccessLog, logging: &EnvoyLogging, source: Source) -> Result<()> {
     let key = |file, resource| source.key(file, &format!("logging.{resource}"));
     let json = match logging.access_log_format.as_deref() {
         None | Some("") => matches!(out.format, accesslog::Format::Json(_)),
         Some("envoy") => false,
         Some("json") => true,
-        Some(other) => bail!("{}: {other:?} is not envoy or json", key("accesslog-format", "accessLogFormat")),
+        Some(other) => invalid!("{}: {other:?} is not envoy or json", key("accesslog-format", "accessLogFormat")),
     };
     let format_string = logging.access_log_format_string.clone().filter(|s| !s.is_empty());
     if let Some(text) = &format_string {
-        accesslog::validate_format_string(text)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", key("accesslog-format-string", "accessLogFormatString")))?;
+        accesslog::validate_format_string(text).map_err(|e| {
+            crate::Error::Invalid(format!("{}: {e}", key("accesslog-format-string", "accessLogFormatString")))
+        })?;
     }
     let fields = match &logging.access_log_json_fields {
         Some(fields) if !fields.is_empty() => Some(
             accesslog::json_fields(fields)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", key("json-fields", "accessLogJSONFields")))?,
+                .map_err(|e| crate::Error::Invalid(format!("{}: {e}", key("json-fields", "accessLogJSONFields"))))?,
         ),
         _ => None,
     };
@@ -310,7 +311,7 @@ fn apply_logging(out: &mut AccessLog, logging: &EnvoyLogging, source: Source) ->
             "critical" => accesslog::Level::Critical,
             "disabled" => accesslog::Level::Disabled,
             other => {
-                bail!(
+                invalid!(
                     "{}: {other:?} is not info, error, critical or disabled",
                     key("accesslog-level", "accessLogLevel")
                 )
@@ -320,7 +321,7 @@ fn apply_logging(out: &mut AccessLog, logging: &EnvoyLogging, source: Source) ->
     Ok(())
 }
 
-fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: Source) -> anyhow::Result<()> {
+fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: Source) -> Result<()> {
     let key = |file: &str, resource: &str| source.key(file, &format!("listener.{resource}"));
     if let Some(v) = l.use_proxy_protocol {
         out.use_proxy_protocol = v;
@@ -331,7 +332,7 @@ fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: So
             "brotli" => Compression::Brotli,
             "zstd" => Compression::Zstd,
             "disabled" => Compression::Disabled,
-            other => bail!(
+            other => invalid!(
                 "{}: {other:?} is not gzip, brotli, zstd or disabled",
                 key("compression.algorithm", "compression.algorithm")
             ),
@@ -345,7 +346,7 @@ fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: So
             "overwrite" => ServerHeader::Overwrite,
             "append_if_absent" => ServerHeader::AppendIfAbsent,
             "pass_through" => ServerHeader::PassThrough,
-            other => bail!(
+            other => invalid!(
                 "{}: {other:?} is not overwrite, append_if_absent or pass_through",
                 key("serverHeaderTransformation", "serverHeaderTransformation")
             ),
@@ -356,12 +357,12 @@ fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: So
         Some("") => out.exact_connection_balancer = false,
         Some("exact") => out.exact_connection_balancer = true,
         Some(other) => {
-            bail!("{}: {other:?} is not exact or empty", key("listener.connection-balancer", "connectionBalancer"))
+            invalid!("{}: {other:?} is not exact or empty", key("listener.connection-balancer", "connectionBalancer"))
         }
     }
-    let positive = |v: Option<u32>, file: &str, resource: &str| -> anyhow::Result<Option<u32>> {
+    let positive = |v: Option<u32>, file: &str, resource: &str| -> Result<Option<u32>> {
         match v {
-            Some(0) => bail!("{}: must be at least 1", key(file, resource)),
+            Some(0) => invalid!("{}: must be at least 1", key(file, resource)),
             v => Ok(v),
         }
     };
@@ -407,9 +408,12 @@ fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: So
         }
     }
     if let Some(s) = &l.socket_options {
-        let byte = |v: Option<i32>, file: &str, resource: &str| -> anyhow::Result<Option<u8>> {
-            v.map(|v| u8::try_from(v).with_context(|| format!("{}: {v} is not within 0-255", key(file, resource))))
-                .transpose()
+        let byte = |v: Option<i32>, file: &str, resource: &str| -> Result<Option<u8>> {
+            v.map(|v| {
+                u8::try_from(v)
+                    .map_err(|_| crate::Error::Invalid(format!("{}: {v} is not within 0-255", key(file, resource))))
+            })
+            .transpose()
         };
         if let Some(v) = byte(s.tos, "listener.socket-options.tos", "socketOptions.tos")? {
             out.socket_options.tos = v;
@@ -424,7 +428,7 @@ fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: So
     Ok(())
 }
 
-fn apply_tls(out: &mut xds::settings::TlsOptions, tls: &EnvoyTLS, source: Source) -> anyhow::Result<()> {
+fn apply_tls(out: &mut xds::settings::TlsOptions, tls: &EnvoyTLS, source: Source) -> Result<()> {
     let key = |file: &str, resource: &str| source.key(&format!("tls.{file}"), &format!("listener.tls.{resource}"));
     apply_tls_with(out, tls, &key)
 }
@@ -434,13 +438,13 @@ fn apply_tls_with(
     out: &mut xds::settings::TlsOptions,
     tls: &EnvoyTLS,
     key: &dyn Fn(&str, &str) -> String,
-) -> anyhow::Result<()> {
-    let version = |v: &Option<String>, file: &str, resource: &str| -> anyhow::Result<Option<ir::TlsVersion>> {
+) -> Result<()> {
+    let version = |v: &Option<String>, file: &str, resource: &str| -> Result<Option<ir::TlsVersion>> {
         match v.as_deref() {
             None | Some("") => Ok(None),
             Some("1.2") => Ok(Some(ir::TlsVersion::V1_2)),
             Some("1.3") => Ok(Some(ir::TlsVersion::V1_3)),
-            Some(other) => bail!("{}: {other:?} is not 1.2 or 1.3", key(file, resource)),
+            Some(other) => invalid!("{}: {other:?} is not 1.2 or 1.3", key(file, resource)),
         }
     };
     if let Some(v) = version(&tls.minimum_protocol_version, "minimum-protocol-version", "minimumProtocolVersion")? {
@@ -450,7 +454,7 @@ fn apply_tls_with(
         out.max_version = v;
     }
     if out.max_version < out.min_version {
-        bail!(
+        invalid!(
             "{}: the maximum TLS version is below the minimum",
             key("maximum-protocol-version", "maximumProtocolVersion")
         );
@@ -458,7 +462,7 @@ fn apply_tls_with(
     if let Some(suites) = &tls.cipher_suites {
         let bad: Vec<&String> = suites.iter().filter(|c| !xds::settings::valid_cipher_suite(c)).collect();
         if !bad.is_empty() {
-            bail!("{}: invalid cipher suites {bad:?}", key("cipher-suites", "cipherSuites"));
+            invalid!("{}: invalid cipher suites {bad:?}", key("cipher-suites", "cipherSuites"));
         }
         out.cipher_suites = xds::settings::cipher_suites(suites);
     }
@@ -472,7 +476,7 @@ fn apply_tls_with(
     Ok(())
 }
 
-fn apply_timeouts(out: &mut Timeouts, t: &TimeoutParameters, source: Source) -> anyhow::Result<()> {
+fn apply_timeouts(out: &mut Timeouts, t: &TimeoutParameters, source: Source) -> Result<()> {
     let all = [
         (&t.request_timeout, &mut out.request, "request-timeout", "requestTimeout"),
         (&t.connection_idle_timeout, &mut out.connection_idle, "connection-idle-timeout", "connectionIdleTimeout"),
@@ -493,11 +497,11 @@ fn apply_timeouts(out: &mut Timeouts, t: &TimeoutParameters, source: Source) -> 
     ];
     for (value, target, file, resource) in all {
         if let Some(text) = value {
-            *target = Timeout::parse(text).with_context(|| {
-                format!(
+            *target = Timeout::parse(text).ok_or_else(|| {
+                crate::Error::Invalid(format!(
                     "{}: {text:?} is not a duration (such as 30s or 1m) or infinity",
                     source.key(&format!("timeouts.{file}"), &format!("timeouts.{resource}"))
-                )
+                ))
             })?;
         }
     }
@@ -508,7 +512,7 @@ fn apply_timeouts(out: &mut Timeouts, t: &TimeoutParameters, source: Source) -> 
 mod tests {
     use super::*;
 
-    fn resolve(text: &str) -> anyhow::Result<ListenerOptions> {
+    fn resolve(text: &str) -> Result<ListenerOptions> {
         let file = config::parse("contour.yaml", text)?;
         let mut out = ListenerOptions::default();
         apply(&mut out, &from_file(&file), Source::File)?;

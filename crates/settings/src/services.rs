@@ -2,17 +2,17 @@
 //! them, checked: external authorization, the rate-limit service, tracing, and the GeoIP
 //! databases of location rules.
 
-use anyhow::bail;
+use crate::Result;
 
 /// contour.yaml's `globalExtAuth` as the ContourConfiguration's (an `extensionRef` instead of
 /// `extensionService: namespace/name`); `None` without an extension service, as upstream.
-pub(super) fn global_ext_auth_of_file(
+pub(crate) fn global_ext_auth_of_file(
     g: &config::GlobalExtAuth,
-) -> anyhow::Result<Option<api::httpproxy::AuthorizationServer>> {
+) -> Result<Option<api::httpproxy::AuthorizationServer>> {
     use api::httpproxy::{AuthorizationPolicy, AuthorizationServer, AuthorizationServerBufferSettings};
     let Some(service) = g.extension_service.as_deref().filter(|s| !s.is_empty()) else { return Ok(None) };
     let Some((namespace, name)) = service.split_once('/') else {
-        bail!("globalExtAuth.extensionService: {service:?} is not namespace/name");
+        invalid!("globalExtAuth.extensionService: {service:?} is not namespace/name");
     };
     let server = AuthorizationServer {
         extension_ref: Some(api::httpproxy::ExtensionServiceReference {
@@ -58,10 +58,7 @@ pub(super) fn global_ext_auth_of_file(
 
 /// The MaxMind database paths (contour.yaml's mapped into the ContourConfiguration's shape, as
 /// the other keys are), checked to be absolute paths Envoy can be given; `None` when none is set.
-pub(super) fn geo_databases(
-    m: &api::contourconfig::MaxMindConfig,
-    key: &str,
-) -> anyhow::Result<Option<ir::GeoDatabases>> {
+pub(crate) fn geo_databases(m: &api::contourconfig::MaxMindConfig, key: &str) -> Result<Option<ir::GeoDatabases>> {
     let names = ["cityDbPath", "countryDbPath", "asnDbPath", "ispDbPath", "anonDbPath"];
     let paths = [&m.city_db_path, &m.country_db_path, &m.asn_db_path, &m.isp_db_path, &m.anon_db_path];
     let mut set = paths.map(|p| p.clone().filter(|p| !p.is_empty()));
@@ -69,7 +66,7 @@ pub(super) fn geo_databases(
         if let Some(p) = path
             && (!p.starts_with('/') || p.chars().any(char::is_control))
         {
-            bail!("{key}.{name}: {p:?} is not an absolute path");
+            invalid!("{key}.{name}: {p:?} is not an absolute path");
         }
     }
     if set.iter().all(Option::is_none) {
@@ -83,16 +80,16 @@ pub(super) fn geo_databases(
 /// defaults: service name `contour`, every request sampled (upstream reads an unparsable or zero
 /// rate as 100; an unparsable one is refused here), paths tagged up to 256 bytes, and the Envoy
 /// pod's name and namespace as tags unless `includePodDetail` is false.
-pub(super) fn tracing(t: &api::contourconfig::TracingConfig, key: &str) -> anyhow::Result<xds::Tracing> {
+pub(crate) fn tracing(t: &api::contourconfig::TracingConfig, key: &str) -> Result<xds::Tracing> {
     let service = &t.extension_service;
     if service.name.is_empty() || service.namespace.is_empty() {
-        bail!("{key}.extensionService must name an ExtensionService as namespace/name");
+        invalid!("{key}.extensionService must name an ExtensionService as namespace/name");
     }
     let sampling = t.overall_sampling.as_deref().unwrap_or("100");
     let overall_sampling = match sampling.trim().parse::<f64>() {
         Ok(0.0) => 100.0,
         Ok(rate) if (0.0..=100.0).contains(&rate) => rate,
-        _ => bail!("{key}.overallSampling: {sampling:?} is not a percentage from 0 to 100"),
+        _ => invalid!("{key}.overallSampling: {sampling:?} is not a percentage from 0 to 100"),
     };
     let mut custom_tags = Vec::new();
     if t.include_pod_detail != Some(false) {
@@ -104,20 +101,20 @@ pub(super) fn tracing(t: &api::contourconfig::TracingConfig, key: &str) -> anyho
     for (i, tag) in t.custom_tags.iter().flatten().enumerate() {
         let field = format!("{key}.customTags[{i}]");
         if tag.tag_name.is_empty() {
-            bail!("{field}.tagName must be defined");
+            invalid!("{field}.tagName must be defined");
         }
         if !names.insert(tag.tag_name.as_str()) {
-            bail!("{field}.tagName {:?} is duplicate", tag.tag_name);
+            invalid!("{field}.tagName {:?} is duplicate", tag.tag_name);
         }
         let value = match (tag.literal.as_deref().filter(|v| !v.is_empty()), tag.request_header_name.as_deref()) {
             (Some(literal), None | Some("")) => xds::TagValue::Literal(literal.into()),
             (None, Some(header)) if !header.is_empty() => {
                 if header.bytes().any(|b| !b.is_ascii_graphic() || b == b':') {
-                    bail!("{field}.requestHeaderName {header:?} is not a header name");
+                    invalid!("{field}.requestHeaderName {header:?} is not a header name");
                 }
                 xds::TagValue::RequestHeader(header.to_ascii_lowercase())
             }
-            _ => bail!("{field}: must set exactly one of literal or requestHeaderName"),
+            _ => invalid!("{field}: must set exactly one of literal or requestHeaderName"),
         };
         custom_tags.push(xds::CustomTag { name: tag.tag_name.clone(), value });
     }
@@ -131,7 +128,7 @@ pub(super) fn tracing(t: &api::contourconfig::TracingConfig, key: &str) -> anyho
 }
 
 /// Upstream's `rateLimitService` as the filter's settings and the default policy.
-pub(super) fn rate_limit_service(
+pub(crate) fn rate_limit_service(
     r: &api::contourconfig::RateLimitServiceConfig,
 ) -> (xds::RateLimitService, Option<api::httpproxy::GlobalRateLimitPolicy>) {
     let service = xds::RateLimitService {
@@ -147,25 +144,26 @@ pub(super) fn rate_limit_service(
 
 /// A global authorization server, checked: it names an ExtensionService with its namespace,
 /// its `serviceType` and `httpSettings` agree, and its timeout is valid.
-pub(super) fn global_ext_auth(
+pub(crate) fn global_ext_auth(
     server: api::httpproxy::AuthorizationServer,
     key: &str,
-) -> anyhow::Result<Option<api::httpproxy::AuthorizationServer>> {
+) -> Result<Option<api::httpproxy::AuthorizationServer>> {
     let reference = server.extension_ref.clone().unwrap_or_default();
     let Some(_) = reference.name.as_deref().filter(|n| !n.is_empty()) else { return Ok(None) };
     if reference.namespace.as_deref().is_none_or(str::is_empty) {
-        bail!("{key}: the extension service needs its namespace");
+        invalid!("{key}: the extension service needs its namespace");
     }
-    frontends::httpproxy::http_settings(&server).map_err(|e| anyhow::anyhow!("{key}.{e}"))?;
+    frontends::httpproxy::http_settings(&server).map_err(|e| crate::Error::Invalid(format!("{key}.{e}")))?;
     if let Some(t) = server.response_timeout.as_deref().filter(|t| !t.is_empty()) {
-        frontends::httpproxy::check_timeout(t).map_err(|e| anyhow::anyhow!("{key}.responseTimeout: {e}"))?;
+        frontends::httpproxy::check_timeout(t)
+            .map_err(|e| crate::Error::Invalid(format!("{key}.responseTimeout: {e}")))?;
     }
     Ok(Some(server))
 }
 
 /// contour.yaml's `tracing` in the ContourConfiguration's shape (`extensionService` as
 /// `namespace/name`; without a slash it names no namespace, which [`tracing`] refuses).
-pub(super) fn tracing_of_file(t: &config::Tracing) -> api::contourconfig::TracingConfig {
+pub(crate) fn tracing_of_file(t: &config::Tracing) -> api::contourconfig::TracingConfig {
     let service = t.extension_service.as_deref().unwrap_or_default();
     let (namespace, name) = service.split_once('/').unwrap_or(("", service));
     api::contourconfig::TracingConfig {

@@ -1,23 +1,22 @@
-use clap::Parser;
+use api::contourconfig::ContourConfigurationSpec;
 
 use super::*;
 
-/// `contour-serve --config-path F` with `text` in F, as `apply_file` leaves the flags.
-fn from_file(text: &str) -> anyhow::Result<Args> {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("contour-serve-settings-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join("contour.yaml");
-    std::fs::write(&path, text)?;
-    let mut args = Args::parse_from(["contour-serve", "--config-path", path.to_str().unwrap_or_default()]);
-    let applied = apply_file(&mut args, &Explicit::new());
-    let _ = std::fs::remove_dir_all(&dir);
-    applied.map(|()| args)
+/// The settings with `text` as contour.yaml and no flags.
+fn from_file(text: &str) -> Result<Settings> {
+    let mut settings = Settings::defaults();
+    let file = config::parse("contour.yaml", text)?;
+    settings.apply_file(&file, "contour.yaml", &Explicit::new())?;
+    Ok(settings)
+}
+
+/// `spec` applied to `settings` with the flags in `explicit` given.
+fn apply_spec(settings: &mut Settings, explicit: &Explicit, spec: &ContourConfigurationSpec) -> Result<()> {
+    settings.apply_resource(spec, "projectcontour/contour", explicit)
 }
 
 #[test]
-fn geoip_databases_come_from_contour_yaml_as_absolute_paths() -> anyhow::Result<()> {
+fn geoip_databases_come_from_contour_yaml_as_absolute_paths() -> Result<(), Box<dyn std::error::Error>> {
     let args =
         from_file("geoIP:\n  provider:\n    maxMind: {cityDbPath: /geo/city.mmdb, anonDbPath: /geo/anon.mmdb}\n")?;
     let databases = args.geoip.expect("set");
@@ -33,7 +32,8 @@ fn geoip_databases_come_from_contour_yaml_as_absolute_paths() -> anyhow::Result<
 }
 
 #[test]
-fn global_ext_auth_names_its_extension_and_becomes_every_default_fleet_filter() -> anyhow::Result<()> {
+fn global_ext_auth_names_its_extension_and_becomes_every_default_fleet_filter() -> Result<(), Box<dyn std::error::Error>>
+{
     let args = from_file(
         "globalExtAuth:\n  extensionService: auth/server\n  failOpen: true\n  responseTimeout: 3s\n  withRequestBody: {}\n",
     )?;
@@ -67,7 +67,7 @@ fn global_ext_auth_names_its_extension_and_becomes_every_default_fleet_filter() 
 }
 
 #[test]
-fn tracing_takes_upstream_defaults_and_refuses_what_upstream_refuses() -> anyhow::Result<()> {
+fn tracing_takes_upstream_defaults_and_refuses_what_upstream_refuses() -> Result<(), Box<dyn std::error::Error>> {
     let t = from_file("tracing: {extensionService: obs/otel}\n")?.tracing.expect("set");
     assert_eq!(
         (t.cluster.as_str(), t.service_name.as_str(), t.overall_sampling, t.max_path_tag_length),
@@ -114,7 +114,7 @@ fn tracing_takes_upstream_defaults_and_refuses_what_upstream_refuses() -> anyhow
         assert!(format!("{e:#}").contains(key), "{bad}: {e:#}");
     }
     // The ContourConfiguration's, with the same rules.
-    let mut args = Args::parse_from(["contour-serve"]);
+    let mut args = Settings::defaults();
     let spec: ContourConfigurationSpec = serde_json::from_value(serde_json::json!({
         "tracing": {"extensionService": {"namespace": "obs", "name": "otel"}, "overallSampling": "50"},
     }))?;
@@ -129,28 +129,20 @@ fn tracing_takes_upstream_defaults_and_refuses_what_upstream_refuses() -> anyhow
 }
 
 #[test]
-fn client_throttling_comes_from_the_file_unless_a_flag_says_otherwise() -> anyhow::Result<()> {
+fn client_throttling_comes_from_the_file_unless_a_flag_says_otherwise() -> Result<(), Box<dyn std::error::Error>> {
     let args = from_file("kubernetesClientQPS: 50\nkubernetesClientBurst: 100\n")?;
-    let limits =
-        kubeclient::Limits::from_settings(args.kubernetes_client_qps.map(f64::from), args.kubernetes_client_burst);
-    assert_eq!(limits, Some(kubeclient::Limits { qps: 50.0, burst: 100 }));
+    assert_eq!((args.kubernetes_client_qps, args.kubernetes_client_burst), (Some(50.0), Some(100)));
     assert_eq!(from_file("{}\n")?.kubernetes_client_qps, None, "not throttled unless asked");
-    let mut args = Args::parse_from(["contour-serve", "--kubernetes-client-qps", "7"]);
-    let explicit: Explicit = ["kubernetes_client_qps".to_string()].into();
-    let dir = std::env::temp_dir().join(format!("contour-serve-qps-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("contour.yaml"), "kubernetesClientQPS: 50\n")?;
-    args.config_path = Some(dir.join("contour.yaml"));
-    let applied = apply_file(&mut args, &explicit);
-    let _ = std::fs::remove_dir_all(&dir);
-    applied?;
+    let (mut args, explicit) = Settings::from_args(["contour-serve", "--kubernetes-client-qps", "7"])?;
+    assert!(explicit.contains("kubernetes_client_qps"), "{explicit:?}");
+    args.apply_file(&config::parse("contour.yaml", "kubernetesClientQPS: 50\n")?, "contour.yaml", &explicit)?;
     assert_eq!(args.kubernetes_client_qps, Some(7.0), "the flag wins");
     Ok(())
 }
 
 #[test]
-fn route_statistics_follow_the_resource() -> anyhow::Result<()> {
-    let mut args = Args::parse_from(["contour-serve"]);
+fn route_statistics_follow_the_resource() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = Settings::defaults();
     assert!(!args.enable_stat_prefix, "off by default, as upstream");
     let spec: ContourConfigurationSpec =
         serde_json::from_value(serde_json::json!({"envoy": {"enableStatPrefix": true}}))?;
@@ -161,8 +153,7 @@ fn route_statistics_follow_the_resource() -> anyhow::Result<()> {
 
 #[test]
 fn flags_win_and_bad_values_name_their_field() {
-    let mut args = Args::parse_from(["contour-serve", "--xds-port", "9001"]);
-    let explicit: Explicit = ["xds_port".to_string()].into();
+    let (mut args, explicit) = Settings::from_args(["contour-serve", "--xds-port", "9001"]).unwrap();
     let spec: ContourConfigurationSpec = serde_json::from_value(serde_json::json!({
         "xdsServer": {"address": "0.0.0.0", "port": 7001},
         "debug": {"port": 7060},
@@ -219,7 +210,7 @@ fn envoy_metrics_come_from_the_file_and_the_resource() {
     let err = from_file("metrics:\n  envoy: {server-certificate-path: /c/tls.crt, server-key-path: /c/tls.key}\n")
         .unwrap_err();
     assert!(err.to_string().contains("metrics.envoy") && err.to_string().contains("port of their own"), "{err}");
-    let mut args = Args::parse_from(["contour-serve"]);
+    let mut args = Settings::defaults();
     let spec: ContourConfigurationSpec = serde_json::from_value(serde_json::json!({
         "envoy": {"health": {"port": 8010}, "metrics": {"address": "127.0.0.1", "port": 8011, "tls": {"certFile": "/c/t", "keyFile": "/c/k", "caFile": "/c/ca"}}}
     }))
