@@ -150,6 +150,24 @@ async fn objects_applied_through_the_api_reach_envoy_and_get_status() -> anyhow:
     apply_yaml(&client, &ghost_yaml).await?;
     status_until(&client, "HTTPRoute", "ghost", |s| !s["parents"].is_null()).await?;
 
+    // Another controller's conditions on the Gateway and on its listener survive our writes,
+    // exactly as they were, also when the Gateway changes and we write its status again.
+    let stale = json!({"type": "example.com/Audited", "status": "True", "reason": "Seeded", "message": "theirs",
+        "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"});
+    let mut seeded = status_of(&client, V1, "Gateway", "default", "gw").await?;
+    seeded["conditions"].as_array_mut().expect("conditions").push(stale.clone());
+    seeded["listeners"][0]["conditions"].as_array_mut().expect("listener conditions").push(stale.clone());
+    set_status(&client, V1, "Gateway", "default", "gw", seeded).await?;
+    let hostname = http_listener("http", port).replace("protocol: HTTP,", "protocol: HTTP, hostname: '*.example.com',");
+    apply_yaml(&client, &gateway(&hostname)).await?;
+    let gw = status_until(&client, "Gateway", "gw", |s| {
+        condition(&s["conditions"], "Programmed").is_some_and(|c| c["observedGeneration"] == 2)
+            && condition(&s["listeners"][0]["conditions"], "Accepted").is_some_and(|c| c["observedGeneration"] == 2)
+    })
+    .await?;
+    assert_eq!(condition(&gw["conditions"], "example.com/Audited"), Some(&stale), "{gw:#}");
+    assert_eq!(condition(&gw["listeners"][0]["conditions"], "example.com/Audited"), Some(&stale), "{gw:#}");
+
     // Deleting the route takes it out of Envoy.
     delete_yaml(&client, &route("green")).await?;
     h.until(port, &req, |r| r.status == 404).await?;

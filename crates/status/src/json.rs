@@ -32,7 +32,39 @@ pub(crate) fn conditions(desired: &[Condition], current: Option<&Value>, now: &s
     )
 }
 
-/// A Gateway's whole status, or a ListenerSet's (the same shape without addresses).
+/// The condition types the Gateway API defines for Gateways (and ListenerSets) and their
+/// listeners: this controller's to write. A condition of any other type on those objects belongs
+/// to another controller and is kept exactly as it is.
+const GATEWAY_CONDITION_TYPES: [&str; 10] = [
+    "Accepted",
+    "Programmed",
+    "Ready",
+    "ResolvedRefs",
+    "Scheduled",
+    "InsecureFrontendValidationMode",
+    "AttachedListenerSets",
+    "Conflicted",
+    "Detached",
+    "OverlappingTLSConfig",
+];
+
+/// [`conditions`], followed by the conditions in `current` of a type this controller does not
+/// write, unchanged.
+fn conditions_keeping_foreign(desired: &[Condition], current: Option<&Value>, now: &str) -> Value {
+    let mut out = conditions(desired, current, now);
+    let foreign = current
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| c["type"].as_str().is_some_and(|t| !GATEWAY_CONDITION_TYPES.contains(&t)));
+    if let Value::Array(list) = &mut out {
+        list.extend(foreign.cloned());
+    }
+    out
+}
+
+/// A Gateway's whole status, or a ListenerSet's (the same shape without addresses). Conditions
+/// other controllers wrote, on the Gateway and on its listeners, stay.
 pub(crate) fn gateway(desired: &GatewayStatus, current: &Value, now: &str) -> Value {
     let listeners: Vec<Value> = desired
         .listeners
@@ -43,12 +75,12 @@ pub(crate) fn gateway(desired: &GatewayStatus, current: &Value, now: &str) -> Va
                 "name": l.name,
                 "supportedKinds": l.supported_kinds.iter().map(|k| json!({"group": "gateway.networking.k8s.io", "kind": k})).collect::<Vec<_>>(),
                 "attachedRoutes": l.attached_routes,
-                "conditions": conditions(&l.conditions, old.map(|o| &o["conditions"]), now),
+                "conditions": conditions_keeping_foreign(&l.conditions, old.map(|o| &o["conditions"]), now),
             })
         })
         .collect();
     let mut status = json!({
-        "conditions": conditions(&desired.conditions, Some(&current["conditions"]), now),
+        "conditions": conditions_keeping_foreign(&desired.conditions, Some(&current["conditions"]), now),
         "listeners": listeners,
     });
     if !desired.addresses.is_empty() {
@@ -200,5 +232,43 @@ mod tests {
         let mut none = serde_json::Value::Null;
         super::merge(&mut none, &json!({"a": {"b": null, "c": 1}}));
         assert_eq!(none, json!({"a": {"c": 1}}));
+    }
+
+    #[test]
+    fn conditions_of_other_controllers_stay_on_the_gateway_and_its_listeners() {
+        use frontends::gateway_api::status::{Condition, GatewayStatus, ListenerStatus};
+        let condition =
+            |type_, status, reason| Condition { type_, status, reason, message: String::new(), observed_generation: 2 };
+        let desired = GatewayStatus {
+            key: objects::ObjectKey::new("infra", "gw"),
+            uid: "u".into(),
+            conditions: vec![condition("Accepted", true, "Accepted"), condition("Programmed", true, "Programmed")],
+            addresses: vec![],
+            listeners: vec![ListenerStatus {
+                name: "http".into(),
+                supported_kinds: vec!["HTTPRoute"],
+                attached_routes: 0,
+                conditions: vec![condition("Accepted", true, "Accepted")],
+            }],
+            attached_listener_sets: None,
+        };
+        let foreign = json!({"type": "example.com/Audited", "status": "True", "reason": "Seeded", "message": "",
+            "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"});
+        let current = json!({
+            "conditions": [
+                {"type": "Accepted", "status": "False", "reason": "Pending", "message": "", "observedGeneration": 1},
+                {"type": "Conflicted", "status": "True", "reason": "Old", "message": "", "observedGeneration": 1},
+                foreign,
+            ],
+            "listeners": [{"name": "http", "conditions": [foreign, {"type": "ResolvedRefs", "status": "True"}]}],
+        });
+        let status = super::gateway(&desired, &current, "2026-02-02T00:00:00Z");
+        let types = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap().to_string()).collect()
+        };
+        assert_eq!(types(&status["conditions"]), ["Accepted", "Programmed", "example.com/Audited"]);
+        assert_eq!(status["conditions"][2], foreign, "kept exactly as it was");
+        assert_eq!(types(&status["listeners"][0]["conditions"]), ["Accepted", "example.com/Audited"]);
+        assert_eq!(status["listeners"][0]["conditions"][1], foreign);
     }
 }
