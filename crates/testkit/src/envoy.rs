@@ -8,8 +8,17 @@ use std::time::Duration;
 use bootstrap::{Admin, Bootstrap};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// How many Envoys may run at once in one test process (the machines have 2 cores).
-const MAX_CONCURRENT: usize = 3;
+/// How many Envoys may run at once in one test process: two for each test thread
+/// (`RUST_TEST_THREADS`, else the CPU count, as libtest decides) and one more, so that a test
+/// waiting for another Envoy never waits on tests that each hold some and wait for more.
+fn max_concurrent() -> usize {
+    let threads = std::env::var("RUST_TEST_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+        .unwrap_or(1);
+    2 * threads.max(1) + 1
+}
 
 /// A running Envoy; killed when dropped.
 pub struct Envoy {
@@ -35,10 +44,10 @@ fn binary() -> anyhow::Result<PathBuf> {
     }
 }
 
-/// One of the `MAX_CONCURRENT` places for an Envoy in this process.
+/// One of the [`max_concurrent`] places for an Envoy in this process.
 async fn slot() -> anyhow::Result<OwnedSemaphorePermit> {
     static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
-    Ok(Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(MAX_CONCURRENT)))).acquire_owned().await?)
+    Ok(Arc::clone(SLOTS.get_or_init(|| Arc::new(Semaphore::new(max_concurrent())))).acquire_owned().await?)
 }
 
 impl Envoy {
