@@ -53,6 +53,7 @@ pub fn build_cached(ir: &Ir, snapshot: &Snapshot, diagnostics: Vec<Diagnostic>, 
         reads: None,
         listener: (0, "http"),
         udp: false,
+        terminated: false,
         backend_tls: &ir.backend_tls,
     };
     let mut fleets = BTreeMap::new();
@@ -179,6 +180,9 @@ struct Builder<'a> {
     listener: (u16, &'static str),
     /// Clusters being built are for UDP: they take the Services' UDP ports.
     udp: bool,
+    /// Clusters being built carry connections whose TLS a listener terminated: a TLSRoute's
+    /// backends then speak TLS where a BackendTLSPolicy asks for it.
+    terminated: bool,
     /// The BackendTLSPolicies that apply, sorted by Service and section.
     backend_tls: &'a [ir::BackendTlsPolicy],
 }

@@ -52,12 +52,16 @@ impl<'a> Builder<'a> {
                 objects::services::AppProtocol::Tls => UpstreamProtocol::Tls,
             })
         });
-        // A BackendTLSPolicy on the Service (port) makes Gateway API routes speak TLS to it.
+        // A BackendTLSPolicy on the Service (port) makes Gateway API routes speak TLS to it: HTTP
+        // and gRPC routes, and TLSRoutes behind a listener that terminated the client's TLS.
         let mut sni = options.and_then(|o| o.sni.clone());
         let mut validation = options.and_then(|o| o.validation.as_ref());
-        if matches!(origin.kind, "HTTPRoute" | "GRPCRoute")
-            && let Some(policy) = self.backend_tls_of(sp, port.name.as_deref())
-        {
+        let policy_applies = match origin.kind {
+            "HTTPRoute" | "GRPCRoute" => true,
+            "TLSRoute" => self.terminated,
+            _ => false,
+        };
+        if policy_applies && let Some(policy) = self.backend_tls_of(sp, port.name.as_deref()) {
             // A policy without a usable CA: no cluster, so requests to it fail (500).
             let tls = policy.tls.as_ref()?;
             let http2 = matches!(protocol, Some(UpstreamProtocol::H2 | UpstreamProtocol::H2c));

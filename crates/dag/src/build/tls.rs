@@ -29,7 +29,9 @@ impl Builder<'_> {
                     let settings = self.downstream(tls, out);
                     let server_names = if sni.is_empty() { Vec::new() } else { vec![sni] };
                     let action = if let Some(route) = listener.tls_routes.first() {
+                        self.terminated = true;
                         let backends = self.backends(&route.origin, 0, &route.backends, &route.policy, out);
+                        self.terminated = false;
                         TlsAction::TerminateTcp { secrets, settings, backends }
                     } else {
                         self.listener = (port, "https");

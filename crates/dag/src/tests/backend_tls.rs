@@ -175,3 +175,62 @@ spec:
     assert!(plain_gateway.iter().all(|(_, c)| c.is_none()), "{plain_gateway:?}");
     assert!(!has_secret, "another Gateway's fleet never receives the certificate");
 }
+
+#[test]
+fn a_tlsroute_speaks_tls_to_its_backend_only_behind_a_terminating_listener() {
+    let more = r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: tls, namespace: infra}
+spec:
+  gatewayClassName: contour
+  listeners:
+  - {name: terminate, port: 8443, protocol: TLS, hostname: tls.example.com,
+     tls: {mode: Terminate, certificateRefs: [{name: serving}]}}
+  - {name: passthrough, port: 443, protocol: TLS, hostname: pass.example.com, tls: {mode: Passthrough}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: serving, namespace: infra}
+type: kubernetes.io/tls
+stringData: {tls.crt: "%CERT%", tls.key: "%KEY%"}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: terminated, namespace: infra}
+spec:
+  parentRefs: [{name: tls, sectionName: terminate}]
+  hostnames: [tls.example.com]
+  rules: [{backendRefs: [{name: tls, port: 443}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: passed, namespace: infra}
+spec:
+  parentRefs: [{name: tls, sectionName: passthrough}]
+  hostnames: [pass.example.com]
+  rules: [{backendRefs: [{name: tls, port: 443}]}]
+"#;
+    let dag = dag(&format!("{CLASS}{FIXTURE}{more}"));
+    let fleet = &dag.fleets["infra/tls"];
+    let cluster_of = |port: u16| {
+        let listener = fleet.listeners.iter().find(|l| l.port == port).expect("listener");
+        let ListenerKind::Tls(chains) = &listener.kind else { panic!("tls") };
+        let backends = match &chains[0].action {
+            TlsAction::TerminateTcp { backends, .. } | TlsAction::Passthrough { backends } => backends,
+            other => panic!("{other:?}"),
+        };
+        fleet.clusters[backends[0].cluster.as_ref().expect("a cluster")].clone()
+    };
+    let terminated = cluster_of(8443);
+    assert_eq!(terminated.protocol, Some(ir::UpstreamProtocol::Tls), "re-encrypted to the backend");
+    assert_eq!(terminated.sni.as_deref(), Some("port.example.com"), "SNI is the policy's hostname");
+    assert!(terminated.validation.is_some(), "the backend's certificate is verified");
+    let passed = cluster_of(443);
+    assert_eq!(
+        (passed.protocol, passed.sni.as_deref()),
+        (None, None),
+        "a passed-through stream is the client's own TLS"
+    );
+}

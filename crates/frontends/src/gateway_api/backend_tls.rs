@@ -159,8 +159,29 @@ fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -
     (Some(tls), PolicyVerdict { accepted, resolved })
 }
 
+/// Whether a parentRef (a Gateway or a ListenerSet) names a listener that terminates TLS: the
+/// one its sectionName names, else any of them.
+fn terminates(snapshot: &Snapshot, parent: &ParentRef) -> bool {
+    use gateway_api::gateways::{GatewayListeners, GatewayListenersTlsMode as Mode};
+    let key = ObjectKey::new(&parent.namespace, &parent.name);
+    let listeners: Vec<GatewayListeners> = match parent.kind.as_str() {
+        "Gateway" => snapshot.gateways.get(&key).map(|g| g.spec.listeners.clone()).unwrap_or_default(),
+        "ListenerSet" => snapshot
+            .listener_sets
+            .get(&key)
+            .map(|ls| ls.spec.listeners.iter().map(super::listener_set::as_gateway_listener).collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    listeners.iter().any(|l| {
+        let passthrough = matches!(l.tls.as_ref().and_then(|t| t.mode.as_ref()), Some(Mode::Passthrough));
+        l.protocol == "TLS" && !passthrough && parent.section_name.as_deref().is_none_or(|s| s == l.name)
+    })
+}
+
 /// The status of every BackendTLSPolicy that one of `gateways` (ours) reaches: an ancestor entry
-/// per Gateway with an HTTPRoute or GRPCRoute sending to a Service the policy targets.
+/// per Gateway with an HTTPRoute or GRPCRoute sending to a Service the policy targets, or a
+/// TLSRoute doing so through a listener that terminates TLS.
 pub(super) fn status(snapshot: &Snapshot, gateways: &[&ObjectKey]) -> Vec<RouteStatus> {
     if snapshot.backend_tls_policies.is_empty() {
         return Vec::new();
@@ -209,6 +230,17 @@ pub(super) fn status(snapshot: &Snapshot, gateways: &[&ObjectKey]) -> Vec<RouteS
     }
     reach_all!(snapshot.http_routes, super::http_route::parent_refs);
     reach_all!(snapshot.grpc_routes, super::grpc_route::parent_refs);
+    // A TLSRoute reaches its Services through a Gateway only where a listener it attaches to
+    // terminates TLS: passed-through connections go to the backend as the client sent them.
+    for r in snapshot.tls_routes.values() {
+        let parents = super::tls_route::parent_refs(r).into_iter().filter(|p| terminates(snapshot, p)).collect();
+        let backends = r.spec.rules.iter().flat_map(|rule| rule.backend_refs.iter());
+        let services = backends
+            .filter(|b| is_service(b.group.as_deref(), b.kind.as_deref()))
+            .map(|b| (b.namespace.as_deref(), b.name.as_str()))
+            .collect();
+        reach(r.metadata.namespace.as_deref().unwrap_or_default(), parents, services);
+    }
     let evaluation = evaluate(snapshot);
     let mut out = Vec::new();
     for (key, policy) in snapshot.backend_tls_policies.iter() {

@@ -1,8 +1,8 @@
 //go:build tools
 
-// Package conformance keeps the binaries gateway-conformance/run builds (echo-basic, kwok) in
+// Package tools keeps the binaries gateway-conformance/run builds (echo-basic, kwok) in
 // go.mod, so `go build` of them uses the pinned versions.
-package conformance
+package tools
 
 import (
 	_ "sigs.k8s.io/gateway-api/conformance/echo-basic"
