@@ -12,7 +12,7 @@ use ir::{
 };
 use objects::{Kind, ObjectKey, Reads, Snapshot};
 
-use crate::order::precedence_key;
+use crate::order::{RouteRank, precedence_key};
 
 mod clusters;
 mod table;

@@ -26,19 +26,22 @@ pub(crate) struct Conflict {
 
 /// The rules to drop. Routes are taken oldest first (then by namespace/name), rules in order; a
 /// rule is dropped when any of its matches equals, condition for condition, a match of a rule
-/// kept before it from a route of the same kind.
-pub(crate) fn conflicting_rules(routes: &[&Arc<ir::HttpRoute>]) -> Vec<Conflict> {
+/// kept before it from a route of the same kind whose own hostname is as specific for the host
+/// (`ranks`, per route). A route with a more specific hostname does not conflict with one with
+/// a less specific hostname: it takes precedence over it.
+pub(crate) fn conflicting_rules(routes: &[&Arc<ir::HttpRoute>], ranks: &[(u8, usize)]) -> Vec<Conflict> {
     let mut order: Vec<usize> = (0..routes.len()).filter(|&i| checked(routes[i].origin.kind)).collect();
     order.sort_by(|&a, &b| {
         let key = |i: usize| (routes[i].created, &routes[i].origin.namespace, &routes[i].origin.name);
         key(a).cmp(&key(b))
     });
-    let mut kept: FxHashMap<(&str, HttpMatch), (usize, usize)> = FxHashMap::default();
+    type Key<'a> = (&'a str, (u8, usize), HttpMatch);
+    let mut kept: FxHashMap<Key<'_>, (usize, usize)> = FxHashMap::default();
     let mut dropped = Vec::new();
     for i in order {
         let route = routes[i];
         for (r, rule) in route.rules.iter().enumerate() {
-            let keys: Vec<(&str, HttpMatch)> = rule.matches.iter().map(|m| (route.origin.kind, canonical(m))).collect();
+            let keys: Vec<Key<'_>> = rule.matches.iter().map(|m| (route.origin.kind, ranks[i], canonical(m))).collect();
             match keys.iter().find_map(|k| kept.get(k)) {
                 Some(&earlier) => dropped.push(Conflict { rule: (i, r), kept: earlier }),
                 None => kept.extend(keys.into_iter().map(|k| (k, (i, r)))),

@@ -488,3 +488,83 @@ fn misdirected_requests_get_421_on_listeners_of_one_port() {
 
 mod backend_tls;
 mod l4;
+
+/// Routes reaching the same host through one listener: the one whose own hostname is more
+/// specific goes first, whatever its age or matches, and only what it does not match falls
+/// through to the other; the same for TLS passthrough server names. Neither is a conflict.
+#[test]
+fn a_route_with_a_more_specific_hostname_of_its_own_takes_precedence() {
+    let route = |kind: &str, name: &str, created: &str, listener: &str, hostname: &str, rules: &str| {
+        format!(
+            "---
+apiVersion: gateway.networking.k8s.io/v1
+kind: {kind}
+metadata: {{name: {name}, creationTimestamp: \"{created}\"}}
+spec:
+  parentRefs: [{{name: gw, sectionName: {listener}}}]
+  hostnames: [\"{hostname}\"]
+  rules: {rules}
+"
+        )
+    };
+    let to = |service: &str| format!("[{{backendRefs: [{{name: {service}, port: 80}}]}}]");
+    let header = |name: &str| {
+        format!(
+            "[{{matches: [{{path: {{type: PathPrefix, value: /path/prefix}}, headers: [{{name: {name}, value: x}}]}}], \
+             backendRefs: [{{name: web, port: 80}}]}}]"
+        )
+    };
+    let yaml = [
+        format!(
+            "{CLASS}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: contour
+  listeners:
+  - {{name: exact, port: 8080, protocol: HTTP, hostname: abc.example.com}}
+  - {{name: wild, port: 8081, protocol: HTTP, hostname: \"*.example.com\"}}
+  - {{name: tls, port: 8443, protocol: TLS, hostname: \"*.example.com\", tls: {{mode: Passthrough}}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web}}
+spec: {{ports: [{{port: 80}}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: other}}
+spec: {{ports: [{{port: 80}}]}}
+"
+        ),
+        // Port 8080: all three intersect to abc.example.com.
+        route("HTTPRoute", "a-wildcard", "2026-01-01T00:00:00Z", "exact", "*.example.com", &header("b")),
+        route("HTTPRoute", "b-exact", "2026-01-03T00:00:00Z", "exact", "abc.example.com", &header("a")),
+        route("HTTPRoute", "c-widest", "2026-01-01T00:00:00Z", "exact", "*.com", &to("web")),
+        route("HTTPRoute", "d-exact-all", "2026-01-04T00:00:00Z", "exact", "abc.example.com", &to("other")),
+        // Port 8081: both intersect to *.example.com; the same match, no conflict.
+        route("HTTPRoute", "e-com", "2026-01-01T00:00:00Z", "wild", "*.com", &to("web")),
+        route("HTTPRoute", "f-example", "2026-01-02T00:00:00Z", "wild", "*.example.com", &to("other")),
+        // Port 8443: both claim *.example.com.
+        route("TLSRoute", "g-com", "2026-01-01T00:00:00Z", "tls", "*.com", &to("web")),
+        route("TLSRoute", "h-example", "2026-01-02T00:00:00Z", "tls", "*.example.com", &to("other")),
+    ]
+    .concat();
+    let dag = dag(&yaml);
+    let fleet = &dag.fleets["default/gw"];
+    let served = |i: usize| -> Vec<String> {
+        let ListenerKind::Http(table) = &fleet.listeners[i].kind else { panic!("http") };
+        assert_eq!(table.virtual_hosts.len(), 1);
+        table.virtual_hosts[0].routes.iter().map(|r| r.origin.name.clone()).collect()
+    };
+    // Exact hostnames first (the more specific match, then the catch-all), then wider ones.
+    assert_eq!(served(0), ["b-exact", "d-exact-all", "a-wildcard", "c-widest"]);
+    assert_eq!(served(1), ["f-example", "e-com"]);
+    let ListenerKind::Tls(chains) = &fleet.listeners[2].kind else { panic!("tls") };
+    assert_eq!(chains.len(), 1);
+    let TlsAction::Passthrough { backends } = &chains[0].action else { panic!("passthrough") };
+    assert_eq!(backends[0].cluster.as_deref().map(|c| c.split('/').nth(1)), Some(Some("other")));
+    let refused: Vec<_> = dag.diagnostics.iter().filter(|d| d.severity == ir::Severity::Error).collect();
+    assert!(refused.is_empty(), "outranked is not in conflict: {refused:?}");
+}

@@ -163,6 +163,20 @@ pub fn specificity(listener: Option<&str>) -> (u8, usize) {
     }
 }
 
+/// How specific a route's own hostnames are for a host it reaches: the most specific of them
+/// that covers `host`, ranked as [`specificity`] ranks listener hostnames; a route without
+/// hostnames ranks lowest. Among routes that reach the same host (through one listener, where
+/// the listener's hostname may be what they intersect to), the Gateway API gives precedence to
+/// the route with the more specific hostname of its own, before comparing matches.
+pub fn route_specificity(route_hostnames: &[String], host: &str) -> (u8, usize) {
+    route_hostnames
+        .iter()
+        .filter(|h| covers(Some(h.as_str()), host))
+        .map(|h| specificity(Some(h)))
+        .max()
+        .unwrap_or((0, 0))
+}
+
 #[cfg(test)]
 mod isolation_tests {
     use super::*;
@@ -178,5 +192,20 @@ mod isolation_tests {
         assert!(specificity(Some("abc.foo.example.com")) > specificity(Some("*.foo.example.com")));
         assert!(specificity(Some("*.foo.example.com")) > specificity(Some("*.example.com")));
         assert!(specificity(Some("*.example.com")) > specificity(None));
+    }
+
+    #[test]
+    fn a_route_ranks_by_its_most_specific_hostname_covering_the_host() {
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let host = "abc.example.com";
+        let exact = route_specificity(&names(&["abc.example.com", "*.com"]), host);
+        let wide = route_specificity(&names(&["*.example.com", "*.com"]), host);
+        let wider = route_specificity(&names(&["*.com"]), host);
+        assert_eq!(exact, (2, 15));
+        assert!(exact > wide && wide > wider && wider > route_specificity(&[], host));
+        // A hostname that does not cover the host is not counted.
+        assert_eq!(route_specificity(&names(&["other.example.com", "*.com"]), host), wider);
+        // A wildcard host is reached by wildcards only.
+        assert_eq!(route_specificity(&names(&["*.example.com"]), "*.example.com"), (1, 13));
     }
 }

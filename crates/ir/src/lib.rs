@@ -202,6 +202,9 @@ pub struct TlsRoute {
     pub origin: Origin,
     /// SNI hostnames this route serves; empty means the listener's hostname.
     pub hostnames: Vec<String>,
+    /// Creation time (seconds since the epoch): of two routes claiming a server name, the older
+    /// one wins, after hostname specificity.
+    pub created: i64,
     /// Where the traffic goes.
     pub backends: Vec<Backend>,
     /// Load balancing and health checks of the backends' clusters.

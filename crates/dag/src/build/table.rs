@@ -208,7 +208,10 @@ impl Builder<'_> {
             }
         }
         let uses = Arc::new(Uses::of(uses));
-        let conflicts = crate::conflict::conflicting_rules(routes);
+        // Routes whose own hostname is more specific for this host come first.
+        let ranks: Vec<(u8, usize)> =
+            routes.iter().map(|r| ir::hostname::route_specificity(&r.hostnames, &hostname)).collect();
+        let conflicts = crate::conflict::conflicting_rules(routes, &ranks);
         let dropped: FxHashSet<(usize, usize)> = conflicts.iter().map(|c| c.rule).collect();
         for c in &conflicts {
             let (route, kept) = (routes[c.rule.0], routes[c.kept.0]);
@@ -234,7 +237,8 @@ impl Builder<'_> {
                 }
                 for (m, matcher) in rule.matches.iter().enumerate() {
                     let built = self.for_listener(route, &p.routes[r][m]);
-                    entries.push((precedence_key(matcher, route.created, i, r, m), built));
+                    let rank = RouteRank { hostname: ranks[i], created: route.created, member: i };
+                    entries.push((precedence_key(matcher, rank, r, m), built));
                 }
             }
         }

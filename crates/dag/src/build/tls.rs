@@ -1,6 +1,8 @@
 //! TLS of the DAG's listeners: a port's filter chains (terminate or pass through, per SNI), the
 //! downstream settings of a terminating chain, and the certificates each one serves.
 
+use std::cmp::Reverse;
+
 use super::*;
 
 impl Builder<'_> {
@@ -43,29 +45,46 @@ impl Builder<'_> {
                     chains.push(TlsChain { server_names, action });
                 }
                 TlsMode::Passthrough => {
-                    let mut routes: Vec<_> = listener.tls_routes.iter().collect();
-                    routes.sort_by(|a, b| {
-                        (&a.origin.namespace, &a.origin.name).cmp(&(&b.origin.namespace, &b.origin.name))
+                    // Each server name goes to the route whose own hostname is most specific for
+                    // it, then to the older route, then by namespace/name.
+                    let mut claims: Vec<(usize, String)> = Vec::new();
+                    for (i, route) in listener.tls_routes.iter().enumerate() {
+                        let names = ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames);
+                        claims.extend(names.into_iter().map(|sni| (i, sni)));
+                    }
+                    let routes = &listener.tls_routes;
+                    let rank = |i: usize, sni: &str| ir::hostname::route_specificity(&routes[i].hostnames, sni);
+                    claims.sort_by_cached_key(|(i, sni)| {
+                        let route = &routes[*i];
+                        let (namespace, name) = (route.origin.namespace.clone(), route.origin.name.clone());
+                        (sni.clone(), Reverse(rank(*i, sni)), route.created, namespace, name)
                     });
-                    for route in routes {
-                        let backends = self.backends(&route.origin, 0, &route.backends, &route.policy, out);
-                        for sni in ir::hostname::effective(listener.hostname.as_deref(), &route.hostnames) {
-                            let key = if sni == "*" { String::new() } else { sni };
-                            if !used.insert(key.clone()) {
-                                self.error(
-                                    &route.origin,
-                                    "spec.hostnames".into(),
-                                    "HostnameConflict",
-                                    format!("SNI {key:?} on port {port} is served by another route"),
-                                );
+                    // The rank of the route each server name went to; a route with a less
+                    // specific hostname is outranked there, not in conflict.
+                    let mut won: FxHashMap<String, (u8, usize)> = FxHashMap::default();
+                    // Every route's backends are checked, served or not.
+                    let backends: Vec<_> =
+                        routes.iter().map(|r| self.backends(&r.origin, 0, &r.backends, &r.policy, out)).collect();
+                    for (i, sni) in claims {
+                        let route = &routes[i];
+                        let mine = rank(i, &sni);
+                        let key = if sni == "*" { String::new() } else { sni };
+                        if !used.insert(key.clone()) {
+                            if won.get(&key).is_some_and(|winner| *winner > mine) {
                                 continue;
                             }
-                            let server_names = if key.is_empty() { Vec::new() } else { vec![key] };
-                            chains.push(TlsChain {
-                                server_names,
-                                action: TlsAction::Passthrough { backends: backends.clone() },
-                            });
+                            self.error(
+                                &route.origin,
+                                "spec.hostnames".into(),
+                                "HostnameConflict",
+                                format!("SNI {key:?} on port {port} is served by another route"),
+                            );
+                            continue;
                         }
+                        won.insert(key.clone(), mine);
+                        let server_names = if key.is_empty() { Vec::new() } else { vec![key] };
+                        let backends = backends[i].clone();
+                        chains.push(TlsChain { server_names, action: TlsAction::Passthrough { backends } });
                     }
                 }
             }

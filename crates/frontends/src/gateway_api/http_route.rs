@@ -42,6 +42,8 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                 None => broken = true,
             }
         }
+        // Each backendRef's URLRewrite, with where it was written.
+        let mut rewrites: Vec<Option<(String, ir::UrlRewrite)>> = Vec::new();
         let backends = rule
             .backend_refs
             .iter()
@@ -52,7 +54,12 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                 let field = format!("{field}.backendRefs[{j}]");
                 let mut backend = backends::translate(snapshot, &origin, "HTTPRoute", r, field.clone(), diagnostics);
                 let mut options = ir::BackendOptions::default();
+                let mut rewrite = None;
                 for (k, f) in b.filters.iter().flatten().enumerate() {
+                    if let (BackendFilterType::UrlRewrite, Some(r)) = (&f.r#type, &f.url_rewrite) {
+                        rewrite = Some((format!("{field}.filters[{k}]"), url_rewrite!(r)));
+                        continue;
+                    }
                     let (target, modifier) = match (&f.r#type, &f.request_header_modifier, &f.response_header_modifier)
                     {
                         (BackendFilterType::RequestHeaderModifier, Some(m), _) => {
@@ -86,9 +93,16 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                 if options != ir::BackendOptions::default() {
                     backend.options = Some(std::sync::Arc::new(options));
                 }
+                rewrites.push(rewrite);
                 backend
             })
             .collect();
+        if rewrites.iter().any(Option::is_some) {
+            match backend_rewrite(&origin, &field, &rewrites, &filters, diagnostics) {
+                Some(f) => filters.push(f),
+                None => broken = true,
+            }
+        }
         let mut timeout = |value: Option<&str>, name: &str| {
             value.and_then(|d| {
                 let parsed = parse_duration_ms(d);
@@ -283,6 +297,61 @@ macro_rules! header_modifier {
 }
 pub(super) use header_modifier;
 
+/// A URLRewrite filter (of a rule or of a backendRef) as an IR rewrite.
+macro_rules! url_rewrite {
+    ($r:expr) => {
+        ir::UrlRewrite {
+            hostname: $r.hostname.clone(),
+            path: $r
+                .path
+                .as_ref()
+                .and_then(|p| path_modifier(p.replace_full_path.clone(), p.replace_prefix_match.clone())),
+            ..Default::default()
+        }
+    };
+}
+use url_rewrite;
+
+/// The rule filter a URLRewrite on backendRefs (`rewrites`, per backendRef) becomes. Envoy
+/// rewrites a request's path and host per route, before a weighted backend is picked, so the
+/// rewrite is honoured when every backendRef of the rule carries the same one and the rule has
+/// none of its own; otherwise the rule is refused (`None`, with a diagnostic naming the filter)
+/// rather than sending some requests to a path their backend was not written for.
+fn backend_rewrite(
+    origin: &Origin,
+    rule: &str,
+    rewrites: &[Option<(String, ir::UrlRewrite)>],
+    filters: &[HttpFilter],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<HttpFilter> {
+    let (field, first) = rewrites.iter().flatten().next()?;
+    let problem = if filters.iter().any(|f| matches!(f, HttpFilter::UrlRewrite(_))) {
+        Some((
+            field.clone(),
+            "the rule has a URLRewrite filter of its own; a backendRef cannot rewrite again".to_string(),
+        ))
+    } else {
+        let differs = |r: &Option<(String, ir::UrlRewrite)>| r.as_ref().is_none_or(|(_, r)| r != first);
+        rewrites.iter().position(differs).map(|at| {
+            let field = rewrites[at].as_ref().map_or_else(|| format!("{rule}.backendRefs[{at}]"), |(f, _)| f.clone());
+            let message = format!(
+                "backendRefs[{at}] does not have the same URLRewrite as the rule's other backendRefs; \
+                 a URLRewrite on backendRefs is supported when every backendRef of the rule has the same one"
+            );
+            (field, message)
+        })
+    };
+    match problem {
+        None => {
+            super::checked_filter(origin, field.clone(), HttpFilter::UrlRewrite(first.clone()), filters, diagnostics)
+        }
+        Some((field, message)) => {
+            diagnostics.push(error(origin, field, "UnsupportedValue", message));
+            None
+        }
+    }
+}
+
 fn translate_filter(
     snapshot: &Snapshot,
     origin: &Origin,
@@ -334,14 +403,7 @@ fn translate_filter(
             let Some(r) = &f.url_rewrite else {
                 return missing(diagnostics, "URLRewrite");
             };
-            Some(HttpFilter::UrlRewrite(ir::UrlRewrite {
-                hostname: r.hostname.clone(),
-                path: r
-                    .path
-                    .as_ref()
-                    .and_then(|p| path_modifier(p.replace_full_path.clone(), p.replace_prefix_match.clone())),
-                ..Default::default()
-            }))
+            Some(HttpFilter::UrlRewrite(url_rewrite!(r)))
         }
         FilterType::RequestMirror => {
             let Some(m) = &f.request_mirror else {

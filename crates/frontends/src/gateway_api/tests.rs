@@ -503,6 +503,56 @@ spec:
     );
 }
 
+#[test]
+fn a_backend_ref_url_rewrite_shared_by_the_rule_rewrites_the_route() {
+    let rewrite = |path: &str| format!("{{type: URLRewrite, urlRewrite: {{path: {path}}}}}");
+    let full = rewrite("{type: ReplaceFullPath, replaceFullPath: /rewritten-full}");
+    let prefix = rewrite("{type: ReplacePrefixMatch, replacePrefixMatch: /rewritten-prefix}");
+    let yaml = format!(
+        r#"{BASE}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: r, namespace: infra}}
+spec:
+  parentRefs: [{{name: gw, sectionName: http}}]
+  rules:
+  - matches: [{{path: {{type: PathPrefix, value: /full}}}}]
+    backendRefs: [{{name: a, port: 80, filters: [{full}]}}]
+  - matches: [{{path: {{type: PathPrefix, value: /prefix}}}}]
+    backendRefs: [{{name: a, port: 80, weight: 1, filters: [{prefix}]}}, {{name: b, port: 80, weight: 1, filters: [{prefix}]}}]
+  - matches: [{{path: {{type: PathPrefix, value: /mixed}}}}]
+    backendRefs: [{{name: a, port: 80, filters: [{full}]}}, {{name: b, port: 80}}]
+  - matches: [{{path: {{type: PathPrefix, value: /twice}}}}]
+    filters: [{full}]
+    backendRefs: [{{name: a, port: 80, filters: [{prefix}]}}]
+"#
+    );
+    let t = translate(&snapshot(&yaml), &Options::default());
+    let rules = &t.ir.fleets[0].listeners[0].http_routes[0].rules;
+    let rewrite_of = |rule: &ir::HttpRule| {
+        rule.filters.iter().find_map(|f| match f {
+            HttpFilter::UrlRewrite(r) => r.path.clone(),
+            _ => None,
+        })
+    };
+    assert_eq!(rewrite_of(&rules[0]), Some(ir::PathModifier::Full("/rewritten-full".into())));
+    assert_eq!(rewrite_of(&rules[1]), Some(ir::PathModifier::Prefix("/rewritten-prefix".into())));
+    assert_eq!(rules[1].backends.len(), 2, "both backends stay");
+    for (rule, field) in
+        [(&rules[2], "spec.rules[2].backendRefs[1]"), (&rules[3], "spec.rules[3].backendRefs[0].filters[0]")]
+    {
+        assert_eq!(rule.filters, [HttpFilter::DirectResponse { status: 500, body: None }], "refused, not half served");
+        assert!(
+            t.diagnostics.iter().any(|d| d.reason == "UnsupportedValue" && d.field == field),
+            "{field} is named: {:?}",
+            t.diagnostics
+        );
+    }
+    let refused = t.diagnostics.iter().filter(|d| d.reason == "UnsupportedValue").count();
+    assert_eq!(refused, 2, "{:?}", t.diagnostics);
+}
+
 /// Upstream's static mode: the named Gateway alone, on the default fleet, ports mapped.
 #[test]
 fn a_static_gateway_is_served_by_the_default_fleet_alone() {

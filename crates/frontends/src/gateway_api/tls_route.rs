@@ -26,6 +26,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &TLSRoute, diagnostics: &mut
     ir::TlsRoute {
         hostnames: super::route_hostnames(&origin, &route.spec.hostnames, diagnostics),
         origin,
+        created: route.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()).unwrap_or(0),
         backends: backends_out,
         policy: Default::default(),
     }

@@ -292,7 +292,7 @@ pub(super) fn tcp_proxy(
         if load_balancer == LoadBalancer::RequestHash { LoadBalancer::RoundRobin } else { load_balancer };
     let health_check = policy::tcp_health_check(tcp.health_check_policy.as_ref());
     let policy = ir::ClusterPolicy { load_balancer, health_check, idle_connection_timeout_ms: None };
-    let route = TlsRoute { origin: origin.clone(), hostnames: vec![fqdn.to_string()], backends, policy };
+    let route = TlsRoute { origin: origin.clone(), hostnames: vec![fqdn.to_string()], created: 0, backends, policy };
     Ok(Some(ir::Listener {
         name: format!("{HTTPS_LISTENER}/{fqdn}"),
         port: t.options.https_port,
