@@ -120,7 +120,9 @@ EOF
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$P/sa.pub" --service-account-signing-key-file "$P/sa-key.pem" \
     --service-cluster-ip-range "$SERVICE_CIDR" --endpoint-reconciler-type none --authorization-mode Node,RBAC \
-    --allow-privileged=true --kubelet-client-certificate "$P/kubelet-client.pem" \
+    --allow-privileged=true --feature-gates ClusterTrustBundle=true \
+    --runtime-config certificates.k8s.io/v1beta1/clustertrustbundles=true \
+    --kubelet-client-certificate "$P/kubelet-client.pem" \
     --kubelet-client-key "$P/kubelet-client-key.pem" --kubelet-preferred-address-types InternalIP
   wait_for kube-apiserver 240 k get --raw /readyz
   wait_for "the default namespace" 60 k get namespace default

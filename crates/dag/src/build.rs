@@ -120,13 +120,13 @@ struct CachedRoute {
     /// Keeps the IR route alive, so its address (the key) is not reused while cached.
     _route: Arc<ir::HttpRoute>,
     parts: Arc<RouteParts>,
-    /// The Services, Secrets and ConfigMaps building it read.
+    /// The Services, Secrets, ConfigMaps and ClusterTrustBundles building it read.
     reads: Reads,
     used: u64,
 }
 
 /// The kinds a route's build reads object by object.
-const READ_KINDS: &[Kind] = &[Kind::Service, Kind::Secret, Kind::ConfigMap];
+const READ_KINDS: &[Kind] = &[Kind::Service, Kind::Secret, Kind::ConfigMap, Kind::ClusterTrustBundle];
 
 #[derive(Debug)]
 struct CachedVhost {

@@ -217,6 +217,9 @@ pub enum CaKind {
     Secret,
     /// A ConfigMap (BackendTLSPolicy's `caCertificateRefs`).
     ConfigMap,
+    /// A cluster-scoped ClusterTrustBundle's `spec.trustBundle` (the reference's namespace is
+    /// empty).
+    ClusterTrustBundle,
     /// The trust store of the system Envoy runs on (BackendTLSPolicy's `wellKnownCACertificates:
     /// System`); the object reference is not used.
     System,

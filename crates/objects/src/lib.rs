@@ -26,6 +26,7 @@ pub mod types {
     pub use gateway_api::listenersets::ListenerSet;
     pub use gateway_api::referencegrants::ReferenceGrant;
     pub use gateway_api::tlsroutes::TlsRoute as TLSRoute;
+    pub use k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle;
     pub use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
     pub use k8s_openapi::api::discovery::v1::EndpointSlice;
     pub use k8s_openapi::api::networking::v1::{Ingress, IngressClass};

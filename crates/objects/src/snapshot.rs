@@ -214,6 +214,7 @@ kinds! {
     EndpointSlice, endpoint_slices, EndpointSlice, "discovery.k8s.io", "EndpointSlice", true;
     Secret, secrets, Secret, "", "Secret", true;
     ConfigMap, config_maps, ConfigMap, "", "ConfigMap", true;
+    ClusterTrustBundle, cluster_trust_bundles, ClusterTrustBundle, "certificates.k8s.io", "ClusterTrustBundle", false;
     Namespace, namespaces, Namespace, "", "Namespace", false;
 }
 

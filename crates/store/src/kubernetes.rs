@@ -29,7 +29,8 @@ const CA_KEY: &str = "ca.key";
 /// Kinds we watch that upstream Contour does not, so its ClusterRole does not grant them: without
 /// the permission they are not watched (a warning names them) rather than stopping the source. A
 /// missing permission on any other kind stops start-up, naming the kind.
-const BEYOND_UPSTREAMS_RBAC: [Kind; 3] = [Kind::UdpRoute, Kind::IngressClass, Kind::ListenerSet];
+const BEYOND_UPSTREAMS_RBAC: [Kind; 4] =
+    [Kind::UdpRoute, Kind::IngressClass, Kind::ListenerSet, Kind::ClusterTrustBundle];
 
 /// Why the source could not start.
 #[derive(Debug, thiserror::Error)]
@@ -246,6 +247,21 @@ impl Watched for ConfigMap {
     }
 }
 
+/// A CA source for BackendTLSPolicy and frontend validation. Beta in Kubernetes 1.33 to 1.36,
+/// served only where the API server enables it; read at v1 or v1alpha1 where those are what
+/// it serves (the fields read are the same).
+impl Watched for ClusterTrustBundle {
+    scoped_api!(false);
+    const OTHER_VERSIONS: &'static [&'static str] = &["v1", "v1alpha1"];
+    const KIND: Kind = Kind::ClusterTrustBundle;
+    const NAME: &'static str = "ClusterTrustBundle";
+    const NAMESPACED: bool = false;
+    fn into_object(mut self, _cx: &Context) -> Option<Object> {
+        trim(&mut self.metadata);
+        Some(Object::ClusterTrustBundle(self))
+    }
+}
+
 impl Watched for EndpointSlice {
     scoped_api!(true);
     const KIND: Kind = Kind::EndpointSlice;
@@ -376,6 +392,7 @@ impl KubernetesSource {
         self.add::<EndpointSlice>(&mut streams, &mut scopes, &mut served).await?;
         self.add::<Secret>(&mut streams, &mut scopes, &mut served).await?;
         self.add::<ConfigMap>(&mut streams, &mut scopes, &mut served).await?;
+        self.add::<ClusterTrustBundle>(&mut streams, &mut scopes, &mut served).await?;
         self.add::<Namespace>(&mut streams, &mut scopes, &mut served).await?;
 
         let mut working = Snapshot::default();

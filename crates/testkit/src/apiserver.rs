@@ -75,6 +75,9 @@ impl ApiServer {
             "--endpoint-reconciler-type=none".into(),
             "--authorization-mode=RBAC".into(),
             "--allow-privileged=true".into(),
+            // ClusterTrustBundle (a CA source) is beta and off by default.
+            "--feature-gates=ClusterTrustBundle=true".into(),
+            "--runtime-config=certificates.k8s.io/v1beta1/clustertrustbundles=true".into(),
             "--v=0".into(),
         ];
         let mut server = Self {

@@ -64,11 +64,7 @@ impl Backend {
 
     /// An echo backend that speaks HTTPS with this certificate (for TLS passthrough).
     pub async fn start_tls(name: &str, cert: &crate::Issued) -> anyhow::Result<Self> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let certs = rustls_pemfile(&cert.cert_pem)?;
-        let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(cert.key_pem.as_bytes())?;
-        let config = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key)?;
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let acceptor = tls_acceptor(&cert.cert_pem, &cert.key_pem)?;
         Self::spawn(TcpListener::bind("127.0.0.1:0").await?, name, Some(acceptor), 0)
     }
 }
@@ -90,6 +86,15 @@ impl Backend {
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         Self::spawn(TcpListener::bind("127.0.0.1:0").await?, name, Some(acceptor), 0)
     }
+}
+
+/// A TLS acceptor presenting this PEM certificate chain and key, asking for no client certificate.
+pub fn tls_acceptor(cert_pem: &str, key_pem: &str) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let certs = rustls_pemfile(cert_pem)?;
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key_pem.as_bytes())?;
+    let config = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key)?;
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
 fn rustls_pemfile(pem: &str) -> anyhow::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {

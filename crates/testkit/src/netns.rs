@@ -17,6 +17,8 @@ pub struct NetnsBackend {
     netns: String,
     host_if: String,
     child: Option<tokio::process::Child>,
+    /// The certificate and key files of an HTTPS backend.
+    tls_dir: Option<PathBuf>,
 }
 
 impl Drop for NetnsBackend {
@@ -26,6 +28,9 @@ impl Drop for NetnsBackend {
         }
         let _ = std::process::Command::new("ip").args(["link", "del", &self.host_if]).status();
         let _ = std::process::Command::new("ip").args(["netns", "del", &self.netns]).status();
+        if let Some(dir) = &self.tls_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -49,6 +54,15 @@ impl NetnsBackend {
 
     /// Creates a namespace with a veth pair and starts an echo backend in it on port 8080.
     pub async fn start(name: &str) -> anyhow::Result<Self> {
+        Self::start_with(name, None).await
+    }
+
+    /// [`NetnsBackend::start`] speaking HTTPS with this certificate.
+    pub async fn start_tls(name: &str, cert: &crate::Issued) -> anyhow::Result<Self> {
+        Self::start_with(name, Some(cert)).await
+    }
+
+    async fn start_with(name: &str, cert: Option<&crate::Issued>) -> anyhow::Result<Self> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let slot = (std::process::id() % 64) * 256 + NEXT.fetch_add(1, Ordering::Relaxed) % 256;
         let base = u32::from(Ipv4Addr::new(10, 248, 0, 0)) + slot * 4;
@@ -60,6 +74,7 @@ impl NetnsBackend {
             netns: format!("contour-t{tag}"),
             host_if: format!("ct{tag}h"),
             child: None,
+            tls_dir: None,
         };
         let ns_if = format!("ct{tag}n");
         ip(&["netns", "add", &me.netns])?;
@@ -70,11 +85,23 @@ impl NetnsBackend {
         ip(&["netns", "exec", &me.netns, "ip", "addr", "add", &format!("{ns_ip}/30"), "dev", &ns_if])?;
         ip(&["netns", "exec", &me.netns, "ip", "link", "set", &ns_if, "up"])?;
         ip(&["netns", "exec", &me.netns, "ip", "link", "set", "lo", "up"])?;
+        let mut tls_args = Vec::new();
+        if let Some(cert) = cert {
+            // The backend reads them once at start; they go when the backend does.
+            let dir = std::env::temp_dir().join(format!("contour-backend-{}", me.netns));
+            std::fs::create_dir_all(&dir)?;
+            me.tls_dir = Some(dir.clone());
+            for (file, pem) in [("tls.crt", &cert.cert_pem), ("tls.key", &cert.key_pem)] {
+                std::fs::write(dir.join(file), pem)?;
+                tls_args.push(dir.join(file));
+            }
+        }
         me.child = Some(
             tokio::process::Command::new("ip")
                 .args(["netns", "exec", &me.netns])
                 .arg(echo_backend()?)
                 .args([me.addr.to_string(), name.to_string()])
+                .args(&tls_args)
                 .stdin(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .kill_on_drop(true)

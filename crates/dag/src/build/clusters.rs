@@ -301,7 +301,8 @@ impl<'a> Builder<'a> {
         Some(name)
     }
 
-    /// A CA bundle from the `ca.crt` of a Secret or of a ConfigMap, as `kind` says.
+    /// A CA bundle from the `ca.crt` of a Secret or of a ConfigMap, or from a
+    /// ClusterTrustBundle, as `kind` says.
     pub(super) fn ca_bundle(&mut self, r: &ir::ObjectRef, kind: ir::CaKind) -> Option<CaBundle> {
         let key = ObjectKey::new(&r.namespace, &r.name);
         let (ca, name) = match kind {
@@ -317,6 +318,14 @@ impl<'a> Builder<'a> {
                 let pem = text.clone().into_bytes();
                 // Named apart from a Secret's bundle of the same name.
                 (pem, format!("{}/{}/configmap/ca", r.namespace, r.name))
+            }
+            ir::CaKind::ClusterTrustBundle => {
+                let key = ObjectKey::new("", &r.name);
+                self.read(Kind::ClusterTrustBundle, &key);
+                let text = &self.snapshot.cluster_trust_bundles.get(&key)?.spec.trust_bundle;
+                objects::secrets::ca_certificates(text.as_bytes()).ok()?;
+                // Upper case: no namespace (so no Secret's bundle) can be named so.
+                (text.clone().into_bytes(), format!("ClusterTrustBundle/{}/ca", r.name))
             }
             ir::CaKind::System => {
                 let name = "system/ca".to_string();

@@ -107,16 +107,19 @@ fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -
     let mut problem: Option<(&'static str, String)> = None;
     for (i, r) in v.ca_certificate_refs.iter().flatten().enumerate() {
         let field = format!("spec.validation.caCertificateRefs[{i}]");
-        match refs::ca_certificate(snapshot, &r.group, &r.kind, &key.namespace, &r.name) {
+        // A ClusterTrustBundle has no namespace.
+        let namespace = if refs::cluster_trust_bundle(&r.group, &r.kind) { "" } else { key.namespace.as_str() };
+        match refs::ca_certificate(snapshot, &r.group, &r.kind, namespace, &r.name) {
             CaCertificate::Usable(kind) => {
-                usable.push((ObjectRef { namespace: key.namespace.clone(), name: r.name.clone() }, kind))
+                usable.push((ObjectRef { namespace: namespace.to_string(), name: r.name.clone() }, kind))
             }
             CaCertificate::Unusable => {
-                let message = format!("{field}: {} {} has no PEM CA certificate under ca.crt", r.kind, r.name);
+                let at = refs::ca_location(&r.kind);
+                let message = format!("{field}: {} {} has no PEM CA certificate {at}", r.kind, r.name);
                 problem.get_or_insert(("InvalidCACertificateRef", message));
             }
             CaCertificate::WrongKind => {
-                let message = format!("{field}: {}/{} is not a ConfigMap or Secret", r.group, r.kind);
+                let message = format!("{field}: {}/{} is not {}", r.group, r.kind, refs::CA_KINDS);
                 problem.get_or_insert(("InvalidKind", message));
             }
         }

@@ -409,24 +409,28 @@ fn client_validation(
     let mut ca = None;
     for (i, &(group, kind, namespace, name)) in validation.refs.iter().enumerate() {
         let at = format!("{}.caCertificateRefs[{i}]", validation.field);
-        let namespace = namespace.unwrap_or(&origin.namespace);
+        // A ClusterTrustBundle is cluster-scoped: no namespace, no grant.
+        let cluster_scoped = refs::cluster_trust_bundle(group, kind);
+        let namespace = if cluster_scoped { "" } else { namespace.unwrap_or(&origin.namespace) };
         let mut problem = |reason, detail: String| {
             let message = format!("listener {}: {at}: {detail}", spec.name);
             diagnostics.push(error(origin, format!("{field}.tls"), reason, message));
         };
-        let permitted = namespace == origin.namespace
+        let permitted = cluster_scoped
+            || namespace == origin.namespace
             || refs::granted(snapshot, super::GROUP, origin.kind, &origin.namespace, group, kind, namespace, name);
         match refs::ca_certificate(snapshot, group, kind, namespace, name) {
             CaCertificate::WrongKind => {
-                problem("InvalidCACertificateKind", format!("{group}/{kind} is not a ConfigMap or Secret"))
+                problem("InvalidCACertificateKind", format!("{group}/{kind} is not {}", refs::CA_KINDS))
             }
             _ if !permitted => {
                 problem("RefNotPermitted", format!("no ReferenceGrant in {namespace} allows {kind} {name}"))
             }
-            CaCertificate::Unusable => problem(
-                "InvalidCACertificateRef",
-                format!("{kind} {namespace}/{name} has no PEM CA certificate under ca.crt"),
-            ),
+            CaCertificate::Unusable => {
+                let object = if cluster_scoped { name.to_string() } else { format!("{namespace}/{name}") };
+                let at = refs::ca_location(kind);
+                problem("InvalidCACertificateRef", format!("{kind} {object} has no PEM CA certificate {at}"))
+            }
             CaCertificate::Usable(ca_kind) => {
                 ca.get_or_insert((ObjectRef { namespace: namespace.to_string(), name: name.to_string() }, ca_kind));
             }

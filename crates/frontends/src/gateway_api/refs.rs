@@ -55,12 +55,29 @@ pub(crate) fn namespace_labels<'a>(snapshot: &'a Snapshot, namespace: &str) -> &
 /// What a CA certificate reference (`caCertificateRefs`) names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CaCertificate {
-    /// A ConfigMap or Secret with a PEM certificate under `ca.crt`.
+    /// A ConfigMap or Secret with a PEM certificate under `ca.crt`, or a ClusterTrustBundle.
     Usable(CaKind),
-    /// A ConfigMap or Secret that does not exist or has no PEM `ca.crt`.
+    /// One that does not exist or has no PEM certificate (see [`ca_location`]).
     Unusable,
-    /// Neither a core ConfigMap nor a core Secret.
+    /// Neither a core ConfigMap, a core Secret nor a ClusterTrustBundle.
     WrongKind,
+}
+
+/// The kinds a CA certificate reference may name, for messages.
+pub(crate) const CA_KINDS: &str = "a ConfigMap, Secret or ClusterTrustBundle";
+
+/// Whether a reference names a ClusterTrustBundle (`certificates.k8s.io`): cluster-scoped, so
+/// it has no namespace and needs no ReferenceGrant.
+pub(crate) fn cluster_trust_bundle(group: &str, kind: &str) -> bool {
+    group == "certificates.k8s.io" && kind == "ClusterTrustBundle"
+}
+
+/// Where a CA reference's certificates are read, for messages.
+pub(crate) fn ca_location(kind: &str) -> &'static str {
+    match kind {
+        "ClusterTrustBundle" => "in spec.trustBundle",
+        _ => "under ca.crt",
+    }
 }
 
 /// Resolves a CA certificate reference to `group/kind` `namespace/name`.
@@ -80,6 +97,12 @@ pub(crate) fn ca_certificate(
         }
         ("", "Secret") => {
             objects::secrets::ca_bundle(snapshot.secrets.get(&key).map(|s| &**s)).is_ok().then_some(CaKind::Secret)
+        }
+        (group, kind) if cluster_trust_bundle(group, kind) => {
+            let bundle = snapshot.cluster_trust_bundles.get(&ObjectKey::new("", name));
+            bundle
+                .is_some_and(|b| objects::secrets::ca_certificates(b.spec.trust_bundle.as_bytes()).is_ok())
+                .then_some(CaKind::ClusterTrustBundle)
         }
         _ => return CaCertificate::WrongKind,
     };

@@ -101,6 +101,7 @@ as_deserialized!(
     TLSCertificateDelegation,
     Secret,
     ConfigMap,
+    ClusterTrustBundle,
     Namespace
 );
 

@@ -114,6 +114,7 @@ fn namespaced_rules(disabled: &[String]) -> Vec<Value> {
     vec![
         rule("", &read, &["secrets", "services", "configmaps"]),
         rule("discovery.k8s.io", &read, &["endpointslices"]),
+        rule("certificates.k8s.io", &read, &["clustertrustbundles"]),
         rule(
             "gateway.networking.k8s.io",
             &read,

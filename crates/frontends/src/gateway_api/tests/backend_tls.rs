@@ -130,6 +130,30 @@ fn a_policy_reports_to_the_gateways_whose_routes_reach_its_service() {
 }
 
 #[test]
+fn a_cluster_trust_bundle_verifies_backends() {
+    let ctb = |name: &str| {
+        format!(
+            "{{caCertificateRefs: [{{group: certificates.k8s.io, kind: ClusterTrustBundle, name: {name}}}], hostname: api.example.com}}"
+        )
+    };
+    let yaml = format!(
+        "{}{}{}---\napiVersion: certificates.k8s.io/v1beta1\nkind: ClusterTrustBundle\nmetadata: {{name: backends}}\nspec: {{trustBundle: \"{PEM}\"}}\n",
+        fixture(),
+        policy("bundle", "2026-01-01T00:00:00Z", "{group: '', kind: Service, name: public}", &ctb("backends")),
+        policy("absent", "2026-01-01T00:00:00Z", "{group: '', kind: Service, name: other}", &ctb("absent")),
+    );
+    let evaluation = crate::gateway_api::backend_tls::evaluate(&snapshot(&yaml));
+    let applied = |service: &str| evaluation.applied.iter().find(|p| p.service == service).unwrap();
+    let tls = applied("public").tls.as_ref().expect("the bundle verifies");
+    assert_eq!(tls.validation.ca_kind, ir::CaKind::ClusterTrustBundle);
+    assert_eq!(tls.validation.ca, ir::ObjectRef { namespace: String::new(), name: "backends".into() });
+    assert!(applied("other").tls.is_none());
+    let verdict = &evaluation.verdicts[&objects::ObjectKey::new("infra", "absent")];
+    assert_eq!(verdict.resolved.1, "InvalidCACertificateRef");
+    assert!(verdict.resolved.2.contains("has no PEM CA certificate in spec.trustBundle"), "{}", verdict.resolved.2);
+}
+
+#[test]
 fn well_known_system_cas_verify_with_the_system_trust_store() {
     let yaml = format!(
         "{}{}{}",

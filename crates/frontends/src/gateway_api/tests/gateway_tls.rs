@@ -102,6 +102,26 @@ spec:
 }
 
 #[test]
+fn a_cluster_trust_bundle_is_a_ca_without_namespace_or_grant() {
+    let frontend = "{default: {validation: {caCertificateRefs: [{group: certificates.k8s.io, kind: ClusterTrustBundle, name: clients}]}},
+  perPort: [{port: 7443, tls: {validation: {caCertificateRefs: [{group: certificates.k8s.io, kind: ClusterTrustBundle, name: absent}]}}}]}";
+    let bundle = format!(
+        "---\napiVersion: certificates.k8s.io/v1beta1\nkind: ClusterTrustBundle\nmetadata: {{name: clients}}\nspec: {{trustBundle: \"{PEM}\"}}\n"
+    );
+    let (t, status) = translate_with_status(&(fixture(frontend, "{}") + &bundle), &Options::default());
+    let listener = |name: &str| status.gateways[0].listeners.iter().find(|l| l.name == name).unwrap();
+    let https = t.ir.fleets[0].listeners.iter().find(|l| l.name == "https").unwrap();
+    let cv = https.tls.as_ref().unwrap().client_validation.as_ref().expect("validated");
+    assert_eq!(cv.ca, Some(ObjectRef { namespace: String::new(), name: "clients".into() }));
+    assert_eq!(cv.ca_kind, ir::CaKind::ClusterTrustBundle);
+    assert_eq!(condition(&listener("https").conditions, "ResolvedRefs"), (true, "ResolvedRefs"));
+    let unresolved = &listener("unresolved").conditions;
+    assert_eq!(condition(unresolved, "ResolvedRefs"), (false, "InvalidCACertificateRef"));
+    let message = &unresolved.iter().find(|c| c.type_ == "ResolvedRefs").unwrap().message;
+    assert!(message.contains("ClusterTrustBundle absent has no PEM CA certificate in spec.trustBundle"), "{message}");
+}
+
+#[test]
 fn insecure_fallback_lets_any_client_in_and_says_so() {
     let frontend = "{default: {validation: {mode: AllowInsecureFallback,
       caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}]}}}";
