@@ -314,7 +314,7 @@ async fn without_an_installation_each_gateway_gets_a_controller_of_its_own_and_t
     let cluster_role = until(&client, rbac, "ClusterRole", "contour-default-edge", "created", created).await?;
     let rules = cluster_role.unwrap_or_default()["rules"].clone();
     let granted: Vec<&str> = rules.as_array().into_iter().flatten().flat_map(|r| strings(&r["resources"])).collect();
-    assert_eq!(granted, ["gatewayclasses", "gatewayclasses/status", "namespaces"]);
+    assert_eq!(granted, ["gatewayclasses", "gatewayclasses/status", "namespaces", "clustertrustbundles"]);
     for namespace in ["team-a", "default"] {
         let role =
             until_in(&client, rbac, "Role", namespace, "contour-resources-default-edge", "created", created).await?;

@@ -3,6 +3,7 @@
 //! Every source (the Kubernetes watches, the `--from-dir` directory) fills the same [`Snapshot`];
 //! front ends and the DAG read it and never see where it came from.
 
+pub mod gateway;
 mod parse;
 pub mod secrets;
 pub mod services;
@@ -13,6 +14,7 @@ pub use snapshot::{Changes, Kind, KindWatch, Object, ObjectKey, Objects, Reads, 
 
 /// Re-exports of the object types, so users need not name the generated crates.
 pub mod types {
+    pub use crate::gateway::Gateway;
     pub use api::extensionservice::ExtensionService;
     pub use api::httpproxy::HTTPProxy;
     pub use api::tlscertificatedelegation::TLSCertificateDelegation;
@@ -21,7 +23,6 @@ pub mod types {
     pub use gateway_api::experimental::tcproutes::TcpRoute as TCPRoute;
     pub use gateway_api::experimental::udproutes::UdpRoute as UDPRoute;
     pub use gateway_api::gatewayclasses::GatewayClass;
-    pub use gateway_api::gateways::Gateway;
     pub use gateway_api::grpcroutes::GrpcRoute as GRPCRoute;
     pub use gateway_api::listenersets::ListenerSet;
     pub use gateway_api::referencegrants::ReferenceGrant;

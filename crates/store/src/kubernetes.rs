@@ -298,12 +298,17 @@ impl Watched for Secret {
     }
 }
 
-/// An event read through another API version, as the kind's own type; an object that does not
-/// fit the type is dropped with a warning naming it.
+/// An event read through another API version, as the kind's own type (its `apiVersion` made the
+/// type's own, which Kubernetes' generated types insist on); an object that does not fit the
+/// type is dropped with a warning naming it.
 fn typed<K: Watched>(event: Event<DynamicObject>) -> Option<Event<K>> {
+    let own = ApiResource::erase::<K>(&()).api_version;
     let convert = |o: DynamicObject| -> Option<K> {
         let name = ObjectKey::of(&o.metadata);
-        let parsed = serde_json::to_value(&o).and_then(serde_json::from_value::<K>);
+        let parsed = serde_json::to_value(&o).and_then(|mut value| {
+            value["apiVersion"] = serde_json::Value::String(own.clone());
+            serde_json::from_value::<K>(value)
+        });
         parsed
             .map_err(|e| warn!(kind = K::NAME, object = %name, error = %e, "unreadable at this version; ignored"))
             .ok()

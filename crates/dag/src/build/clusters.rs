@@ -73,12 +73,7 @@ impl<'a> Builder<'a> {
             None => None,
             Some(v) => {
                 let Some(bundle) = self.ca_bundle(&v.ca, v.ca_kind) else {
-                    self.error(
-                        origin,
-                        field,
-                        "TLSUpstreamValidation",
-                        format!("CA Secret {}/{} has no PEM ca.crt", v.ca.namespace, v.ca.name),
-                    );
+                    self.error(origin, field, "TLSUpstreamValidation", format!("{} has no PEM CA", ca_source(v)));
                     return None;
                 };
                 let key = bundle.name.clone();
@@ -397,4 +392,15 @@ pub fn jwks_cluster_name(jwks: &ir::RemoteJwks) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, settings.as_bytes());
     let hash: String = digest.as_ref()[..10].iter().map(|b| format!("{b:02x}")).collect();
     format!("dnsname/{scheme}/{}/{}/{hash}", jwks.host, jwks.port)
+}
+
+/// The object a CA bundle comes from and where in it, for messages.
+fn ca_source(v: &ir::UpstreamValidation) -> String {
+    let (kind, at) = match v.ca_kind {
+        ir::CaKind::Secret => ("Secret", "ca.crt"),
+        ir::CaKind::ConfigMap => ("ConfigMap", "ca.crt"),
+        ir::CaKind::ClusterTrustBundle => return format!("ClusterTrustBundle {} (spec.trustBundle)", v.ca.name),
+        ir::CaKind::System => return "the system's trust store".to_string(),
+    };
+    format!("CA {kind} {}/{} ({at})", v.ca.namespace, v.ca.name)
 }

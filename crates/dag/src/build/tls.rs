@@ -102,8 +102,10 @@ impl Builder<'_> {
             // Skipping verification asks for a certificate and accepts any (upstream's
             // ACCEPT_UNTRUSTED); with a CA named, Envoy still requires one unless it is optional.
             let validation = cv.ca.as_ref().map(|ca| {
+                // An unusable CA refuses every client: an empty bundle, named apart from every
+                // real one (the kind's upper case cannot start an object's name).
                 let mut bundle = self.ca_bundle(ca, cv.ca_kind).unwrap_or_else(|| CaBundle {
-                    name: format!("{}/{}/ca", ca.namespace, ca.name),
+                    name: format!("unusable/{:?}/{}/{}", cv.ca_kind, ca.namespace, ca.name),
                     ca: Vec::new(),
                     crl: None,
                     crl_only_leaf: false,

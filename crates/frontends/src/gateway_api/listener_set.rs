@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use gateway_api::gateways::{GatewayAllowedListenersNamespacesFrom as From, GatewayListeners};
 use ir::{Diagnostic, Protocol};
-use objects::types::{Gateway, ListenerSet};
+use objects::gateway::GatewayBase;
+use objects::types::ListenerSet;
 use objects::{ObjectKey, Snapshot};
 
 use super::{GROUP, error, refs};
@@ -38,7 +39,7 @@ pub(super) fn parent_of(snapshot: &Snapshot, key: &ObjectKey) -> Option<ObjectKe
 }
 
 /// The ListenerSets whose `parentRef` names the Gateway `key`, in precedence order.
-pub(crate) fn children<'a>(snapshot: &'a Snapshot, key: &ObjectKey, gateway: &Gateway) -> Vec<Child<'a>> {
+pub(crate) fn children<'a>(snapshot: &'a Snapshot, key: &ObjectKey, gateway: &GatewayBase) -> Vec<Child<'a>> {
     let mut out: Vec<Child<'a>> = snapshot
         .listener_sets
         .iter()
@@ -66,7 +67,7 @@ pub fn as_gateway_listener(l: &gateway_api::listenersets::ListenerSetListeners) 
 /// Whether a Gateway lets ListenerSets of `namespace` attach (`spec.allowedListeners`; none by
 /// default). `labels` are the namespace's; when they are not known (`None`), a selector admits
 /// every namespace.
-pub fn admits(gateway: &Gateway, namespace: &str, labels: Option<&BTreeMap<String, String>>) -> bool {
+pub fn admits(gateway: &GatewayBase, namespace: &str, labels: Option<&BTreeMap<String, String>>) -> bool {
     let Some(namespaces) = gateway.spec.allowed_listeners.as_ref().and_then(|a| a.namespaces.as_ref()) else {
         return false;
     };

@@ -114,7 +114,6 @@ fn namespaced_rules(disabled: &[String]) -> Vec<Value> {
     vec![
         rule("", &read, &["secrets", "services", "configmaps"]),
         rule("discovery.k8s.io", &read, &["endpointslices"]),
-        rule("certificates.k8s.io", &read, &["clustertrustbundles"]),
         rule(
             "gateway.networking.k8s.io",
             &read,
@@ -161,6 +160,8 @@ fn cluster_rules() -> Vec<Value> {
         rule("gateway.networking.k8s.io", &["get", "list", "watch"], &["gatewayclasses"]),
         rule("gateway.networking.k8s.io", &["update"], &["gatewayclasses/status"]),
         rule("", &["get", "list", "watch"], &["namespaces"]),
+        // Cluster-scoped: a namespace's Role cannot grant them.
+        rule("certificates.k8s.io", &["get", "list", "watch"], &["clustertrustbundles"]),
     ]
 }
 

@@ -129,6 +129,42 @@ fn a_policy_reports_to_the_gateways_whose_routes_reach_its_service() {
     assert_eq!(accepted.observed_generation, 2);
 }
 
+/// A TLSRoute reaches a policy's Service through a listener that terminates TLS (the Gateway
+/// re-encrypts), not through a passthrough one (the client's TLS goes to the backend as is).
+#[test]
+fn a_tls_route_makes_its_gateway_an_ancestor_only_where_tls_terminates() {
+    let gateway = |name: &str, mode: &str| {
+        format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: {name}, namespace: infra}}\nspec:\n  gatewayClassName: contour\n  listeners: [{{name: tls, port: 443, protocol: TLS, hostname: abc.example.com, tls: {{mode: {mode}, certificateRefs: [{{name: cert}}]}}}}]\n"
+        )
+    };
+    let route = |name: &str, gateway: &str, service: &str| {
+        format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: TLSRoute\nmetadata: {{name: {name}, namespace: infra}}\nspec:\n  parentRefs: [{{name: {gateway}}}]\n  hostnames: [abc.example.com]\n  rules: [{{backendRefs: [{{name: {service}, port: 443}}]}}]\n"
+        )
+    };
+    let validation = "{caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}], hostname: abc.example.com}";
+    let yaml = [
+        CLASS.to_string(),
+        gateway("terminating", "Terminate"),
+        gateway("passing", "Passthrough"),
+        format!("---\napiVersion: v1\nkind: Secret\nmetadata: {{name: cert, namespace: infra}}\ntype: kubernetes.io/tls\nstringData: {{tls.crt: \"{PEM}\", tls.key: \"{KEY}\"}}\n"),
+        format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: ca, namespace: infra}}\ndata: {{ca.crt: \"{PEM}\"}}\n"),
+        route("re-encrypted", "terminating", "reencrypted"),
+        route("passed", "passing", "passed"),
+        policy("reencrypted", "2026-01-01T00:00:00Z", "{group: '', kind: Service, name: reencrypted}", validation),
+        policy("passed", "2026-01-01T00:00:00Z", "{group: '', kind: Service, name: passed}", validation),
+    ]
+    .concat();
+    let (_, set) = translate_with_status(&yaml, &Options::default());
+    let ancestors: Vec<(&str, Vec<&str>)> = set
+        .policies
+        .iter()
+        .map(|p| (p.key.name.as_str(), p.parents.iter().map(|a| a.parent.name.as_str()).collect()))
+        .collect();
+    assert_eq!(ancestors, [("reencrypted", vec!["terminating"])], "a passthrough listener is no ancestor");
+}
+
 #[test]
 fn a_cluster_trust_bundle_verifies_backends() {
     let ctb = |name: &str| {

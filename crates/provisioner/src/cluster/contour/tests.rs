@@ -160,7 +160,7 @@ fn the_fleet_dials_the_gateways_controller_on_upstreams_ports() {
 fn watched_namespaces_get_roles_and_the_cluster_role_keeps_cluster_kinds() {
     let objects = render(Some(&spec("{contour: {watchNamespaces: [testns-1, testns-2]}}")));
     let cluster = resources(&find(&objects, "ClusterRole", "contour-apps-web")["rules"]);
-    assert_eq!(cluster, ["gatewayclasses", "gatewayclasses/status", "namespaces"]);
+    assert_eq!(cluster, ["gatewayclasses", "gatewayclasses/status", "namespaces", "clustertrustbundles"]);
     let roles: Vec<&str> = objects
         .iter()
         .filter(|o| o["kind"] == "Role" && o["metadata"]["name"] == "contour-resources-apps-web")

@@ -1,0 +1,196 @@
+//! The Gateway as the controller reads it: the generated type of the gateway-api crate (Gateway
+//! API 1.6's fields), and beside it the fields of Gateway API 1.7's experimental channel that
+//! type does not know, read from the same object. The generated type is reached through
+//! `Deref`, so `gateway.spec.listeners` reads as before.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ops::{Deref, DerefMut};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_core::Resource;
+use serde::{Deserialize, Serialize};
+
+/// The gateway-api crate's Gateway.
+pub type GatewayBase = gateway_api::gateways::Gateway;
+
+/// An ExternalAuth filter's payload: the same type as HTTPRoute's `ExternalAuth` filter.
+pub type ExternalAuth = gateway_api::experimental::httproutes::HttpRouteRulesFiltersExternalAuth;
+
+/// A Gateway with the 1.7 fields its generated type lacks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gateway {
+    base: GatewayBase,
+    /// Gateway API 1.7's experimental fields.
+    pub v1_7: GatewayV1_7,
+}
+
+/// The fields of Gateway API 1.7's experimental channel the generated type does not read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GatewayV1_7 {
+    /// `spec.listeners[].filters`, by listener name (only listeners that have them).
+    pub listener_filters: BTreeMap<String, ListenerFilters>,
+    /// `spec.addresses[].routability`, by the address's position (`None`: unset or empty).
+    pub address_routability: Vec<Option<String>>,
+}
+
+/// A listener's pre-routing filters (`filters`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ListenerFilters {
+    /// Run in order, before a route is chosen.
+    #[serde(default)]
+    pub requests: Vec<ListenerFilter>,
+}
+
+/// One pre-routing filter: `ExternalAuth` or `ExtensionRef`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerFilter {
+    /// `ExternalAuth` or `ExtensionRef`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// The authorization server, for `ExternalAuth`.
+    pub external_auth: Option<ExternalAuth>,
+    /// The extension object, for `ExtensionRef`.
+    pub extension_ref: Option<LocalObjectReference>,
+}
+
+/// A reference to an object in the Gateway's namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct LocalObjectReference {
+    /// API group (empty for the core group).
+    #[serde(default)]
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+}
+
+impl GatewayV1_7 {
+    /// Reads the 1.7 fields of a Gateway object. A listener whose `filters` do not match their
+    /// schema (the API server checks it) is left without filters.
+    fn of(object: &serde_json::Value) -> Self {
+        let spec = &object["spec"];
+        let listener_filters = spec["listeners"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| {
+                let name = l["name"].as_str()?;
+                let filters = serde_json::from_value(l.get("filters")?.clone()).ok()?;
+                Some((name.to_string(), filters))
+            })
+            .collect();
+        let address_routability = spec["addresses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|a| a["routability"].as_str().filter(|r| !r.is_empty()).map(String::from))
+            .collect::<Vec<_>>();
+        // Nothing to keep when no address sets one.
+        let address_routability =
+            if address_routability.iter().all(Option::is_none) { Vec::new() } else { address_routability };
+        Self { listener_filters, address_routability }
+    }
+}
+
+impl From<GatewayBase> for Gateway {
+    fn from(base: GatewayBase) -> Self {
+        Self { base, v1_7: GatewayV1_7::default() }
+    }
+}
+
+impl Deref for Gateway {
+    type Target = GatewayBase;
+    fn deref(&self) -> &GatewayBase {
+        &self.base
+    }
+}
+
+impl DerefMut for Gateway {
+    fn deref_mut(&mut self) -> &mut GatewayBase {
+        &mut self.base
+    }
+}
+
+impl<'de> Deserialize<'de> for Gateway {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let object = serde_json::Value::deserialize(deserializer)?;
+        let v1_7 = GatewayV1_7::of(&object);
+        let base = serde_json::from_value(object).map_err(serde::de::Error::custom)?;
+        Ok(Self { base, v1_7 })
+    }
+}
+
+/// Serialized as the generated type (the 1.7 fields are read, never written back).
+impl Serialize for Gateway {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.base.serialize(serializer)
+    }
+}
+
+impl Resource for Gateway {
+    type DynamicType = ();
+    type Scope = kube_core::NamespaceResourceScope;
+
+    fn kind(dt: &()) -> Cow<'_, str> {
+        GatewayBase::kind(dt)
+    }
+    fn group(dt: &()) -> Cow<'_, str> {
+        GatewayBase::group(dt)
+    }
+    fn version(dt: &()) -> Cow<'_, str> {
+        GatewayBase::version(dt)
+    }
+    fn plural(dt: &()) -> Cow<'_, str> {
+        GatewayBase::plural(dt)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.base.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.base.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_v1_7_fields_are_read_beside_the_generated_type() {
+        let gateway: Gateway = serde_yaml::from_str(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: contour
+  addresses: [{type: IPAddress, value: 10.0.0.1, routability: Cluster}, {value: 10.0.0.2}]
+  listeners:
+  - name: http
+    port: 80
+    protocol: HTTP
+    filters:
+      requests:
+      - type: ExternalAuth
+        externalAuth: {protocol: HTTP, backendRef: {name: auth, port: 9000}, http: {path: /check}}
+      - {type: ExtensionRef, extensionRef: {group: example.com, kind: Thing, name: t}}
+  - {name: plain, port: 8080, protocol: HTTP}
+",
+        )
+        .expect("parses");
+        assert_eq!(gateway.spec.listeners.len(), 2, "the generated type reads what it knows");
+        assert_eq!(gateway.v1_7.address_routability, [Some("Cluster".to_string()), None]);
+        let filters = &gateway.v1_7.listener_filters["http"].requests;
+        assert_eq!(filters.len(), 2);
+        let auth = filters[0].external_auth.as_ref().expect("ExternalAuth");
+        assert_eq!((auth.backend_ref.name.as_str(), auth.backend_ref.port), ("auth", Some(9000)));
+        assert_eq!(filters[1].extension_ref.as_ref().map(|r| r.kind.as_str()), Some("Thing"));
+        assert!(!gateway.v1_7.listener_filters.contains_key("plain"));
+        // Without the 1.7 fields nothing is kept beside the generated type.
+        let plain: Gateway = serde_json::from_value(serde_json::to_value(&gateway).unwrap()).unwrap();
+        assert_eq!(plain.v1_7, GatewayV1_7::default());
+        assert_eq!(*plain, *gateway);
+    }
+}
