@@ -21,8 +21,8 @@ use crate::seen::StatusSeen;
 
 mod kinds;
 
-use kinds::{Watched, typed};
 pub use kinds::{CA_BUNDLE_KEY, IGNORED_SECRET_TYPES};
+use kinds::{Watched, typed};
 
 /// Kinds we watch that upstream Contour does not, so its ClusterRole does not grant them: without
 /// the permission they are not watched (a warning names them) rather than stopping the source. A

@@ -18,7 +18,9 @@ pub const IGNORED_SECRET_TYPES: [&str; 2] = ["helm.sh/release.v1", "kubernetes.i
 const CA_KEY: &str = "ca.key";
 
 /// A kind the source watches.
-pub(super) trait Watched: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static {
+pub(super) trait Watched:
+    kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
     const KIND: Kind;
     const NAME: &'static str;
     const NAMESPACED: bool;
