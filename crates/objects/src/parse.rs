@@ -95,7 +95,7 @@ pub fn parse_json(json: serde_json::Value) -> Result<Object, ParseError> {
     parse_json_at(0, json)
 }
 
-fn parse_json_at(index: usize, json: serde_json::Value) -> Result<Object, ParseError> {
+fn parse_json_at(index: usize, mut json: serde_json::Value) -> Result<Object, ParseError> {
     let text = |field: &str| json.get(field).and_then(|v| v.as_str()).unwrap_or_default().to_string();
     let (api_version, kind) = (text("apiVersion"), text("kind"));
     if api_version.is_empty() || kind.is_empty() {
@@ -107,6 +107,11 @@ fn parse_json_at(index: usize, json: serde_json::Value) -> Result<Object, ParseE
     let Some(k) = Kind::ALL.iter().copied().find(|k| k.group() == group && k.name() == kind) else {
         return Err(ParseError::Unsupported { index, api_version, kind, name });
     };
+    // ClusterTrustBundle's v1alpha1 and v1 carry the fields read at v1beta1, the version of its
+    // type, which accepts no other apiVersion (the watch reads them the same way).
+    if k == Kind::ClusterTrustBundle {
+        json["apiVersion"] = serde_json::Value::String("certificates.k8s.io/v1beta1".into());
+    }
     let mut object = Object::from_json(k, json).map_err(schema)?;
     normalize(&mut object);
     let meta = object.meta();

@@ -123,3 +123,16 @@ fn changes_name_the_keys_added_removed_and_replaced() {
     assert_eq!(changed.len(), 1);
     assert!(watch.changed(&s, &[Kind::Service]).is_empty());
 }
+
+#[test]
+fn a_cluster_trust_bundle_is_read_at_any_of_its_versions() {
+    let pem = crate::secrets::testing::quoted(crate::secrets::testing::CERT);
+    for version in ["v1alpha1", "v1beta1", "v1"] {
+        let yaml = format!(
+            "apiVersion: certificates.k8s.io/{version}\nkind: ClusterTrustBundle\nmetadata: {{name: b}}\nspec: {{trustBundle: {pem}}}\n"
+        );
+        let snapshot = Snapshot::from_yaml(&yaml).unwrap_or_else(|e| panic!("{version}: {e}"));
+        let bundle = &snapshot.cluster_trust_bundles[&ObjectKey::new("", "b")];
+        assert!(bundle.spec.trust_bundle.contains("BEGIN CERTIFICATE"), "{version}");
+    }
+}
