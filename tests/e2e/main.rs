@@ -6,6 +6,7 @@ mod deploy;
 mod dropin;
 mod fleet_identity;
 mod fuzz;
+mod gateway_addresses;
 mod harness;
 mod httpproxy;
 mod ingress;

@@ -4,6 +4,7 @@
 //! One fleet per Gateway of an accepted GatewayClass. Routes are translated once and attached
 //! (shared) to every listener they are allowed on.
 
+pub mod addresses;
 mod backend_tls;
 mod backends;
 mod grpc_route;

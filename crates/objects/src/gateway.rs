@@ -67,7 +67,57 @@ pub struct LocalObjectReference {
     pub name: String,
 }
 
+/// Routability `Cluster`: a Service ClusterIP, reachable from inside the cluster.
+pub const CLUSTER: &str = "Cluster";
+/// The routability reserved for conformance: carries no guarantee, and a claimant honours it.
+pub const SENTINEL: &str = "testing.x-k8s.io/sentinel";
+
+/// One `spec.addresses` entry as asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressRequest<'a> {
+    /// `type` (`IPAddress` when unset).
+    pub type_: &'a str,
+    /// `value`, when set and not empty.
+    pub value: Option<&'a str>,
+    /// `routability`, when set and not empty.
+    pub routability: Option<&'a str>,
+}
+
+impl AddressRequest<'_> {
+    /// Whether it asks for no particular scope (the conformance sentinel is none).
+    pub fn unscoped(&self) -> bool {
+        self.routability.is_none_or(|r| r == SENTINEL)
+    }
+
+    /// Its value as an IP address, for an `IPAddress` entry.
+    pub fn ip(&self) -> Option<std::net::IpAddr> {
+        self.value.filter(|_| self.type_ == "IPAddress")?.parse().ok()
+    }
+}
+
+impl Gateway {
+    /// `spec.addresses`, in order, with the routability each asks for.
+    pub fn address_requests(&self) -> Vec<AddressRequest<'_>> {
+        self.spec
+            .addresses
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, a)| AddressRequest {
+                type_: a.r#type.as_deref().unwrap_or("IPAddress"),
+                value: a.value.as_deref().filter(|v| !v.is_empty()),
+                routability: self.v1_7.routability(i),
+            })
+            .collect()
+    }
+}
+
 impl GatewayV1_7 {
+    /// The routability `spec.addresses[i]` asks for (`None`: unset or empty).
+    pub fn routability(&self, i: usize) -> Option<&str> {
+        self.address_routability.get(i).and_then(Option::as_deref)
+    }
+
     /// Reads the 1.7 fields of a Gateway object. A listener whose `filters` do not match their
     /// schema (the API server checks it) is left without filters.
     fn of(object: &serde_json::Value) -> Self {

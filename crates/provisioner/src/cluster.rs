@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 
 use api::contourconfig::ContourConfigurationSpec;
 use api::contourdeployment::ContourDeploymentSpec;
-use gateway_api::gateways::Gateway;
 use gateway_api::listenersets::ListenerSet;
+use objects::types::Gateway;
 use serde_json::{Value, json};
 
 use crate::gateway::GATEWAY_NAME_LABEL;
@@ -520,6 +520,8 @@ fn service(
     let name = fleet_name(&gw);
     let publishing = spec.and_then(|s| s.envoy.as_ref()).and_then(|e| e.network_publishing.clone()).unwrap_or_default();
     let type_ = match publishing.type_.as_deref() {
+        // Every address it asks for is a ClusterIP: nothing outside the cluster reaches it.
+        _ if crate::gateway::cluster_only(gateway) => "ClusterIP",
         Some("NodePortService") => "NodePort",
         Some("ClusterIPService") => "ClusterIP",
         _ => "LoadBalancer",
@@ -562,16 +564,19 @@ fn service(
         );
     }
     if let Some(address) = gateway
-        .spec
-        .addresses
+        .address_requests()
         .iter()
-        .flatten()
-        .next()
-        .filter(|a| a.r#type.as_deref().is_none_or(|t| t == "IPAddress" || t == "Hostname"))
-        .and_then(|a| a.value.clone())
+        .find(|r| r.unscoped())
+        .filter(|r| r.type_ == "IPAddress" || r.type_ == "Hostname")
+        .and_then(|r| r.value)
         .filter(|_| type_ == "LoadBalancer")
     {
         body["spec"]["loadBalancerIP"] = json!(address);
+    }
+    // A ClusterIP asked for by value (the API server allocates one otherwise). It is fixed once
+    // the Service exists: another value then goes unmet, as the Gateway's status says.
+    if let Some(ip) = crate::gateway::requested_cluster_ip(gateway) {
+        body["spec"]["clusterIP"] = json!(ip.to_string());
     }
     body
 }

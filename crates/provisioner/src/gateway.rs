@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
-use gateway_api::gateways::Gateway;
+use objects::gateway::CLUSTER;
+use objects::types::Gateway;
 use serde_json::{Value, json};
 
 /// The label naming the Gateway a Service (or any generated object) belongs to; contour-serve
@@ -27,15 +28,21 @@ pub fn service_name(gateway: &str) -> String {
 }
 
 /// The address a Gateway asks for: its first `spec.addresses` entry of type IPAddress (or no
-/// type) that is an IP address.
+/// type) that is an IP address, of no particular scope (a `Cluster` one is a ClusterIP).
 pub fn requested_address(gateway: &Gateway) -> Option<IpAddr> {
-    gateway
-        .spec
-        .addresses
-        .iter()
-        .flatten()
-        .filter(|a| a.r#type.as_deref().is_none_or(|t| t == "IPAddress"))
-        .find_map(|a| a.value.as_deref()?.parse().ok())
+    gateway.address_requests().iter().filter(|r| r.unscoped()).find_map(|r| r.ip())
+}
+
+/// Whether every address the Gateway asks for (at least one) is a ClusterIP
+/// (`routability: Cluster`): its Service then needs no load balancer.
+pub fn cluster_only(gateway: &Gateway) -> bool {
+    let requests = gateway.address_requests();
+    !requests.is_empty() && requests.iter().all(|r| r.routability == Some(CLUSTER))
+}
+
+/// The ClusterIP a Gateway asks for: the value of its first `Cluster` address that has one.
+pub fn requested_cluster_ip(gateway: &Gateway) -> Option<IpAddr> {
+    gateway.address_requests().iter().filter(|r| r.routability == Some(CLUSTER)).find_map(|r| r.ip())
 }
 
 /// The Service for `gateway` at `address` (server-side apply body): no selector, one port per
@@ -196,6 +203,14 @@ mod tests {
         assert_eq!(requested_address(&gw), Some("127.0.2.250".parse().unwrap()));
         let none = gateway("metadata: {name: gw}\nspec: {gatewayClassName: c, listeners: []}");
         assert_eq!(requested_address(&none), None);
+        // A ClusterIP asked for is no address to bind on the host.
+        let scoped = gateway(
+            "metadata: {name: gw}\nspec:\n  gatewayClassName: c\n  listeners: []\n  addresses:\n\
+             \x20 - {value: 127.0.2.9, routability: Cluster}\n  - {value: 127.0.2.8, routability: testing.x-k8s.io/sentinel}\n",
+        );
+        assert_eq!(requested_address(&scoped), Some("127.0.2.8".parse().unwrap()));
+        assert_eq!(requested_cluster_ip(&scoped), Some("127.0.2.9".parse().unwrap()));
+        assert!(!cluster_only(&scoped));
     }
 
     #[test]

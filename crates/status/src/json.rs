@@ -35,8 +35,9 @@ pub(crate) fn conditions(desired: &[Condition], current: Option<&Value>, now: &s
 /// The condition types the Gateway API defines for Gateways (and ListenerSets) and their
 /// listeners: this controller's to write. A condition of any other type on those objects belongs
 /// to another controller and is kept exactly as it is.
-const GATEWAY_CONDITION_TYPES: [&str; 10] = [
+const GATEWAY_CONDITION_TYPES: [&str; 11] = [
     "Accepted",
+    "AddressesAssigned",
     "Programmed",
     "Ready",
     "ResolvedRefs",
@@ -56,7 +57,12 @@ fn conditions_keeping_foreign(desired: &[Condition], current: Option<&Value>, no
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|c| c["type"].as_str().is_some_and(|t| !GATEWAY_CONDITION_TYPES.contains(&t)));
+        // One of a type written now is ours whatever the list says: a type may appear only once.
+        .filter(|c| {
+            c["type"]
+                .as_str()
+                .is_some_and(|t| !GATEWAY_CONDITION_TYPES.contains(&t) && desired.iter().all(|d| d.type_ != t))
+        });
     if let Value::Array(list) = &mut out {
         list.extend(foreign.cloned());
     }
@@ -84,7 +90,25 @@ pub(crate) fn gateway(desired: &GatewayStatus, current: &Value, now: &str) -> Va
         "listeners": listeners,
     });
     if !desired.addresses.is_empty() {
-        status["addresses"] = desired.addresses.iter().map(|(t, a)| json!({"type": t, "value": a})).collect();
+        // Routability on every address, an empty one included, as Gateway API 1.7 asks of an
+        // implementation claiming it. A CRD without the field drops it: addresses already
+        // written without it, where nothing asks for a scope, are compared without it too, so
+        // an unchanged status is not written again.
+        let dropped = current["addresses"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(|x| x.get("routability").is_none()))
+            && desired.addresses.iter().all(|a| a.routability.is_empty());
+        status["addresses"] = desired
+            .addresses
+            .iter()
+            .map(|a| {
+                let mut address = json!({"type": a.type_, "value": a.value});
+                if !dropped {
+                    address["routability"] = json!(a.routability);
+                }
+                address
+            })
+            .collect();
     }
     if let Some(n) = desired.attached_listener_sets {
         status["attachedListenerSets"] = json!(n);
@@ -269,6 +293,41 @@ mod tests {
         assert_eq!(types(&status["conditions"]), ["Accepted", "Programmed", "example.com/Audited"]);
         assert_eq!(status["conditions"][2], foreign, "kept exactly as it was");
         assert_eq!(types(&status["listeners"][0]["conditions"]), ["Accepted", "example.com/Audited"]);
+        // A type written now is never kept beside it as another controller's.
+        let mut with_new = desired.clone();
+        with_new.conditions.push(condition("example.com/Audited", true, "Ours"));
+        let status = super::gateway(&with_new, &current, "2026-02-02T00:00:00Z");
+        assert_eq!(types(&status["conditions"]), ["Accepted", "Programmed", "example.com/Audited"]);
         assert_eq!(status["listeners"][0]["conditions"][1], foreign);
+    }
+
+    #[test]
+    fn addresses_carry_routability_unless_the_crd_drops_it() {
+        use frontends::gateway_api::addresses::StatusAddress;
+        use frontends::gateway_api::status::GatewayStatus;
+        let address = |value: &str, routability: &str| StatusAddress {
+            type_: "IPAddress",
+            value: value.into(),
+            routability: routability.into(),
+        };
+        let mut desired = GatewayStatus {
+            key: objects::ObjectKey::new("infra", "gw"),
+            uid: "u".into(),
+            conditions: vec![],
+            addresses: vec![address("192.0.2.1", "")],
+            listeners: vec![],
+            attached_listener_sets: None,
+        };
+        let now = "2026-02-02T00:00:00Z";
+        let first = super::gateway(&desired, &serde_json::Value::Null, now);
+        assert_eq!(first["addresses"], json!([{"type": "IPAddress", "value": "192.0.2.1", "routability": ""}]));
+        // Written before and dropped by the CRD: compared without it.
+        let dropped = json!({"addresses": [{"type": "IPAddress", "value": "192.0.2.1"}]});
+        let again = super::gateway(&desired, &dropped, now);
+        assert_eq!(again["addresses"], json!([{"type": "IPAddress", "value": "192.0.2.1"}]));
+        // A scope asked for: the CRD has the field.
+        desired.addresses = vec![address("10.96.0.9", "Cluster")];
+        let scoped = super::gateway(&desired, &dropped, now);
+        assert_eq!(scoped["addresses"], json!([{"type": "IPAddress", "value": "10.96.0.9", "routability": "Cluster"}]));
     }
 }

@@ -314,6 +314,12 @@ impl ApiServer {
     pub async fn install_gateway_api_experimental(&self) -> anyhow::Result<()> {
         self.install_crds(&tool("CONTOUR_GATEWAY_API_EXPERIMENTAL_CRDS")?).await
     }
+
+    /// The newest Gateway API release's experimental channel, every kind
+    /// (`CONTOUR_GATEWAY_API_LATEST_CRDS`): for fields the gateway-api crate does not know yet.
+    pub async fn install_gateway_api_latest(&self) -> anyhow::Result<()> {
+        self.install_crds(&tool("CONTOUR_GATEWAY_API_LATEST_CRDS")?).await
+    }
 }
 
 /// A CA, the serving certificate, an admin client certificate, the service-account key, and the

@@ -7,11 +7,11 @@ use gateway_api::gateways::{
     GatewayListeners, GatewayListenersAllowedRoutesNamespacesFrom as From, GatewayListenersTlsMode,
 };
 use ir::{Diagnostic, ListenerTls, ObjectRef, Protocol, TlsMode};
+use objects::Snapshot;
 use objects::types::Gateway;
-use objects::{ObjectKey, Snapshot};
 
 use super::refs::{self, CaCertificate};
-use super::{Options, error, listener_set, origin};
+use super::{error, listener_set, origin};
 
 /// Who declared a listener of a fleet, for the routes that attach to it.
 #[derive(Debug, Clone)]
@@ -39,6 +39,12 @@ pub(super) fn translate_gateway(
     let origin = origin("Gateway", &gateway.metadata);
     let mut address = None;
     for (i, a) in gateway.spec.addresses.iter().flatten().enumerate() {
+        // An address of a scope is the Service's to give (`addresses::assign` matches it), not
+        // one this Gateway's Envoy binds.
+        let routability = gateway.v1_7.routability(i);
+        if routability.is_some_and(|r| r != super::addresses::SENTINEL) {
+            continue;
+        }
         let kind = a.r#type.as_deref().unwrap_or("IPAddress");
         let value = a.value.as_deref().unwrap_or_default();
         let field = format!("spec.addresses[{i}]");
@@ -77,7 +83,10 @@ pub(super) fn translate_gateway(
         }
     }
     if host_mode {
-        address = addresses(snapshot, options, key, gateway).iter().find_map(|(_, a)| a.parse().ok());
+        address = super::addresses::assign(snapshot, options, key, gateway)
+            .addresses
+            .iter()
+            .find_map(|a| a.value.parse().ok());
     }
 
     if let Some(p) = gateway.spec.infrastructure.as_ref().and_then(|i| i.parameters_ref.as_ref()) {
@@ -567,53 +576,4 @@ pub(super) fn allows(
             refs::selects(selector.match_labels.as_ref(), expressions, labels)
         }
     }
-}
-
-/// The label the provisioner puts on a Gateway's Service.
-pub const GATEWAY_NAME_LABEL: &str = "gateway.networking.k8s.io/gateway-name";
-
-/// A Gateway's addresses: the load-balancer addresses of its Service (labelled with the
-/// Gateway's name, as the provisioner creates it) when there are any, else the IP addresses the
-/// Gateway asks for (standalone and host mode).
-pub(super) fn addresses(
-    snapshot: &Snapshot,
-    options: &Options,
-    key: &ObjectKey,
-    gateway: &objects::types::Gateway,
-) -> Vec<(&'static str, String)> {
-    let start = ObjectKey::new(key.namespace.clone(), "");
-    // A static Gateway's addresses are the Envoy Service's; a provisioned one's, its own Service's.
-    let services: Vec<&objects::types::Service> = match (&options.static_gateway, &options.envoy_service) {
-        (Some(_), Some(envoy)) => snapshot.services.get(envoy).map(|s| &**s).into_iter().collect(),
-        (Some(_), None) => Vec::new(),
-        (None, _) => snapshot
-            .services
-            .range(start..)
-            .take_while(|(k, _)| k.namespace == key.namespace)
-            .filter(|(_, s)| s.metadata.labels.as_ref().and_then(|l| l.get(GATEWAY_NAME_LABEL)) == Some(&key.name))
-            .map(|(_, s)| &**s)
-            .collect(),
-    };
-    let from_service: Vec<(&'static str, String)> = services
-        .into_iter()
-        .flat_map(|s| s.status.iter().flat_map(|st| st.load_balancer.iter().flat_map(|lb| lb.ingress.iter().flatten())))
-        .filter_map(|i| match (&i.ip, &i.hostname) {
-            (Some(ip), _) => Some(("IPAddress", ip.clone())),
-            (None, Some(host)) => Some(("Hostname", host.clone())),
-            _ => None,
-        })
-        .collect();
-    if !from_service.is_empty() {
-        return from_service;
-    }
-    gateway
-        .spec
-        .addresses
-        .iter()
-        .flatten()
-        .filter(|a| a.r#type.as_deref().unwrap_or("IPAddress") == "IPAddress")
-        .filter_map(|a| a.value.clone())
-        .filter(|v| v.parse::<std::net::IpAddr>().is_ok())
-        .map(|v| ("IPAddress", v))
-        .collect()
 }

@@ -70,7 +70,8 @@ pub fn compute(
             attached_sets += i32::from(status.conditions.first().is_some_and(|c| c.status));
             out.listener_sets.push(status);
         }
-        let addresses = super::listeners::addresses(snapshot, options, key, gateway);
+        let super::addresses::Assignment { addresses, assigned } =
+            super::addresses::assign(snapshot, options, key, gateway);
         let mut conditions = Vec::new();
         if valid_listeners == 0 && !gateway.spec.listeners.is_empty() {
             conditions.push(cond("Accepted", false, "ListenersNotValid", "No listener is valid", generation));
@@ -105,6 +106,9 @@ pub fn compute(
             }
             None => cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation),
         });
+        if let Some((status, reason, message)) = assigned {
+            conditions.push(cond("AddressesAssigned", status, reason, message, generation));
+        }
         if super::listeners::insecure_frontend(gateway) {
             let message = "a frontend validation lets clients in without a valid certificate (AllowInsecureFallback)";
             conditions.push(cond("InsecureFrontendValidationMode", true, "ConfigurationChanged", message, generation));
@@ -366,7 +370,7 @@ fn partial_conflict_message(kind: &str) -> String {
     )
 }
 
-pub use super::listeners::GATEWAY_NAME_LABEL;
+pub use super::addresses::GATEWAY_NAME_LABEL;
 
 fn no_spec_addresses(gateway: &objects::types::Gateway) -> bool {
     gateway.spec.addresses.as_ref().is_none_or(Vec::is_empty)

@@ -218,7 +218,9 @@ status: {loadBalancer: {ingress: [{hostname: lb.example.net}, {ip: 192.0.2.10}]}
         status::compute(&s, &Options::default(), &t.diagnostics, &attached, |_| status::FleetState::Programmed).gateways
             [0]
         .addresses
-        .clone()
+        .iter()
+        .map(|a| (a.type_, a.value.clone()))
+        .collect::<Vec<_>>()
     };
     assert_eq!(address_of(BASE), [("IPAddress", "127.0.0.9".to_string())], "the requested address in host mode");
     assert_eq!(
@@ -595,7 +597,8 @@ status: {loadBalancer: {ingress: [{ip: 10.0.0.7}]}}
     );
     let envoy = Options { envoy_service: Some(objects::ObjectKey::new("projectcontour", "envoy")), ..options.clone() };
     let (_, set) = translate_with_status(&with_service, &envoy);
-    assert_eq!(set.gateways[0].addresses, [("IPAddress", "10.0.0.7".to_string())]);
+    let address = &set.gateways[0].addresses;
+    assert_eq!(address.iter().map(|a| (a.type_, a.value.as_str())).collect::<Vec<_>>(), [("IPAddress", "10.0.0.7")]);
 
     let missing = Options { static_gateway: Some(objects::ObjectKey::new("infra", "absent")), ..Options::default() };
     assert!(translate(&snapshot(BASE), &missing).ir.fleets.is_empty());

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use api::contourdeployment::ContourDeploymentSpec;
-use gateway_api::gateways::Gateway;
+use objects::types::Gateway;
 use serde_json::{Value, json};
 
 use super::{common_labels, metadata};

@@ -230,6 +230,23 @@ fn a_requested_address_becomes_the_load_balancer_ip() {
 }
 
 #[test]
+fn cluster_routability_asks_for_a_cluster_ip_service() {
+    let only = format!("{GATEWAY}  addresses: [{{type: IPAddress, value: 10.96.0.50, routability: Cluster}}]\n");
+    let only = objects(&gateway(&only), None, &settings(), Some(&BTreeMap::new()));
+    let spec = &only[3]["spec"];
+    assert_eq!((&spec["type"], &spec["clusterIP"]), (&json!("ClusterIP"), &json!("10.96.0.50")));
+    assert!(spec.get("loadBalancerIP").is_none() && spec.get("externalTrafficPolicy").is_none(), "{spec}");
+    // Beside an address of no scope: a load balancer still, whose IP is the unscoped one.
+    let mixed = format!(
+        "{GATEWAY}  addresses: [{{routability: Cluster}}, {{value: 192.0.2.7}}, {{routability: testing.x-k8s.io/sentinel}}]\n"
+    );
+    let mixed = objects(&gateway(&mixed), None, &settings(), Some(&BTreeMap::new()));
+    let spec = &mixed[3]["spec"];
+    assert_eq!((&spec["type"], &spec["loadBalancerIP"]), (&json!("LoadBalancer"), &json!("192.0.2.7")));
+    assert!(spec.get("clusterIP").is_none(), "the API server allocates it: {spec}");
+}
+
+#[test]
 fn bad_parameters_get_upstreams_messages() {
     assert_eq!(invalid_parameters(&deployment("envoy: {workloadType: Deployment, logLevel: warn}")), None);
     let spec = deployment(

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use gateway_api::gateways::Gateway;
 use k8s_openapi::api::core::v1::Secret;
+use objects::types::Gateway;
 
 use super::{ClusterSettings, State, kube_err};
 use crate::cluster;

@@ -3,10 +3,10 @@
 //! teardown of everything a Gateway's fleet and controller had.
 
 use api::contourdeployment::ContourDeploymentSpec;
-use gateway_api::gateways::Gateway;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use objects::types::Gateway;
 use serde_json::Value;
 
 use super::{FIELD_MANAGER, kube_err};

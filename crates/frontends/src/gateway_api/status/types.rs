@@ -27,8 +27,8 @@ pub struct GatewayStatus {
     pub uid: String,
     /// Accepted and Programmed.
     pub conditions: Vec<Condition>,
-    /// Addresses the Gateway is reachable on: `(type, value)`, type `IPAddress` or `Hostname`.
-    pub addresses: Vec<(&'static str, String)>,
+    /// Addresses the Gateway is reachable on.
+    pub addresses: Vec<super::super::addresses::StatusAddress>,
     /// One entry per listener, in spec order.
     pub listeners: Vec<ListenerStatus>,
     /// How many ListenerSets are attached (`attachedListenerSets`), for a Gateway that allows
