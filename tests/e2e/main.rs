@@ -14,6 +14,7 @@ mod isolation;
 mod kubernetes;
 mod leader;
 mod lifecycle;
+mod listener_filters;
 mod overload;
 mod policies;
 mod provisioner;

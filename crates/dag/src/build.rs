@@ -21,8 +21,8 @@ pub use clusters::jwks_cluster_name;
 
 use crate::{
     BackendFilters, CaBundle, CircuitBreakers, ClientAuth, Cluster, ClusterPolicy, Dag, DagListener, DownstreamTls,
-    FleetDag, ListenerKind, Route, RouteAction, RoutePolicy, RouteTable, TlsAction, TlsChain, TlsSecret, Verify,
-    VirtualHost, WeightedCluster,
+    FleetDag, ListenerKind, PreRouting, Route, RouteAction, RoutePolicy, RouteTable, TlsAction, TlsChain, TlsSecret,
+    Verify, VirtualHost, WeightedCluster,
 };
 
 /// Resolves the IR against the snapshot. `diagnostics` are the front ends' findings; the DAG's
@@ -313,6 +313,13 @@ impl Builder<'_> {
     /// hosts by effective hostname. A large table of one listener is patched from the previous
     /// build's where it can (see [`table`]).
     fn route_table(&mut self, name: String, listeners: &[(usize, &ir::Listener)], out: &mut FleetDag) -> RouteTable {
+        let mut table = self.route_table_of(name, listeners, out);
+        pre_routing(&mut table, listeners);
+        table
+    }
+
+    /// [`Builder::route_table`] without the listeners' pre-routing checks.
+    fn route_table_of(&mut self, name: String, listeners: &[(usize, &ir::Listener)], out: &mut FleetDag) -> RouteTable {
         let kept = match listeners {
             [(_, listener)] if listener.http_routes.len() >= table::KEPT_FROM => Some(table::key(&self.fleet, &name)),
             _ => None,
@@ -367,7 +374,7 @@ impl Builder<'_> {
         if let Some(key) = kept {
             self.keep_table(key, listeners[0].1, built);
         }
-        RouteTable { name, virtual_hosts }
+        RouteTable { name, virtual_hosts, pre_routing: Vec::new() }
     }
 
     /// A cached route as the current listener serves it. Gateway API: a redirect naming neither
@@ -561,6 +568,39 @@ fn add_clusters<'a>(clusters: impl Iterator<Item = &'a Arc<Cluster>>, out: &mut 
     }
 }
 
+/// The listeners' pre-routing checks (Gateway API listener filters), in listener order, each
+/// run only for the hosts its listener owns: the most specific listener whose hostname covers a
+/// host owns it, as listener isolation routes it. A request for a host the table does not know
+/// is checked by none (and answered 404).
+fn pre_routing(table: &mut RouteTable, listeners: &[(usize, &ir::Listener)]) {
+    table.pre_routing = listeners
+        .iter()
+        .flat_map(|(_, l)| {
+            l.pre_routing.iter().enumerate().map(|(index, a)| PreRouting {
+                listener: l.name.clone(),
+                index,
+                authorization: a.clone(),
+            })
+        })
+        .collect();
+    if table.pre_routing.is_empty() {
+        return;
+    }
+    for vh in &mut table.virtual_hosts {
+        let owner = listeners
+            .iter()
+            .map(|(_, l)| l)
+            .filter(|l| ir::hostname::covers(l.hostname.as_deref(), &vh.hostname))
+            .max_by_key(|l| ir::hostname::specificity(l.hostname.as_deref()));
+        let Some(owner) = owner else { continue };
+        let run: Vec<String> =
+            table.pre_routing.iter().filter(|p| p.listener == owner.name).map(PreRouting::key).collect();
+        if !run.is_empty() {
+            *vh = Arc::new(VirtualHost { pre_routing: run, ..VirtualHost::clone(vh) });
+        }
+    }
+}
+
 /// Answers 421 Misdirected Request, on the connections of a terminating listener, to requests
 /// for hosts that are not its own (a client reusing a connection for another host, or a Host
 /// that differs from the SNI): any host outside its hostname, and hosts of more specific
@@ -603,7 +643,12 @@ pub(crate) fn misdirected(
         origin,
     });
     for host in hosts {
-        let vh = VirtualHost { hostname: host.to_string(), routes: vec![Arc::clone(&route)], policy: None };
+        let vh = VirtualHost {
+            hostname: host.to_string(),
+            routes: vec![Arc::clone(&route)],
+            policy: None,
+            pre_routing: Vec::new(),
+        };
         table.virtual_hosts.push(Arc::new(vh));
     }
     table.virtual_hosts.sort_by(|a, b| a.hostname.cmp(&b.hostname));

@@ -176,6 +176,27 @@ pub struct RouteTable {
     pub name: String,
     /// Virtual hosts, sorted by hostname; shared with the next build when unchanged.
     pub virtual_hosts: Vec<std::sync::Arc<VirtualHost>>,
+    /// The checks of its listeners that run before a route is chosen, in listener order
+    /// (Gateway API listener filters); each runs only for its own listener's hosts.
+    pub pre_routing: Vec<PreRouting>,
+}
+
+/// One check of a listener that runs before a route is chosen.
+#[derive(Debug, serde::Serialize, Clone, PartialEq)]
+pub struct PreRouting {
+    /// The listener's name.
+    pub listener: String,
+    /// Its place among the listener's checks.
+    pub index: usize,
+    /// The authorization server asked.
+    pub authorization: ir::Authorization,
+}
+
+impl PreRouting {
+    /// Its name within the connection manager: unique among the checks of a fleet.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.listener, self.index)
+    }
 }
 
 /// The routes for one hostname.
@@ -187,6 +208,8 @@ pub struct VirtualHost {
     pub routes: Vec<std::sync::Arc<Route>>,
     /// CORS, IP filter and rate limit of the whole host.
     pub policy: Option<std::sync::Arc<ir::VirtualHostPolicy>>,
+    /// The [`PreRouting`] checks (by key) run for this host: those of the listener that owns it.
+    pub pre_routing: Vec<String>,
 }
 
 /// One match and what to do with requests that satisfy it.

@@ -279,6 +279,53 @@ spec:
     assert_eq!(hosts, [("*.example.com", vec!["wide"]), ("*.foo.example.com", vec!["narrow"])]);
 }
 
+/// A listener's ExternalAuth filter runs for the hosts that listener owns on a shared port (the
+/// narrow listener's host, not the wide one's), and its server gets a cluster of its own.
+#[test]
+fn listener_checks_run_for_their_own_listeners_hosts() {
+    let yaml = &format!(
+        "{CLASS}---\n{}",
+        r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: default}
+spec:
+  gatewayClassName: contour
+  listeners:
+  - {name: wide, port: 80, protocol: HTTP, hostname: "*.example.com"}
+  - name: narrow
+    port: 80
+    protocol: HTTP
+    hostname: "*.foo.example.com"
+    filters: {requests: [{type: ExternalAuth, externalAuth: {protocol: GRPC, grpc: {}, backendRef: {name: authz, port: 9000}}}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: authz, namespace: default}
+spec: {ports: [{port: 9000}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: both, namespace: default}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: ["a.example.com", "b.foo.example.com"]
+  rules: [{matches: [{path: {type: PathPrefix, value: /}}]}]
+"#
+    );
+    let dag = dag(yaml);
+    let fleet = &dag.fleets["default/gw"];
+    let ListenerKind::Http(table) = &fleet.listeners[0].kind else { panic!("http") };
+    let checks: Vec<String> = table.pre_routing.iter().map(PreRouting::key).collect();
+    assert_eq!(checks, ["narrow/0"]);
+    let hosts: Vec<(&str, &[String])> =
+        table.virtual_hosts.iter().map(|v| (v.hostname.as_str(), v.pre_routing.as_slice())).collect();
+    assert_eq!(hosts, [("a.example.com", &[][..]), ("b.foo.example.com", &["narrow/0".to_string()][..])]);
+    let cluster = &fleet.clusters["externalauth/default/authz/9000/grpc"];
+    assert_eq!(cluster.protocol, Some(ir::UpstreamProtocol::H2c));
+    assert_eq!(table.pre_routing[0].authorization.cluster, cluster.name);
+}
+
 /// Upstream's rule conflicts: a rule whose match repeats an older rule's on the same host is
 /// dropped; its route is not accepted when every rule is dropped, partly invalid when some are.
 #[test]
@@ -456,7 +503,7 @@ fn what_route_clusters_use_reaches_the_fleet_from_the_cache_too() {
 
 #[test]
 fn misdirected_requests_get_421_on_listeners_of_one_port() {
-    let mut table = RouteTable { name: "t".into(), virtual_hosts: Vec::new() };
+    let mut table = RouteTable { name: "t".into(), virtual_hosts: Vec::new(), pre_routing: Vec::new() };
     let tls = Some(ir::ListenerTls::new(ir::TlsMode::Terminate, Vec::new()));
     let listener = |name: &str, hostname: Option<&str>| ir::Listener {
         name: name.into(),
@@ -467,6 +514,7 @@ fn misdirected_requests_get_421_on_listeners_of_one_port() {
         http_routes: Vec::new(),
         tls_routes: Vec::new(),
         l4_routes: Vec::new(),
+        pre_routing: Vec::new(),
     };
     let all = [
         listener("any", None),

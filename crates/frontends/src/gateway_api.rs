@@ -10,6 +10,7 @@ mod backends;
 mod grpc_route;
 pub(crate) mod http_route;
 mod l4_route;
+mod listener_filters;
 pub mod listener_set;
 mod listeners;
 mod refs;

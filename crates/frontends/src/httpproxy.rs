@@ -173,6 +173,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
         http_routes: Vec::with_capacity(claims.list.len()),
         tls_routes: Vec::new(),
         l4_routes: Vec::new(),
+        pre_routing: Vec::new(),
     };
     let mut secure = Vec::new();
     let mut fallback_routes = Vec::new();
@@ -242,6 +243,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
             http_routes: fallback_routes,
             tls_routes: Vec::new(),
             l4_routes: Vec::new(),
+            pre_routing: Vec::new(),
         });
     }
     let fleets = if listeners.is_empty() { Vec::new() } else { vec![ir::Fleet::default_fleet(listeners, Vec::new())] };
@@ -457,6 +459,7 @@ impl<'a> Translator<'a> {
                 http_routes: secure_routes,
                 tls_routes: Vec::new(),
                 l4_routes: Vec::new(),
+                pre_routing: Vec::new(),
             });
         }
     }

@@ -127,6 +127,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
                     http_routes: vec![route],
                     tls_routes: Vec::new(),
                     l4_routes: Vec::new(),
+                    pre_routing: Vec::new(),
                 }),
             }
         }
@@ -142,6 +143,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
             http_routes,
             tls_routes: Vec::new(),
             l4_routes: Vec::new(),
+            pre_routing: Vec::new(),
         });
     }
     listeners.extend(secure);

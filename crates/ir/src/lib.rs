@@ -20,7 +20,7 @@ pub use policy::{
     GlobalRateLimit, HashPolicy, HeaderNameMatch, HealthCheck, HttpAuthorization, InternalRedirect, IpFilter, IpRule,
     Jwks, JwtProvider, LoadBalancer, LocalRateLimit, OriginMatch, RemoteJwks, RetryPolicy, RouteAuthorization,
     RoutePolicy, SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation, VirtualHostPolicy,
-    extension_cluster_name, merge_cookie_rewrites,
+    extension_cluster_name, external_auth_cluster_name, merge_cookie_rewrites,
 };
 
 use std::net::IpAddr;
@@ -92,6 +92,9 @@ pub struct Listener {
     /// TCP or UDP routes attached to a TCP or UDP listener, oldest first: the first one is
     /// served, the others wait for it to go.
     pub l4_routes: Vec<Arc<L4Route>>,
+    /// Checks every request of an HTTP or HTTPS listener goes through, in order, before a route
+    /// is chosen (Gateway API listener `filters.requests`: ExternalAuth).
+    pub pre_routing: Vec<Authorization>,
 }
 
 /// The protocol of a listener.

@@ -15,7 +15,7 @@ pub use backend_tls::{BackendTls, BackendTlsPolicy};
 pub use cookie::{CookieRewrite, merge_cookie_rewrites};
 pub use cors::{Cors, OriginMatch};
 pub use ext_authz::{Authorization, AuthorizationBody, HeaderNameMatch, HttpAuthorization, RouteAuthorization};
-pub use extension::{ExtensionService, extension_cluster_name};
+pub use extension::{ExtensionService, extension_cluster_name, external_auth_cluster_name};
 pub use ip_filter::{GeoDatabases, GeoDimension, GeoRule, IpFilter, IpRule};
 pub use jwt::{Jwks, JwtProvider, RemoteJwks};
 pub use rate_limit::{DescriptorEntry, GlobalRateLimit, LocalRateLimit};

@@ -1,7 +1,7 @@
-//! The Gateway as the controller reads it: the generated type of the gateway-api crate (Gateway
-//! API 1.6's fields), and beside it the fields of Gateway API 1.7's experimental channel that
-//! type does not know, read from the same object. The generated type is reached through
-//! `Deref`, so `gateway.spec.listeners` reads as before.
+//! The Gateway and the ListenerSet as the controller reads them: the generated type of the
+//! gateway-api crate (Gateway API 1.6's fields), and beside it the fields of Gateway API 1.7's
+//! experimental channel that type does not know, read from the same object. The generated type
+//! is reached through `Deref`, so `gateway.spec.listeners` reads as before.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -13,6 +13,46 @@ use serde::{Deserialize, Serialize};
 
 /// The gateway-api crate's Gateway.
 pub type GatewayBase = gateway_api::gateways::Gateway;
+
+/// The gateway-api crate's ListenerSet.
+pub type ListenerSetBase = gateway_api::listenersets::ListenerSet;
+
+/// A ListenerSet with the 1.7 fields its generated type lacks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListenerSet {
+    base: ListenerSetBase,
+    /// Gateway API 1.7's experimental fields.
+    pub v1_7: ListenerSetV1_7,
+}
+
+/// The fields of Gateway API 1.7's experimental channel a ListenerSet's generated type does not
+/// read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListenerSetV1_7 {
+    /// `spec.listeners[].filters`, by listener name (only listeners that have them).
+    pub listener_filters: BTreeMap<String, ListenerFilters>,
+}
+
+impl ListenerSetV1_7 {
+    fn of(object: &serde_json::Value) -> Self {
+        Self { listener_filters: listener_filters(&object["spec"]) }
+    }
+}
+
+/// `listeners[].filters` of a Gateway's or ListenerSet's spec, by listener name. A listener
+/// whose `filters` do not match their schema (the API server checks it) is left without filters.
+fn listener_filters(spec: &serde_json::Value) -> BTreeMap<String, ListenerFilters> {
+    spec["listeners"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| {
+            let name = l["name"].as_str()?;
+            let filters = serde_json::from_value(l.get("filters")?.clone()).ok()?;
+            Some((name.to_string(), filters))
+        })
+        .collect()
+}
 
 /// An ExternalAuth filter's payload: the same type as HTTPRoute's `ExternalAuth` filter.
 pub type ExternalAuth = gateway_api::experimental::httproutes::HttpRouteRulesFiltersExternalAuth;
@@ -118,20 +158,10 @@ impl GatewayV1_7 {
         self.address_routability.get(i).and_then(Option::as_deref)
     }
 
-    /// Reads the 1.7 fields of a Gateway object. A listener whose `filters` do not match their
-    /// schema (the API server checks it) is left without filters.
+    /// Reads the 1.7 fields of a Gateway object.
     fn of(object: &serde_json::Value) -> Self {
         let spec = &object["spec"];
-        let listener_filters = spec["listeners"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|l| {
-                let name = l["name"].as_str()?;
-                let filters = serde_json::from_value(l.get("filters")?.clone()).ok()?;
-                Some((name.to_string(), filters))
-            })
-            .collect();
+        let listener_filters = listener_filters(spec);
         let address_routability = spec["addresses"]
             .as_array()
             .into_iter()
@@ -145,64 +175,72 @@ impl GatewayV1_7 {
     }
 }
 
-impl From<GatewayBase> for Gateway {
-    fn from(base: GatewayBase) -> Self {
-        Self { base, v1_7: GatewayV1_7::default() }
-    }
+/// `Deref` to the generated type; read with the 1.7 fields beside it; written as the generated
+/// type (the 1.7 fields are read, never written back); the generated type's kind and version.
+macro_rules! beside_generated {
+    ($wrapper:ident, $base:ty, $extra:ident) => {
+        impl From<$base> for $wrapper {
+            fn from(base: $base) -> Self {
+                Self { base, v1_7: $extra::default() }
+            }
+        }
+
+        impl Deref for $wrapper {
+            type Target = $base;
+            fn deref(&self) -> &$base {
+                &self.base
+            }
+        }
+
+        impl DerefMut for $wrapper {
+            fn deref_mut(&mut self) -> &mut $base {
+                &mut self.base
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $wrapper {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let object = serde_json::Value::deserialize(deserializer)?;
+                let v1_7 = $extra::of(&object);
+                let base = serde_json::from_value(object).map_err(serde::de::Error::custom)?;
+                Ok(Self { base, v1_7 })
+            }
+        }
+
+        impl Serialize for $wrapper {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                self.base.serialize(serializer)
+            }
+        }
+
+        impl Resource for $wrapper {
+            type DynamicType = ();
+            type Scope = kube_core::NamespaceResourceScope;
+
+            fn kind(dt: &()) -> Cow<'_, str> {
+                <$base>::kind(dt)
+            }
+            fn group(dt: &()) -> Cow<'_, str> {
+                <$base>::group(dt)
+            }
+            fn version(dt: &()) -> Cow<'_, str> {
+                <$base>::version(dt)
+            }
+            fn plural(dt: &()) -> Cow<'_, str> {
+                <$base>::plural(dt)
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.base.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.base.metadata
+            }
+        }
+    };
 }
 
-impl Deref for Gateway {
-    type Target = GatewayBase;
-    fn deref(&self) -> &GatewayBase {
-        &self.base
-    }
-}
-
-impl DerefMut for Gateway {
-    fn deref_mut(&mut self) -> &mut GatewayBase {
-        &mut self.base
-    }
-}
-
-impl<'de> Deserialize<'de> for Gateway {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let object = serde_json::Value::deserialize(deserializer)?;
-        let v1_7 = GatewayV1_7::of(&object);
-        let base = serde_json::from_value(object).map_err(serde::de::Error::custom)?;
-        Ok(Self { base, v1_7 })
-    }
-}
-
-/// Serialized as the generated type (the 1.7 fields are read, never written back).
-impl Serialize for Gateway {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.base.serialize(serializer)
-    }
-}
-
-impl Resource for Gateway {
-    type DynamicType = ();
-    type Scope = kube_core::NamespaceResourceScope;
-
-    fn kind(dt: &()) -> Cow<'_, str> {
-        GatewayBase::kind(dt)
-    }
-    fn group(dt: &()) -> Cow<'_, str> {
-        GatewayBase::group(dt)
-    }
-    fn version(dt: &()) -> Cow<'_, str> {
-        GatewayBase::version(dt)
-    }
-    fn plural(dt: &()) -> Cow<'_, str> {
-        GatewayBase::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.base.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.base.metadata
-    }
-}
+beside_generated!(Gateway, GatewayBase, GatewayV1_7);
+beside_generated!(ListenerSet, ListenerSetBase, ListenerSetV1_7);
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,7 @@ pub use snapshot::{Changes, Kind, KindWatch, Object, ObjectKey, Objects, Reads, 
 
 /// Re-exports of the object types, so users need not name the generated crates.
 pub mod types {
-    pub use crate::gateway::Gateway;
+    pub use crate::gateway::{Gateway, ListenerSet};
     pub use api::extensionservice::ExtensionService;
     pub use api::httpproxy::HTTPProxy;
     pub use api::tlscertificatedelegation::TLSCertificateDelegation;
@@ -24,7 +24,6 @@ pub mod types {
     pub use gateway_api::experimental::udproutes::UdpRoute as UDPRoute;
     pub use gateway_api::gatewayclasses::GatewayClass;
     pub use gateway_api::grpcroutes::GrpcRoute as GRPCRoute;
-    pub use gateway_api::listenersets::ListenerSet;
     pub use gateway_api::referencegrants::ReferenceGrant;
     pub use gateway_api::tlsroutes::TlsRoute as TLSRoute;
     pub use k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle;

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 
 use api::contourconfig::ContourConfigurationSpec;
 use api::contourdeployment::ContourDeploymentSpec;
-use gateway_api::listenersets::ListenerSet;
 use objects::types::Gateway;
+use objects::types::ListenerSet;
 use serde_json::{Value, json};
 
 use crate::gateway::GATEWAY_NAME_LABEL;

@@ -11,11 +11,11 @@ use std::time::Duration;
 use api::contourdeployment::{ContourDeployment, ContourDeploymentSpec};
 use futures::{FutureExt as _, StreamExt as _};
 use gateway_api::gatewayclasses::GatewayClass;
-use gateway_api::listenersets::ListenerSet;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use objects::types::Gateway;
+use objects::types::ListenerSet;
 use serde_json::Value;
 
 use crate::class::{self, Parameters};

@@ -36,7 +36,12 @@ pub struct AuthServer {
 impl AuthServer {
     /// Serves the gRPC API on a free port of 127.0.0.1 for these `(user, password)` pairs.
     pub async fn start(users: &[(&str, &str)]) -> anyhow::Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        Self::start_on([127, 0, 0, 1].into(), users).await
+    }
+
+    /// [`AuthServer::start`] on a free port of `ip` (an address of this machine).
+    pub async fn start_on(ip: std::net::IpAddr, users: &[(&str, &str)]) -> anyhow::Result<Self> {
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await?;
         let addr = listener.local_addr()?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
@@ -55,8 +60,13 @@ impl AuthServer {
 
     /// Serves the HTTP protocol on a free port of 127.0.0.1 for these `(user, password)` pairs.
     pub async fn start_http(users: &[(&str, &str)]) -> anyhow::Result<Self> {
+        Self::start_http_on([127, 0, 0, 1].into(), users).await
+    }
+
+    /// [`AuthServer::start_http`] on a free port of `ip` (an address of this machine).
+    pub async fn start_http_on(ip: std::net::IpAddr, users: &[(&str, &str)]) -> anyhow::Result<Self> {
         use hyper::{Response, StatusCode};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await?;
         let addr = listener.local_addr()?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let calls = Arc::new(AtomicU64::new(0));

@@ -12,6 +12,9 @@ use std::time::Duration;
 pub struct NetnsBackend {
     /// Where it listens (inside the namespace, reachable from the host).
     pub addr: SocketAddr,
+    /// The host's end of the veth pair: an address of this machine that is not loopback, which
+    /// the API server accepts in an EndpointSlice (a server of the test can listen on it).
+    pub host: Ipv4Addr,
     /// Its name, echoed in every answer.
     pub name: String,
     netns: String,
@@ -70,6 +73,7 @@ impl NetnsBackend {
         let tag = format!("{}-{}", std::process::id() % 64, slot % 256);
         let mut me = Self {
             addr: SocketAddr::from((ns_ip, 8080)),
+            host: host_ip,
             name: name.into(),
             netns: format!("contour-t{tag}"),
             host_if: format!("ct{tag}h"),

@@ -5,12 +5,12 @@
 
 use envoy_types::pb::envoy::config::core::v3::{ApiVersion, GrpcService, HttpUri, grpc_service, http_uri};
 use envoy_types::pb::envoy::extensions::filters::http::ext_authz::v3::{
-    AuthorizationResponse, BufferSettings, ExtAuthz, HttpService, ext_authz,
+    AuthorizationResponse, BufferSettings, ExtAuthz, HttpService, ext_authz, ext_authz_per_route,
 };
 use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpFilter;
 use envoy_types::pb::envoy::r#type::matcher::v3::ListStringMatcher;
 use envoy_types::pb::envoy::r#type::v3::HttpStatus;
-use envoy_types::pb::google::protobuf::Any;
+use envoy_types::pb::google::protobuf::{Any, BoolValue};
 use envoy_types::util::pack_any;
 use prost::Message;
 
@@ -21,6 +21,11 @@ pub(crate) const NAME: &str = "envoy.filters.http.ext_authz";
 /// unless it fails open; the route is looked up again after the check (the server may change
 /// headers); the client's certificate goes along.
 pub(crate) fn filter(authorization: &ir::Authorization) -> HttpFilter {
+    crate::http_filter(NAME, pack_any(config(authorization)))
+}
+
+/// The filter's configuration for `authorization` (see [`filter`]).
+fn config(authorization: &ir::Authorization) -> ExtAuthz {
     let (services, allowed_headers) = match &authorization.http {
         None => {
             let grpc = GrpcService {
@@ -32,13 +37,13 @@ pub(crate) fn filter(authorization: &ir::Authorization) -> HttpFilter {
                 timeout: authorization.response_timeout_ms.map(crate::duration_ms),
                 ..Default::default()
             };
-            (ext_authz::Services::GrpcService(grpc), None)
+            (ext_authz::Services::GrpcService(grpc), names(&authorization.grpc_allowed_headers))
         }
         Some(http) => {
             (ext_authz::Services::HttpService(http_service(authorization, http)), names(&http.allowed_headers))
         }
     };
-    let config = ExtAuthz {
+    ExtAuthz {
         services: Some(services),
         allowed_headers,
         transport_api_version: ApiVersion::V3 as i32,
@@ -52,8 +57,39 @@ pub(crate) fn filter(authorization: &ir::Authorization) -> HttpFilter {
             pack_as_bytes: b.pack_as_bytes,
         }),
         ..Default::default()
+    }
+}
+
+/// The name of a listener's pre-routing check (`key`: [`dag::PreRouting::key`]) in the
+/// connection manager, which a virtual host of another listener turns it off by.
+pub(crate) fn pre_routing_name(key: &str) -> String {
+    format!("{NAME}/{key}")
+}
+
+/// A listener's pre-routing check (Gateway API ExternalAuth listener filter): [`filter`] under
+/// its own name, off unless a virtual host turns it on ([`enabled`]: the hosts of its
+/// listener), where the server may not change `Host` or `:authority` (such a change is ignored,
+/// and the request goes on with the original), nor any other pseudo-header. The route is chosen
+/// after it (the route cache is cleared when it changes headers).
+pub(crate) fn pre_routing_filter(check: &dag::PreRouting) -> HttpFilter {
+    use envoy_types::pb::envoy::config::common::mutation_rules::v3::HeaderMutationRules;
+    let config = ExtAuthz {
+        decoder_header_mutation_rules: Some(HeaderMutationRules {
+            disallow_system: Some(BoolValue { value: true }),
+            ..Default::default()
+        }),
+        ..config(&check.authorization)
     };
-    crate::http_filter(NAME, pack_any(config))
+    HttpFilter { disabled: true, ..crate::http_filter(&pre_routing_name(&check.key()), pack_any(config)) }
+}
+
+/// The per-filter configuration that turns a pre-routing check on for a virtual host.
+pub(crate) fn enabled() -> Any {
+    use envoy_types::pb::envoy::config::route::v3::FilterConfig;
+    use envoy_types::pb::envoy::extensions::filters::http::ext_authz::v3::{CheckSettings, ExtAuthzPerRoute};
+    let on =
+        ExtAuthzPerRoute { r#override: Some(ext_authz_per_route::Override::CheckSettings(CheckSettings::default())) };
+    pack_any(FilterConfig { config: Some(pack_any(on)), is_optional: false, disabled: false })
 }
 
 /// The HTTP protocol: the request goes to the cluster under the path prefix, with the `Host`

@@ -100,6 +100,7 @@ pub(crate) fn listener<'a>(
                     &table.name,
                     Default::default(),
                     Checks {
+                        pre_routing: &table.pre_routing,
                         authorization: global.as_ref(),
                         jwt_providers: &[],
                         rate_limit,
@@ -149,6 +150,7 @@ pub(crate) fn listener<'a>(
                                 &routes.name,
                                 forward,
                                 Checks {
+                                    pre_routing: &routes.pre_routing,
                                     authorization,
                                     jwt_providers,
                                     rate_limit,
@@ -298,6 +300,8 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
 /// The request checks of one connection manager: an authorization server, JWT providers, the
 /// global rate limit, the location lookup.
 struct Checks<'a> {
+    /// The listeners' checks before a route is chosen (Gateway API listener filters).
+    pre_routing: &'a [dag::PreRouting],
     authorization: Option<&'a ir::Authorization>,
     jwt_providers: &'a [ir::JwtProvider],
     rate_limit: Option<&'a crate::RateLimitService>,
@@ -311,6 +315,8 @@ impl Checks<'_> {
     /// order).
     fn filters(&self, shared: &[HttpFilter]) -> Vec<HttpFilter> {
         let mut filters: Vec<HttpFilter> = self.geoip.map(crate::geoip::filters).into_iter().flatten().collect();
+        // Before every filter that reads the route: they run before a route is chosen.
+        filters.extend(self.pre_routing.iter().map(crate::ext_authz::pre_routing_filter));
         filters.extend_from_slice(shared);
         let router = filters.pop();
         if !self.jwt_providers.is_empty() {

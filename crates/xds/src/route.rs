@@ -141,14 +141,24 @@ fn append_field(buf: &mut Vec<u8>, tag: u32, bytes: &[u8]) {
 /// A virtual host's name, domains and policies, encoded.
 fn vhost_head(vh: &dag::VirtualHost, name: String) -> Vec<u8> {
     let mut bytes = r::VirtualHost { name, domains: vec![vh.hostname.clone()], ..Default::default() }.encode_to_vec();
-    if let Some(policy) = &vh.policy {
-        let configs = [
-            policy.cors.as_ref().map(|c| (crate::cors::NAME, crate::cors::per_route(c))),
-            policy.local_rate_limit.as_ref().map(|l| (crate::ratelimit::LOCAL, crate::ratelimit::local_per_route(l))),
-            policy.ip_filter.as_ref().map(|f| (crate::rbac::NAME, crate::rbac::per_route(f))),
-        ];
-        // VirtualHost.typed_per_filter_config is field 15.
-        append_per_filter_config(&mut bytes, 15, configs.into_iter().flatten());
+    // The owning listener's pre-routing checks, off by default, are on for this host.
+    let checks: Vec<(String, Any)> = vh
+        .pre_routing
+        .iter()
+        .map(|key| (crate::ext_authz::pre_routing_name(key), crate::ext_authz::enabled()))
+        .collect();
+    let policy = vh.policy.as_deref();
+    let configs = [
+        policy.and_then(|p| p.cors.as_ref()).map(|c| (crate::cors::NAME, crate::cors::per_route(c))),
+        policy
+            .and_then(|p| p.local_rate_limit.as_ref())
+            .map(|l| (crate::ratelimit::LOCAL, crate::ratelimit::local_per_route(l))),
+        policy.and_then(|p| p.ip_filter.as_ref()).map(|f| (crate::rbac::NAME, crate::rbac::per_route(f))),
+    ];
+    let checks = checks.iter().map(|(name, any)| (name.as_str(), any.clone()));
+    // VirtualHost.typed_per_filter_config is field 15.
+    append_per_filter_config(&mut bytes, 15, configs.into_iter().flatten().chain(checks));
+    if let Some(policy) = policy {
         // VirtualHost.rate_limits is field 6.
         for limit in policy.global_rate_limit.iter().flat_map(crate::ratelimit::rate_limits) {
             append_field(&mut bytes, 6, &limit.encode_to_vec());

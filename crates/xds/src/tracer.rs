@@ -96,7 +96,7 @@ mod tests {
         ir::ExtensionService {
             origin: ir::ObjectRef { namespace: "obs".into(), name: "otel".into() },
             services: Vec::new(),
-            protocol: ir::UpstreamProtocol::H2c,
+            protocol: Some(ir::UpstreamProtocol::H2c),
             validation: subject.map(|s| ir::UpstreamValidation {
                 ca: ir::ObjectRef { namespace: "obs".into(), name: "ca".into() },
                 ca_kind: ir::CaKind::Secret,
@@ -107,6 +107,7 @@ mod tests {
             idle_connection_timeout_ms: None,
             load_balancer: Default::default(),
             circuit_breakers: [None; 5],
+            cluster: None,
         }
     }
 

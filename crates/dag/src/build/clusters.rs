@@ -190,7 +190,7 @@ impl<'a> Builder<'a> {
             generation: 0,
         };
         let options = ir::BackendOptions {
-            protocol: Some(ext.protocol),
+            protocol: ext.protocol,
             validation: ext.validation.clone(),
             sni: ext.validation.as_ref().and_then(|v| v.subject_names.first().cloned()),
             ..Default::default()

@@ -161,6 +161,7 @@ impl Builder<'_> {
         let table = RouteTable {
             name: name.to_string(),
             virtual_hosts: kept.hosts.iter().map(|h| Arc::clone(&h.vhost)).collect(),
+            pre_routing: Vec::new(),
         };
         kept.used = generation;
         self.cache.tables.insert(key.to_string(), kept);
@@ -249,6 +250,7 @@ impl Builder<'_> {
             hostname: hostname.clone(),
             routes: entries.into_iter().map(|(_, r)| r).collect(),
             policy,
+            pre_routing: Vec::new(),
         });
         let cached = CachedVhost {
             members,

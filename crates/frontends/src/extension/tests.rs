@@ -50,7 +50,7 @@ fn extension_services_are_checked_as_upstream_checks_them() {
     let extensions = &t.ir.fleets[0].extensions;
     let names: Vec<String> = extensions.iter().map(|e| e.cluster_name()).collect();
     assert_eq!(names, ["extension/apps/hashing", "extension/apps/ok", "extension/apps/two"]);
-    assert_eq!((extensions[1].protocol, extensions[1].circuit_breakers[2]), (ir::UpstreamProtocol::H2c, Some(7)));
+    assert_eq!((extensions[1].protocol, extensions[1].circuit_breakers[2]), (Some(ir::UpstreamProtocol::H2c), Some(7)));
     let services: Vec<&str> = extensions[2].services.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(services, ["api", "web"], "one cluster over both Services");
 }

@@ -101,18 +101,16 @@ pub(super) fn translate_gateway(
         }
     }
     let mut listeners: Vec<ir::Listener> = Vec::new();
+    let mut extensions = Vec::new();
     for (i, spec) in gateway.spec.listeners.iter().enumerate() {
         let field = format!("spec.listeners[{i}]");
-        listeners.push(translate_listener(
-            snapshot,
-            &origin,
-            gateway,
-            spec,
-            spec.name.clone(),
-            &field,
-            options,
-            diagnostics,
-        ));
+        let mut listener =
+            translate_listener(snapshot, &origin, gateway, spec, spec.name.clone(), &field, options, diagnostics);
+        if let Some(filters) = gateway.v1_7.listener_filters.get(&spec.name) {
+            let (at, out) = (field.as_str(), &mut extensions);
+            super::listener_filters::apply(snapshot, &origin, filters, &mut listener, at, out, diagnostics);
+        }
+        listeners.push(listener);
     }
     flag_conflicts(&origin, &mut listeners, diagnostics);
     let mut sources: Vec<Source> = gateway
@@ -128,16 +126,13 @@ pub(super) fn translate_gateway(
         for (j, spec) in child.listeners.into_iter().enumerate() {
             let name = listener_set::listener_name(child.key, &spec.name);
             let field = format!("spec.listeners[{j}]");
-            listeners.push(translate_listener(
-                snapshot,
-                &set_origin,
-                gateway,
-                &spec,
-                name,
-                &field,
-                options,
-                diagnostics,
-            ));
+            let mut listener =
+                translate_listener(snapshot, &set_origin, gateway, &spec, name, &field, options, diagnostics);
+            if let Some(filters) = child.set.v1_7.listener_filters.get(&spec.name) {
+                let (at, out) = (field.as_str(), &mut extensions);
+                super::listener_filters::apply(snapshot, &set_origin, filters, &mut listener, at, out, diagnostics);
+            }
+            listeners.push(listener);
             owners.push((set_origin.clone(), j));
             sources.push(Source { set: Some(child.key.clone()), namespace: child.key.namespace.clone(), spec });
         }
@@ -149,7 +144,7 @@ pub(super) fn translate_gateway(
         address,
         origin: Some(origin),
         listeners,
-        extensions: Vec::new(),
+        extensions,
         backend_certificate,
     };
     (fleet, sources)
@@ -178,6 +173,7 @@ pub(super) fn translate_listener(
         http_routes: Vec::new(),
         tls_routes: Vec::new(),
         l4_routes: Vec::new(),
+        pre_routing: Vec::new(),
     };
     let protocol = match spec.protocol.as_str() {
         "HTTP" => Some(Protocol::Http),

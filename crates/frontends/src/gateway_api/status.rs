@@ -264,6 +264,8 @@ fn listener_status(
     let unresolved = reason_of(&[
         "InvalidRouteKinds",
         "RefNotPermitted",
+        "BackendNotFound",
+        "InvalidKind",
         "InvalidCertificateRef",
         "InvalidCACertificateKind",
         "InvalidCACertificateRef",
@@ -281,9 +283,13 @@ fn listener_status(
     match &unresolved {
         Some((reason, message)) => {
             let reason = match *reason {
-                "RefNotPermitted" | "InvalidRouteKinds" | "InvalidCACertificateKind" | "InvalidCACertificateRef" => {
-                    reason
-                }
+                // A listener filter's server: the reasons a route's backend gets.
+                "RefNotPermitted"
+                | "InvalidRouteKinds"
+                | "InvalidCACertificateKind"
+                | "InvalidCACertificateRef"
+                | "BackendNotFound"
+                | "InvalidKind" => reason,
                 _ => "InvalidCertificateRef",
             };
             conditions.push(cond("ResolvedRefs", false, reason, message.clone(), generation));

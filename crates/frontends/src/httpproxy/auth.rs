@@ -41,6 +41,7 @@ pub fn global_authorization(server: &api::httpproxy::AuthorizationServer) -> Opt
         response_timeout_ms,
         with_request_body: server.with_request_body.as_ref().map(body),
         http: http_settings(server).ok()?,
+        grpc_allowed_headers: Vec::new(),
     })
 }
 
@@ -223,6 +224,7 @@ fn server(
         response_timeout_ms,
         with_request_body,
         http,
+        grpc_allowed_headers: Vec::new(),
     };
     let policy = auth.auth_policy.as_ref();
     let inherited = Inherited {

@@ -302,6 +302,7 @@ pub(super) fn tcp_proxy(
         http_routes: Vec::new(),
         tls_routes: vec![Arc::new(route)],
         l4_routes: Vec::new(),
+        pre_routing: Vec::new(),
     }))
 }
 

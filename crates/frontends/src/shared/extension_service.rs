@@ -124,7 +124,7 @@ pub(crate) fn check(
     out.extension = Some(ExtensionService {
         origin: ObjectRef { namespace: namespace.into(), name: name.into() },
         services,
-        protocol,
+        protocol: Some(protocol),
         validation,
         response_timeout_ms: timeouts.response,
         idle_connection_timeout_ms: timeouts.idle_connection,
@@ -136,6 +136,7 @@ pub(crate) fn check(
             cb.and_then(|c| c.max_retries),
             cb.and_then(|c| c.per_host_max_connections),
         ],
+        cluster: None,
     });
     out
 }

@@ -19,6 +19,9 @@ pub struct Authorization {
     pub with_request_body: Option<AuthorizationBody>,
     /// An HTTP server (`serviceType: http`) instead of the gRPC API.
     pub http: Option<HttpAuthorization>,
+    /// The client headers a gRPC server is sent besides Envoy's own set; empty sends them all
+    /// (Gateway API ExternalAuth `grpc.allowedHeaders`).
+    pub grpc_allowed_headers: Vec<HeaderNameMatch>,
 }
 
 /// How Envoy asks an HTTP authorization server: the client's request, its path under a prefix,

@@ -155,3 +155,57 @@ spec:
     let certificate = &tls.tls.as_ref().unwrap().certificates[0];
     assert_eq!((certificate.namespace.as_str(), certificate.name.as_str()), ("certs", "cert"));
 }
+
+/// A ListenerSet's listener filters are its own: an ExternalAuth server of its namespace checks
+/// its listener; one in another namespace needs a grant to the ListenerSet; an ExtensionRef
+/// leaves the listener unserved (never served unchecked).
+#[test]
+fn a_listener_sets_filters_check_its_listeners() {
+    let auth = |name: &str, namespace: &str| {
+        format!(
+            "{{type: ExternalAuth, externalAuth: {{protocol: GRPC, grpc: {{}}, backendRef: {{name: {name}, namespace: {namespace}, port: 9000}}}}}}"
+        )
+    };
+    let yaml = [
+        fixture("{namespaces: {from: Same}}"),
+        listener_set(
+            "infra",
+            "checked",
+            "2026-01-03T00:00:00Z",
+            &format!(
+                "[{{name: own, port: 81, protocol: HTTP, filters: {{requests: [{}]}}}},
+                  {{name: far, port: 82, protocol: HTTP, filters: {{requests: [{}]}}}},
+                  {{name: ext, port: 83, protocol: HTTP, filters: {{requests: [{{type: ExtensionRef, extensionRef: {{group: example.com, kind: F, name: f}}}}]}}}}]",
+                auth("authz", "infra"),
+                auth("authz", "auth")
+            ),
+        ),
+        "\n---\napiVersion: v1\nkind: Service\nmetadata: {name: authz, namespace: infra}\nspec: {ports: [{port: 9000}]}\n".into(),
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: authz, namespace: auth}\nspec: {ports: [{port: 9000}]}\n".into(),
+    ]
+    .concat();
+    let (t, status) = translate_with_status(&yaml, &Options::default());
+    let fleet = &t.ir.fleets[0];
+    let listener = |name: &str| fleet.listeners.iter().find(|l| l.name == name).unwrap();
+    let own = listener("infra/checked/own");
+    assert_eq!((own.port, own.pre_routing.len()), (81, 1));
+    assert_eq!(own.pre_routing[0].cluster, "externalauth/infra/authz/9000/grpc");
+    assert!(fleet.extensions.iter().any(|e| e.cluster_name() == own.pre_routing[0].cluster));
+    assert_eq!(listener("infra/checked/far").port, 0, "no grant: not served");
+    assert_eq!(listener("infra/checked/ext").port, 0, "an ExtensionRef: not served");
+    let set = status.listener_sets.iter().find(|s| s.key.name == "checked").unwrap();
+    let of = |name: &str| &set.listeners.iter().find(|l| l.name == name).unwrap().conditions;
+    assert_eq!(condition(of("far"), "ResolvedRefs"), (false, "RefNotPermitted"));
+    assert_eq!(condition(of("ext"), "Accepted"), (false, "UnsupportedValue"));
+    assert_eq!(condition(of("own"), "Programmed"), (true, "Programmed"));
+
+    // The grant names the ListenerSet, not its Gateway.
+    let grant = "---\napiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant
+metadata: {name: to-sets, namespace: auth}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: ListenerSet, namespace: infra}]
+  to: [{group: '', kind: Service}]\n";
+    let (t, _) = translate_with_status(&(yaml + grant), &Options::default());
+    let far = t.ir.fleets[0].listeners.iter().find(|l| l.name == "infra/checked/far").unwrap();
+    assert_eq!((far.port, far.pre_routing[0].cluster.as_str()), (82, "externalauth/auth/authz/9000/grpc"));
+}
