@@ -402,8 +402,9 @@ async fn client_certificates_and_upstream_tls_are_verified() -> anyhow::Result<(
 async fn websockets_affinity_mirrors_and_health_checks() -> anyhow::Result<()> {
     let web = Backend::start("web").await?;
     let shadow = Backend::start("shadow").await?;
-    let healthy = Backend::start("healthy").await?;
-    let sick = Backend::start_flaky("sick", usize::MAX).await?;
+    // Two endpoints of one Service (one port, two addresses); the sick one fails every request.
+    let pool = Backend::start_pool(&["healthy", "sick"], &[0, usize::MAX]).await?;
+    let [healthy, sick] = &pool[..] else { anyhow::bail!("two backends") };
     let (http, https) = (testkit::free_port(), testkit::free_port());
     // Envoy must accept circuit breakers and slow start too (every test ends checking NACKs).
     let limited = service("web", &[web.addr]).replace(
@@ -468,6 +469,7 @@ async fn websockets_affinity_mirrors_and_health_checks() -> anyhow::Result<()> {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+    assert!(sick.hits.load(std::sync::atomic::Ordering::SeqCst) > 0, "the sick endpoint was never in the pool");
     h.assert_no_nacks().await
 }
 

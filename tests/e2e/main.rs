@@ -15,6 +15,7 @@ mod kubernetes;
 mod leader;
 mod lifecycle;
 mod listener_filters;
+mod outlier_detection;
 mod overload;
 mod policies;
 mod provisioner;

@@ -307,6 +307,8 @@ pub struct Cluster {
     pub validation: Option<Verify>,
     /// Slow start for new endpoints.
     pub slow_start: Option<ir::SlowStart>,
+    /// Passive health checks of its endpoints.
+    pub outlier_detection: Option<ir::OutlierDetection>,
     /// The name of the Service port health checks go to, when not the traffic port.
     pub health_port_name: Option<String>,
     /// The server name sent when speaking TLS to the backend.

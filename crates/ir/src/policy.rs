@@ -260,6 +260,31 @@ pub struct BackendOptions {
     pub sni: Option<String>,
     /// Attribute changes of cookies this backend sets (after the route's).
     pub cookie_rewrites: Vec<CookieRewrite>,
+    /// Passive health checks of its endpoints.
+    pub outlier_detection: Option<OutlierDetection>,
+}
+
+/// Passive health checks (Envoy outlier detection): an endpoint failing too often in a row is
+/// ejected from the pool for `base_ejection_ms` times its number of ejections, at most
+/// `max_ejection_ms` (plus up to `jitter_ms`).
+#[derive(Debug, serde::Serialize, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OutlierDetection {
+    /// Consecutive server errors that eject an endpoint; 0: not checked.
+    pub consecutive_server_errors: u32,
+    /// How often endpoints are evaluated, in milliseconds.
+    pub interval_ms: u64,
+    /// The first ejection's length, in milliseconds.
+    pub base_ejection_ms: u64,
+    /// The longest ejection, in milliseconds.
+    pub max_ejection_ms: u64,
+    /// Failures to reach an endpoint are counted apart from the errors it answers with.
+    pub split_local_origin: bool,
+    /// Consecutive failures to reach an endpoint that eject it (with `split_local_origin`).
+    pub consecutive_local_origin_failures: u32,
+    /// The most endpoints ejected at once, in percent.
+    pub max_ejection_percent: u32,
+    /// The most random delay added to an ejection, in milliseconds.
+    pub jitter_ms: u64,
 }
 
 /// Traffic to a new endpoint ramps up over a window instead of arriving all at once.

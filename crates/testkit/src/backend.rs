@@ -49,6 +49,25 @@ impl Backend {
         Self::spawn(TcpListener::bind("127.0.0.1:0").await?, name, None, failures)
     }
 
+    /// [`Backend::start_flaky`] on a chosen address.
+    pub async fn start_flaky_on(addr: std::net::SocketAddr, name: &str, failures: usize) -> anyhow::Result<Self> {
+        Self::spawn(TcpListener::bind(addr).await?, name, None, failures)
+    }
+
+    /// Echo backends of one Service: each on its own loopback address (127.0.0.2, .3, ...), all
+    /// on one free port, as a Service's endpoints are (an EndpointSlice has one port for all its
+    /// addresses). `failures[i]` is how many of its first requests backend `i` answers with 503.
+    pub async fn start_pool(names: &[&str], failures: &[usize]) -> anyhow::Result<Vec<Self>> {
+        let port = crate::free_port();
+        let mut pool = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            let ip = std::net::Ipv4Addr::new(127, 0, 0, 2 + u8::try_from(i)?);
+            let failing = failures.get(i).copied().unwrap_or(0);
+            pool.push(Self::start_flaky_on((ip, port).into(), name, failing).await?);
+        }
+        Ok(pool)
+    }
+
     fn spawn(
         listener: TcpListener,
         name: &str,

@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use envoy_types::pb::envoy::config::cluster::v3::{CircuitBreakers, Cluster, circuit_breakers, cluster};
+use envoy_types::pb::envoy::config::cluster::v3::{
+    CircuitBreakers, Cluster, OutlierDetection, circuit_breakers, cluster,
+};
 use envoy_types::pb::envoy::config::core::v3::{
     HealthCheck, Http1ProtocolOptions, Http2ProtocolOptions, HttpProtocolOptions as HttpOptions, RuntimeDouble,
     TransportSocket, health_check, transport_socket,
@@ -125,6 +127,7 @@ pub(crate) fn cluster(c: &dag::Cluster, settings: &ClusterOptions) -> Resource {
         }),
         circuit_breakers: circuit_breakers(&c.circuit_breakers.or(&settings.circuit_breakers)),
         health_checks: c.policy.health_check.iter().map(health_check).collect(),
+        outlier_detection: c.outlier_detection.as_ref().map(outlier_detection),
         // As upstream: no panic mode. When every endpoint fails its health checks, requests get
         // a 503 instead of being sent to the failing endpoints anyway.
         common_lb_config: Some(cluster::CommonLbConfig {
@@ -363,6 +366,32 @@ fn lb_endpoint_of(e: &dag::Endpoint) -> LbEndpoint {
                 .map(|port| HealthCheckConfig { port_value: u32::from(port), ..Default::default() }),
             ..Default::default()
         })),
+        ..Default::default()
+    }
+}
+
+/// Passive health checks: ejection on consecutive server errors (and, split apart, on
+/// consecutive failures to reach the endpoint) only; the success-rate, failure-percentage and
+/// gateway-failure checks Envoy has besides stay off.
+fn outlier_detection(o: &ir::OutlierDetection) -> OutlierDetection {
+    let count = |value: u32| Some(UInt32Value { value });
+    let enforced = |on: bool| count(if on { 100 } else { 0 });
+    OutlierDetection {
+        consecutive_5xx: count(o.consecutive_server_errors),
+        enforcing_consecutive_5xx: enforced(o.consecutive_server_errors > 0),
+        interval: Some(duration_ms(o.interval_ms)),
+        base_ejection_time: Some(duration_ms(o.base_ejection_ms)),
+        max_ejection_time: Some(duration_ms(o.max_ejection_ms)),
+        max_ejection_time_jitter: (o.jitter_ms > 0).then(|| duration_ms(o.jitter_ms)),
+        max_ejection_percent: count(o.max_ejection_percent),
+        // One endpoint can always be ejected, whatever the percentage of a small pool.
+        always_eject_one_host: Some(envoy_types::pb::google::protobuf::BoolValue { value: true }),
+        split_external_local_origin_errors: o.split_local_origin,
+        consecutive_local_origin_failure: count(o.consecutive_local_origin_failures),
+        enforcing_consecutive_local_origin_failure: enforced(o.split_local_origin),
+        enforcing_success_rate: enforced(false),
+        enforcing_local_origin_success_rate: enforced(false),
+        enforcing_consecutive_gateway_failure: enforced(false),
         ..Default::default()
     }
 }

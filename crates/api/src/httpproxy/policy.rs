@@ -326,6 +326,50 @@ pub struct SlowStartPolicy {
     pub min_weight_percent: Option<u32>,
 }
 
+/// Passive health checks of a service (Envoy's outlier detection), a contour-rs extension:
+/// endpoints are watched in the traffic they carry, and one that fails too often in a row is
+/// ejected from the load-balancing pool, for longer each time it is ejected again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutlierDetection {
+    /// Turns passive health checks off for this service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    /// Consecutive server errors (5xx answers; for TCP, connection failures and timeouts) that
+    /// eject an endpoint; 0 turns this check off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 5))]
+    pub consecutive_server_errors: Option<u32>,
+    /// How often endpoints are evaluated (and ejected ones returned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(DURATION), extend("default" = "10s"))]
+    pub interval: Option<String>,
+    /// How long an endpoint is ejected the first time (times the number of its ejections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(DURATION), extend("default" = "30s"))]
+    pub base_ejection_time: Option<String>,
+    /// The longest an endpoint is ejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(DURATION), extend("default" = "300s"))]
+    pub max_ejection_time: Option<String>,
+    /// Counts failures to reach an endpoint (connection failures, timeouts, resets) apart from the
+    /// errors it answers with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_external_local_origin_errors: Option<bool>,
+    /// Consecutive failures to reach an endpoint that eject it, when they are counted apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 5))]
+    pub consecutive_local_origin_failure: Option<u32>,
+    /// The most endpoints of the service ejected at once, in percent (at least one can always be).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100), extend("default" = 10))]
+    pub max_ejection_percent: Option<u32>,
+    /// A random delay, up to this long, added to each ejection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(DURATION), extend("default" = "0s"))]
+    pub max_ejection_time_jitter: Option<String>,
+}
+
 /// Characters not allowed in cookie names and values.
 const COOKIE_NAME: &str = "^[^()<>@,;:\\\\\"\\/[\\]?={} \\t\\x7f\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\x07\\x08\\x09\\x0a\\x0b\\x0c\\x0d\\x0e\\x0f\\x10\\x11\\x12\\x13\\x14\\x15\\x16\\x17\\x18\\x19\\x1a\\x1b\\x1c\\x1d\\x1e\\x1f]+$";
 const COOKIE_PATH: &str = "^[^;\\x7f\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\x07\\x08\\x09\\x0a\\x0b\\x0c\\x0d\\x0e\\x0f\\x10\\x11\\x12\\x13\\x14\\x15\\x16\\x17\\x18\\x19\\x1a\\x1b\\x1c\\x1d\\x1e\\x1f]+$";

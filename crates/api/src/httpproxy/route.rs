@@ -197,6 +197,10 @@ pub struct Service {
     /// Slow start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_start_policy: Option<SlowStartPolicy>,
+    /// Passive health checks: an endpoint that keeps failing leaves the load-balancing pool for
+    /// a while. A contour-rs extension: upstream Contour has no such field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outlier_detection: Option<OutlierDetection>,
 }
 
 /// TCP proxying of a TLS virtual host.

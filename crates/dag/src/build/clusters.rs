@@ -89,6 +89,7 @@ impl<'a> Builder<'a> {
             policy: policy.clone(),
             validation,
             slow_start: options.and_then(|o| o.slow_start),
+            outlier_detection: options.and_then(|o| o.outlier_detection),
             health_port_name: options.and_then(|o| o.health_port).filter(|hp| *hp != sp.port).map(|hp| {
                 let ports = spec.and_then(|s| s.ports.as_ref());
                 ports
@@ -118,12 +119,19 @@ impl<'a> Builder<'a> {
             || cluster.policy != ClusterPolicy::default()
             || cluster.validation.is_some()
             || cluster.slow_start.is_some()
+            || cluster.outlier_detection.is_some()
             || cluster.health_port_name.is_some()
             || cluster.sni.is_some()
         {
             let settings = (&cluster.protocol, &cluster.policy, &cluster.validation, &cluster.slow_start);
             let more = (&cluster.external_name, &cluster.client_certificate);
-            format!("{:?}", (settings, &cluster.health_port_name, &cluster.sni, more))
+            let mut all = format!("{:?}", (settings, &cluster.health_port_name, &cluster.sni, more));
+            // Only a cluster with passive health checks has them in its name: the others keep
+            // the names they had before the field existed.
+            if let Some(o) = &cluster.outlier_detection {
+                all.push_str(&format!(" {o:?}"));
+            }
+            all
         } else {
             String::new()
         };
@@ -260,6 +268,7 @@ impl<'a> Builder<'a> {
             policy: ClusterPolicy::default(),
             validation,
             slow_start: None,
+            outlier_detection: None,
             health_port_name: None,
             // An IP address is not a server name (SNI carries DNS names only).
             sni: jwks.tls.then(|| jwks.host.clone()).filter(|h| h.parse::<std::net::IpAddr>().is_err()),

@@ -182,6 +182,12 @@ fn service(
             t.error(origin, "ServiceError", field, "SlowStartInvalid", e);
         })?),
     };
+    let outlier_detection = match s.outlier_detection.as_ref().filter(|o| o.disabled != Some(true)) {
+        None => None,
+        Some(o) => Some(outlier_detection(o).map_err(|e| {
+            t.error(origin, "ServiceError", &format!("{field}.outlierDetection"), "OutlierDetectionInvalid", e);
+        })?),
+    };
     // TLS to the backend names the host it is sent to (the service's Host, else the route's).
     let sni = host_rewrite.clone().or_else(|| settings.host.map(str::to_string)).filter(|_| tls);
     let options = BackendOptions {
@@ -194,6 +200,7 @@ fn service(
         host_rewrite,
         sni,
         cookie_rewrites,
+        outlier_detection,
     };
     let weight = match (s.mirror, s.weight) {
         // A mirror's weight is the share of requests mirrored; unset or 0 means all.
@@ -224,6 +231,36 @@ fn slow_start(p: &api::httpproxy::SlowStartPolicy, load_balancer: LoadBalancer) 
         .map(|a| (a * 1000.0).round() as u32)
         .ok_or_else(|| format!("error parsing aggression: \"{aggression}\" is not a decimal number on slow start"))?;
     Ok(SlowStart { window_ms, aggression_milli, min_weight_percent: p.min_weight_percent.unwrap_or(10).min(100) })
+}
+
+/// A service's passive health checks, with the defaults of upstream's design for the field.
+fn outlier_detection(o: &api::httpproxy::OutlierDetection) -> Result<ir::OutlierDetection, String> {
+    let duration = |name: &str, value: Option<&String>, default: u64| match value {
+        None => Ok(default),
+        Some(v) => crate::shared::timeouts::go_duration_ms(v)
+            .ok_or_else(|| format!("error parsing {name}: time: invalid duration {v:?} on outlier detection")),
+    };
+    let max_ejection_percent = o.max_ejection_percent.unwrap_or(10);
+    if max_ejection_percent > 100 {
+        return Err(format!("maxEjectionPercent {max_ejection_percent} is over 100 on outlier detection"));
+    }
+    let interval_ms = duration("interval", o.interval.as_ref(), 10_000)?;
+    if interval_ms == 0 {
+        return Err("interval must be more than 0s on outlier detection".into());
+    }
+    let base_ejection_ms = duration("baseEjectionTime", o.base_ejection_time.as_ref(), 30_000)?;
+    // Envoy's rule: the longest ejection is never shorter than the first.
+    let max_ejection_ms = duration("maxEjectionTime", o.max_ejection_time.as_ref(), 300_000)?.max(base_ejection_ms);
+    Ok(ir::OutlierDetection {
+        consecutive_server_errors: o.consecutive_server_errors.unwrap_or(5),
+        interval_ms,
+        base_ejection_ms,
+        max_ejection_ms,
+        split_local_origin: o.split_external_local_origin_errors == Some(true),
+        consecutive_local_origin_failures: o.consecutive_local_origin_failure.unwrap_or(5),
+        max_ejection_percent,
+        jitter_ms: duration("maxEjectionTimeJitter", o.max_ejection_time_jitter.as_ref(), 0)?,
+    })
 }
 
 fn validation(

@@ -13,10 +13,31 @@ pub fn check_regex(pattern: String) -> Result<String, String> {
         return Err(format!("regular expression longer than {MAX_REGEX_LEN} bytes"));
     }
     re2_only(&pattern).map_err(|e| format!("invalid regular expression {pattern:?}: {e}"))?;
-    regex_syntax::ParserBuilder::new().nest_limit(64).build().parse(&pattern).map_err(|e| {
+    let hir = regex_syntax::ParserBuilder::new().nest_limit(64).build().parse(&pattern).map_err(|e| {
         format!("invalid regular expression {pattern:?}: {}", e.to_string().lines().last().unwrap_or_default())
     })?;
+    // RE2 refuses a counted repetition over 1000, nested ones multiplied.
+    if repetition(&hir) > MAX_REPEAT {
+        return Err(format!("invalid regular expression {pattern:?}: repetition counts over {MAX_REPEAT}"));
+    }
     Ok(pattern)
+}
+
+/// The largest counted repetition RE2 takes (nested counts multiplied).
+const MAX_REPEAT: u64 = 1000;
+
+/// The largest product of nested repetition counts in `hir`.
+fn repetition(hir: &regex_syntax::hir::Hir) -> u64 {
+    use regex_syntax::hir::HirKind;
+    match hir.kind() {
+        HirKind::Repetition(r) => {
+            let count = u64::from(r.max.unwrap_or(r.min).max(r.min)).max(1);
+            count.saturating_mul(repetition(&r.sub).max(1))
+        }
+        HirKind::Capture(c) => repetition(&c.sub),
+        HirKind::Concat(all) | HirKind::Alternation(all) => all.iter().map(repetition).max().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// Refuses what the Rust parser accepts but RE2 (Envoy) does not: flags other than `imsU`, and
@@ -52,4 +73,20 @@ fn re2_only(pattern: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_regex;
+
+    #[test]
+    fn repetitions_re2_refuses_are_refused() {
+        for ok in ["a{1000}", "(a{10}){100}", "a{2,1000}b+", "[0-9]{3}-[0-9]{4}"] {
+            assert!(check_regex(ok.into()).is_ok(), "{ok}");
+        }
+        for bad in ["a{1001}", "(a{100}){11}", "a{0,1001}", "((ab){10}c){101}"] {
+            let error = check_regex(bad.into()).expect_err(bad);
+            assert!(error.contains("repetition counts over 1000"), "{bad}: {error}");
+        }
+    }
 }

@@ -1,0 +1,71 @@
+//! Passive health checks (`services[].outlierDetection`, a contour-rs extension of HTTPProxy)
+//! through the real Envoy: of three endpoints, the one that fails is ejected after its failures
+//! in a row, traffic goes on to the others, and it comes back once its ejection is over.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use testkit::{Backend, Request};
+
+use crate::harness::{Harness, service};
+
+#[tokio::test]
+async fn a_failing_endpoint_is_ejected_and_comes_back() -> anyhow::Result<()> {
+    // One Service of three endpoints; the sick one answers its first three requests with 503.
+    let pool = Backend::start_pool(&["a", "b", "sick"], &[0, 0, 3]).await?;
+    let [a, b, sick] = &pool[..] else { anyhow::bail!("three backends") };
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        service("pool", &[a.addr, b.addr, sick.addr]),
+        "---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: pool, namespace: default}
+spec:
+  virtualhost: {fqdn: pool.test}
+  routes:
+  - services:
+    - name: pool
+      port: 80
+      outlierDetection: {consecutiveServerErrors: 3, interval: 1s, baseEjectionTime: 4s, maxEjectionPercent: 50}
+"
+        .to_string(),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    let req = Request::get("pool.test", "/");
+    h.until(http, &req, |r| r.header("x-backend").is_some()).await?;
+
+    // Until the sick endpoint has failed three times in a row, it gets its share.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while sick.hits.load(Ordering::SeqCst) < 3 {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the sick endpoint never got three requests: hits a {} b {} sick {}",
+            a.hits.load(Ordering::SeqCst),
+            b.hits.load(Ordering::SeqCst),
+            sick.hits.load(Ordering::SeqCst)
+        );
+        h.get(http, &req).await?;
+    }
+    let ejected_at = Instant::now();
+    // Ejected: every request goes to the others, none to it.
+    for _ in 0..30 {
+        let r = h.get(http, &req).await?;
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_ne!(r.header("x-backend"), Some("sick"), "an ejected endpoint got traffic");
+    }
+    let during = ejected_at.elapsed();
+    assert!(during < Duration::from_secs(4), "the check outlasted the ejection ({during:?}): it proves nothing");
+    assert_eq!(sick.hits.load(Ordering::SeqCst), 3, "requests reached the ejected endpoint");
+
+    // After its ejection time (and the next evaluation), it serves again.
+    let back = testkit::eventually(Duration::from_secs(20), || async {
+        let r = h.get(http, &req).await.ok()?;
+        (r.status == 200 && r.header("x-backend") == Some("sick")).then_some(())
+    })
+    .await;
+    assert!(back.is_some(), "the endpoint never came back after its ejection");
+    assert!(ejected_at.elapsed() >= Duration::from_secs(4), "back before its ejection time was over");
+    h.assert_no_nacks().await
+}
