@@ -211,10 +211,11 @@ pub fn header_value_problem(value: &str) -> Option<String> {
 }
 
 impl PathModifier {
-    /// The new path or prefix.
+    /// The new path or prefix (a regex rewrite's substitution).
     pub fn value(&self) -> &str {
         match self {
             PathModifier::Full(p) | PathModifier::Prefix(p) => p,
+            PathModifier::Regex { substitution, .. } => substitution,
         }
     }
 }
@@ -267,6 +268,13 @@ pub enum PathModifier {
     Full(String),
     /// Replace the prefix that the rule's prefix match matched.
     Prefix(String),
+    /// Replace each match of a regular expression (RE2, checked), with `\N` for its groups.
+    Regex {
+        /// The regular expression.
+        pattern: String,
+        /// What replaces each match.
+        substitution: String,
+    },
 }
 
 /// A mirrored copy of each request.

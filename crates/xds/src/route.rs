@@ -497,6 +497,9 @@ fn forward(
         }
         match (&rewrite.path, &route.matcher.path) {
             (Some(PathModifier::Full(path)), _) => action.regex_rewrite = Some(substitute("^/.*$", path)),
+            (Some(PathModifier::Regex { pattern, substitution }), _) => {
+                action.regex_rewrite = Some(substitute(pattern, substitution))
+            }
             (Some(PathModifier::Prefix(replacement)), PathMatch::Prefix(prefix)) => {
                 prefix_rewrite(prefix, replacement, &mut action.prefix_rewrite, &mut action.regex_rewrite)
             }

@@ -419,6 +419,22 @@ pub struct PathRewritePolicy {
     /// Prefix replacements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replace_prefix: Option<Vec<ReplacePrefix>>,
+    /// A regular expression replacement of the path (not with `replacePrefix`). A contour-rs
+    /// extension: upstream Contour has no such field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace_regex: Option<ReplaceRegex>,
+}
+
+/// A regular expression replacement of the path: every match of `pattern` (RE2) in the path
+/// becomes `substitution`, where `\1` to `\9` stand for the pattern's capture groups. The query
+/// string is kept as it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplaceRegex {
+    /// The regular expression (RE2 syntax).
+    #[schemars(length(min = 1, max = 1024))]
+    pub pattern: String,
+    /// What replaces each match.
+    pub substitution: String,
 }
 
 /// One prefix replacement.

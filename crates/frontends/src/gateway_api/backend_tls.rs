@@ -144,6 +144,11 @@ fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -
         return (None, PolicyVerdict { accepted: (false, "NoValidCACertificate", message), resolved });
     };
     let hostname = v.hostname.to_ascii_lowercase();
+    // The server name sent (SNI), which Envoy takes only as a DNS name of at most 255 bytes.
+    if let Some(problem) = ir::hostname::problem(&hostname) {
+        let message = format!("spec.validation.hostname: {problem}");
+        return (None, PolicyVerdict { accepted: (false, "Invalid", message), resolved });
+    }
     use gateway_api::backendtlspolicies::BackendTlsPolicyValidationSubjectAltNamesType as SanType;
     let (mut subject_names, mut subject_uris) = (Vec::new(), Vec::new());
     // The field of the SAN's type counts; the other is ignored, as the spec says.

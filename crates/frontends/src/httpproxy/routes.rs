@@ -247,7 +247,11 @@ fn route(
     if let Some(authority) = crate::wildcard_authority(fqdn) {
         matcher.headers.push(authority);
     }
-    let rewrite = prefix_replacement(t, origin, field, r, &matcher.path)?;
+    let rewrite = prefix_replacement(t, origin, field, r, &matcher.path)?.map(PathModifier::Prefix);
+    let rewrite = match regex_replacement(t, origin, field, r)? {
+        Some(regex) => Some(regex),
+        None => rewrite,
+    };
     let health_check = match policy::health_check(r.health_check_policy.as_deref()) {
         Ok(h) => h,
         Err(e) => return fail(t, "RouteError", "HealthCheckPolicyInvalid", e),
@@ -323,7 +327,7 @@ fn route(
         request_timeout_ms: timeouts.response,
         policy,
     };
-    let path = rewrite.map(PathModifier::Prefix);
+    let path = rewrite;
     let mut rule = rule;
     if path.is_some() || hostname.is_some() || hostname_from_header.is_some() {
         rule.filters.push(HttpFilter::UrlRewrite(ir::UrlRewrite { hostname, hostname_from_header, path }));
@@ -391,6 +395,32 @@ fn expand_prefix_rewrites(contributions: &mut [Contribution]) {
         }
         c.rules = expanded;
     }
+}
+
+/// A route's regular expression replacement of the path (`pathRewritePolicy.replaceRegex`, ours),
+/// checked as RE2 will read it: the pattern, and the substitution's group references.
+fn regex_replacement(
+    t: &mut Translator<'_>,
+    origin: &Origin,
+    field: &str,
+    r: &Route,
+) -> Result<Option<PathModifier>, ()> {
+    let Some(policy) = r.path_rewrite_policy.as_ref() else { return Ok(None) };
+    let Some(regex) = &policy.replace_regex else { return Ok(None) };
+    let field = format!("{field}.pathRewritePolicy.replaceRegex");
+    let problem = if policy.replace_prefix.as_ref().is_some_and(|p| !p.is_empty()) {
+        Some("replaceRegex and replacePrefix cannot both be set".to_string())
+    } else {
+        match crate::shared::regex::check_regex(regex.pattern.clone()) {
+            Err(e) => Some(e),
+            Ok(_) => crate::shared::regex::substitution_problem(&regex.pattern, &regex.substitution),
+        }
+    };
+    if let Some(message) = problem {
+        t.error(origin, "PathRewriteError", &field, "RegexRewriteInvalid", message);
+        return Err(());
+    }
+    Ok(Some(PathModifier::Regex { pattern: regex.pattern.clone(), substitution: regex.substitution.clone() }))
 }
 
 /// The prefix replacement that applies to a route (`pathRewritePolicy.replacePrefix`): the one

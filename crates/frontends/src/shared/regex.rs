@@ -23,6 +23,33 @@ pub fn check_regex(pattern: String) -> Result<String, String> {
     Ok(pattern)
 }
 
+/// What is wrong with `substitution` as RE2 reads a rewrite of `pattern` (a valid regex): a
+/// backslash must start `\\` or a group number the pattern has, and nothing may end the header
+/// line. `None` when it is fine.
+pub fn substitution_problem(pattern: &str, substitution: &str) -> Option<String> {
+    if let Some(problem) = ir::header_value_problem(substitution) {
+        return Some(format!("invalid substitution {substitution:?}: {problem}"));
+    }
+    let groups = regex_syntax::Parser::new().parse(pattern).ok()?.properties().explicit_captures_len();
+    let mut chars = substitution.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => {}
+            Some(d) if d.is_ascii_digit() => {
+                let n = d.to_digit(10).unwrap_or(0) as usize;
+                if n > groups {
+                    return Some(format!("substitution {substitution:?} names group {n}, the pattern has {groups}"));
+                }
+            }
+            _ => return Some(format!("invalid substitution {substitution:?}: a backslash starts \\N or \\\\")),
+        }
+    }
+    None
+}
+
 /// The largest counted repetition RE2 takes (nested counts multiplied).
 const MAX_REPEAT: u64 = 1000;
 
@@ -78,6 +105,17 @@ fn re2_only(pattern: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::check_regex;
+
+    #[test]
+    fn substitutions_name_groups_the_pattern_has() {
+        use super::substitution_problem as problem;
+        assert_eq!(problem("^/u/([0-9]+)/p/([0-9]+)$", "/p/\\2/by/\\1"), None);
+        assert_eq!(problem("^/a$", "/b\\\\c"), None, "an escaped backslash");
+        assert!(problem("^/u/([0-9]+)$", "/\\2").is_some_and(|p| p.contains("names group 2, the pattern has 1")));
+        assert!(problem("^/a$", "/\\x").is_some_and(|p| p.contains("a backslash starts")));
+        assert!(problem("^/a$", "/b\\").is_some());
+        assert!(problem("^/a$", "/b\r\nx: y").is_some());
+    }
 
     #[test]
     fn repetitions_re2_refuses_are_refused() {

@@ -235,3 +235,25 @@ fn a_section_naming_no_port_of_the_service_is_not_attached_and_said_so() {
         evaluation.applied.iter().filter(|p| p.service == "web").map(|p| p.origin.name.as_str()).collect();
     assert_eq!(web, ["port"], "only the policy of an existing port attaches");
 }
+
+/// A hostname Envoy cannot send as SNI (no DNS name, over 255 bytes) is refused with the field
+/// named, and the policy is not applied.
+#[test]
+fn a_hostname_that_is_no_server_name_is_refused() {
+    let long = format!("{}.example.com", "a".repeat(300));
+    let yaml = fixture()
+        + &policy(
+            "long",
+            "2025-01-01T00:00:00Z",
+            "{group: '', kind: Service, name: tls}",
+            &format!("{{caCertificateRefs: [{{group: '', kind: ConfigMap, name: ca}}], hostname: {long}}}"),
+        );
+    let (_, set) = translate_with_status(&yaml, &Options::default());
+    let long = set.policies.iter().find(|p| p.key.name == "long").expect("the policy has our status");
+    let accepted = &long.parents[0].conditions[0];
+    assert_eq!((accepted.type_, accepted.status, accepted.reason), ("Accepted", false, "Invalid"));
+    assert!(accepted.message.starts_with("spec.validation.hostname: invalid hostname"), "{}", accepted.message);
+    let evaluation = crate::gateway_api::backend_tls::evaluate(&snapshot(&yaml));
+    let applied = evaluation.applied.iter().find(|p| p.origin.name == "long").expect("evaluated");
+    assert!(applied.tls.is_none(), "not applied with a server name Envoy refuses");
+}

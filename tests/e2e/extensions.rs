@@ -1,6 +1,8 @@
-//! Passive health checks (`services[].outlierDetection`, a contour-rs extension of HTTPProxy)
-//! through the real Envoy: of three endpoints, the one that fails is ejected after its failures
-//! in a row, traffic goes on to the others, and it comes back once its ejection is over.
+//! HTTPProxy fields of contour-rs that upstream Contour does not have, through the real Envoy:
+//! passive health checks (`services[].outlierDetection`: of three endpoints, the one that fails
+//! is ejected after its failures in a row, traffic goes on to the others, and it comes back once
+//! its ejection is over) and regular expression path rewrites (`pathRewritePolicy.replaceRegex`,
+//! capture groups included).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -67,5 +69,52 @@ spec:
     .await;
     assert!(back.is_some(), "the endpoint never came back after its ejection");
     assert!(ejected_at.elapsed() >= Duration::from_secs(4), "back before its ejection time was over");
+    h.assert_no_nacks().await
+}
+
+#[tokio::test]
+async fn a_regex_rewrite_rearranges_the_path_with_its_groups() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        service("web", &[web.addr]),
+        r#"---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: rewrite, namespace: default}
+spec:
+  virtualhost: {fqdn: rewrite.test}
+  routes:
+  - conditions: [{prefix: /users}]
+    pathRewritePolicy:
+      replaceRegex: {pattern: '^/users/([0-9]+)/posts/([0-9]+)$', substitution: '/api/posts/\2/by/\1'}
+    services: [{name: web, port: 80}]
+  - services: [{name: web, port: 80}]
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: bad, namespace: default}
+spec:
+  virtualhost: {fqdn: bad.test}
+  routes:
+  - pathRewritePolicy:
+      replaceRegex: {pattern: '^/bad/(.*)$', substitution: '/\3'}
+    services: [{name: web, port: 80}]
+"#
+        .to_string(),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    let path_seen = |r: &testkit::Response| r.echo()["path"].as_str().unwrap_or_default().to_string();
+    let r = h.until(http, &Request::get("rewrite.test", "/users/7/posts/42?page=2"), |r| r.status == 200).await?;
+    assert_eq!(path_seen(&r), "/api/posts/42/by/7?page=2", "groups swapped, the query kept: {r:?}");
+    // What the pattern does not match is passed on as it is.
+    let r = h.get(http, &Request::get("rewrite.test", "/users/7/profile")).await?;
+    assert_eq!(path_seen(&r), "/users/7/profile");
+    // A substitution naming a group the pattern lacks is refused before Envoy: its HTTPProxy is
+    // not served (as upstream serves none of an invalid one), the other one is, and Envoy
+    // rejects nothing.
+    let r = h.get(http, &Request::get("bad.test", "/bad/x")).await?;
+    assert_eq!(r.status, 404, "{r:?}");
     h.assert_no_nacks().await
 }
