@@ -12,11 +12,6 @@ use crate::kubernetes::status_of_until;
 
 const V1: &str = "gateway.networking.k8s.io/v1";
 
-fn basic(user: &str, password: &str) -> String {
-    use base64::Engine;
-    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
-}
-
 /// The listener `name`'s condition `type_` as `(status, reason)`.
 fn listener_condition(gateway: &Value, name: &str, type_: &str) -> Option<(String, String)> {
     let listener = gateway["listeners"].as_array()?.iter().find(|l| l["name"] == name)?;
@@ -87,7 +82,7 @@ async fn external_auth_listener_filters_check_requests_before_routing() -> anyho
     .concat();
     apply_yaml(&client, &yaml).await?;
     let h = Harness::start_kubernetes(client.clone(), true).await?;
-    let credentials = basic("alice", "wonderland");
+    let credentials = testkit::basic("alice", "wonderland");
 
     // The open listener: served, never checked.
     let open = Request::get("open.example.com", "/");

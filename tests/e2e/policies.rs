@@ -46,12 +46,6 @@ fn preflight(host: &str, origin: &str, method: &str) -> Request {
         .header("access-control-request-method", method)
 }
 
-/// An `Authorization` header with Basic credentials.
-fn basic(user: &str, password: &str) -> String {
-    use base64::Engine;
-    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
-}
-
 /// Every value of a response header, in order.
 fn all<'a>(r: &'a Response, name: &str) -> Vec<&'a str> {
     r.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect()
@@ -301,13 +295,13 @@ async fn external_authorization_checks_the_requests_of_tls_virtual_hosts() -> an
     let r = get("secure.test", "/", None).await?;
     assert_eq!(r.status, 401, "{r:?}");
     assert!(r.header("www-authenticate").is_some_and(|v| v.starts_with("Basic")), "{r:?}");
-    assert_eq!(get("secure.test", "/", Some(basic("alice", "nope"))).await?.status, 401);
-    let r = get("secure.test", "/", Some(basic("alice", "wonderland"))).await?;
+    assert_eq!(get("secure.test", "/", Some(testkit::basic("alice", "nope"))).await?.status, 401);
+    let r = get("secure.test", "/", Some(testkit::basic("alice", "wonderland"))).await?;
     assert_eq!((r.status, r.header("x-backend")), (200, Some("web")), "{r:?}");
     let seen = &r.echo()["headers"];
     assert_eq!((seen["auth-username"].as_str(), seen["auth-context-team"].as_str()), (Some("alice"), Some("blue")));
     // A route's context adds to the virtual host's.
-    let r = get("secure.test", "/admin", Some(basic("alice", "wonderland"))).await?;
+    let r = get("secure.test", "/admin", Some(testkit::basic("alice", "wonderland"))).await?;
     let seen = &r.echo()["headers"];
     assert_eq!((seen["auth-context-area"].as_str(), seen["auth-context-team"].as_str()), (Some("admin"), Some("blue")));
     // A route with checks disabled needs no credentials.
@@ -316,7 +310,7 @@ async fn external_authorization_checks_the_requests_of_tls_virtual_hosts() -> an
     assert_eq!(get("open.test", "/", None).await?.status, 200);
     assert_eq!(get("closed.test", "/", None).await?.status, 403);
     assert_eq!(get("optin.test", "/checked", None).await?.status, 401, "the route that turned checks back on");
-    assert_eq!(get("optin.test", "/checked", Some(basic("alice", "wonderland"))).await?.status, 200);
+    assert_eq!(get("optin.test", "/checked", Some(testkit::basic("alice", "wonderland"))).await?.status, 200);
     assert_eq!(get("optin.test", "/", None).await?.status, 200, "the virtual host's checks are off");
     // Plain HTTP is redirected to HTTPS, where the checks are.
     assert_eq!(h.get(http, &Request::get("secure.test", "/")).await?.status, 301);
@@ -425,7 +419,7 @@ async fn an_extension_service_spreads_checks_over_its_services() -> anyhow::Resu
     .concat();
     let (h, _, https) = start_tls(&yaml).await?;
     let pem = ca.pem();
-    let req = Request::get("secure.test", "/").header("authorization", &basic("alice", "wonderland"));
+    let req = Request::get("secure.test", "/").header("authorization", &testkit::basic("alice", "wonderland"));
     h.until_tls(https, "secure.test", &pem, None, &req).await?;
     for _ in 0..20 {
         let r = testkit::request_tls(([127, 0, 0, 1], https).into(), "secure.test", &pem, &req).await?;
@@ -537,7 +531,7 @@ async fn external_authorization_over_http_forwards_requests_under_the_prefix() -
     let r = h.until_tls(https, "secure.test", &pem, None, &Request::get("secure.test", "/app")).await?;
     assert_eq!(r.status, 401, "the server's answer goes back to the client: {r:?}");
     assert!(r.header("www-authenticate").is_some_and(|v| v.starts_with("Basic")), "{r:?}");
-    let req = Request::get("secure.test", "/app?x=1").header("authorization", &basic("alice", "wonderland"));
+    let req = Request::get("secure.test", "/app?x=1").header("authorization", &testkit::basic("alice", "wonderland"));
     let r = testkit::request_tls(([127, 0, 0, 1], https).into(), "secure.test", &pem, &req).await?;
     assert_eq!((r.status, r.header("x-backend")), (200, Some("web")), "{r:?}");
     let seen = &r.echo()["headers"];

@@ -24,6 +24,11 @@ use envoy_types::pb::envoy::service::auth::v3::{
 use envoy_types::pb::envoy::r#type::v3::HttpStatus;
 use envoy_types::pb::google::rpc::Status;
 
+/// An HTTP Basic `Authorization` header value for `user` and `password`, as a client sends it.
+pub fn basic(user: &str, password: &str) -> String {
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
+}
+
 /// A running authorization server; stopped when dropped.
 pub struct AuthServer {
     /// Where it listens.

@@ -18,7 +18,7 @@ mod relay;
 mod serve;
 
 pub use apiserver::{ApiServer, apply_yaml, delete_yaml, dry_run_yaml, object_of, set_status, status_of};
-pub use authz::{AuthServer, serve_test_mode};
+pub use authz::{AuthServer, basic, serve_test_mode};
 pub use backend::{Backend, serve_echo, tls_acceptor};
 pub use certs::{Ca, Issued};
 pub use client::{Request, Response, h2_preface_mtls, h2_preface_tls, request, request_mtls, request_tls};
