@@ -118,3 +118,65 @@ spec:
     assert_eq!(r.status, 404, "{r:?}");
     h.assert_no_nacks().await
 }
+
+/// HTTP/3 (`tls.http3`): the HTTPS port answers over QUIC too, with the virtual host's own
+/// certificate (chosen by SNI) and routes, and HTTP/1.1 answers advertise it with `alt-svc`.
+/// A virtual host of the same port without it is neither advertised nor served over QUIC.
+#[tokio::test]
+async fn http3_is_served_over_quic_and_advertised() -> anyhow::Result<()> {
+    let ca = testkit::Ca::new()?;
+    let web = Backend::start("web").await?;
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let proxy = |name: &str, http3: &str| {
+        format!(
+            "---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {{name: {name}, namespace: default}}
+spec:
+  virtualhost:
+    fqdn: {name}.h3.test
+    tls: {{secretName: {name}{http3}}}
+  routes:
+  - conditions: [{{prefix: /}}]
+    services: [{{name: web, port: 80}}]
+    responseHeadersPolicy: {{set: [{{name: x-vhost, value: {name}}}]}}
+"
+        )
+    };
+    let yaml = [
+        service("web", &[web.addr]),
+        crate::tls::tls_secret("quic", &ca.issue(&["quic.h3.test"])?),
+        crate::tls::tls_secret("tcp", &ca.issue(&["tcp.h3.test"])?),
+        proxy("quic", ", http3: true"),
+        proxy("tcp", ""),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], https));
+
+    // Over TCP, the HTTP/3 host's answers advertise the same port for h3; the other's do not.
+    let r = h.until_tls(https, "quic.h3.test", &ca.pem(), None, &Request::get("quic.h3.test", "/")).await?;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.header("alt-svc"), Some(format!("h3=\":{https}\"; ma=86400").as_str()));
+    let r = h.until_tls(https, "tcp.h3.test", &ca.pem(), None, &Request::get("tcp.h3.test", "/")).await?;
+    assert_eq!((r.status, r.header("alt-svc")), (200, None), "{r:?}");
+
+    // Over QUIC: the same routes, the same certificate (the client checks the name against the CA).
+    let req = Request::get("quic.h3.test", "/over/quic");
+    let last = std::sync::Mutex::new(String::new());
+    let r = testkit::eventually(Duration::from_secs(15), || async {
+        let r = testkit::request_h3(addr, "quic.h3.test", &ca.pem(), &req).await;
+        r.map_err(|e| *last.lock().unwrap() = e.to_string()).ok()
+    })
+    .await
+    .ok_or_else(|| anyhow::anyhow!("no HTTP/3 answer ({}); envoy log:\n{}", last.lock().unwrap(), h.envoy.log()))?;
+    assert_eq!((r.status, r.header("alpn")), (200, Some("h3")), "{r:?}");
+    assert_eq!(r.header("x-vhost"), Some("quic"));
+    assert_eq!(r.echo()["path"].as_str(), Some("/over/quic"), "{r:?}");
+
+    // The host without HTTP/3 has no QUIC chain: the handshake for its name fails.
+    let refused = testkit::request_h3(addr, "tcp.h3.test", &ca.pem(), &Request::get("tcp.h3.test", "/")).await;
+    assert!(refused.is_err(), "a host without http3 answered over QUIC: {refused:?}");
+    h.assert_no_nacks().await
+}

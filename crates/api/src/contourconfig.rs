@@ -288,6 +288,25 @@ pub struct EnvoyListenerConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_connections_to_accept_per_socket_event: Option<u32>,
+    /// HTTP/3 over QUIC on the HTTPS listeners. A contour-rs extension: upstream Contour has no
+    /// such field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http3: Option<EnvoyHttp3>,
+}
+
+/// HTTP/3 over QUIC beside HTTPS (a contour-rs extension).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvoyHttp3 {
+    /// Every TLS-terminating virtual host also serves HTTP/3 on its port (UDP), unless its
+    /// HTTPProxy's `tls.http3` says otherwise. Off by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// The UDP port `alt-svc` advertises: the port clients reach, such as the Envoy Service's
+    /// 443 in front of Envoy's 8443. Unset: the listener's own port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub advertised_port: Option<u16>,
 }
 
 /// Response compression.

@@ -445,6 +445,21 @@ pub struct Listener {
     /// Connections accepted per socket event.
     #[serde(default, rename = "max-connections-to-accept-per-socket-event")]
     pub max_connections_to_accept_per_socket_event: Option<u32>,
+    /// HTTP/3 over QUIC (a contour-rs extension).
+    #[serde(default)]
+    pub http3: Option<Http3>,
+}
+
+/// `listener.http3` (a contour-rs extension).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Http3 {
+    /// Every TLS-terminating virtual host serves HTTP/3 too.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// The UDP port `alt-svc` advertises; unset: the listener's own.
+    #[serde(default, rename = "advertised-port")]
+    pub advertised_port: Option<u16>,
 }
 
 /// `listener.socket-options`.

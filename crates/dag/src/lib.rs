@@ -156,6 +156,9 @@ pub struct DownstreamTls {
     pub max_version: Option<ir::TlsVersion>,
     /// Client certificate checks, if any.
     pub client: Option<ClientAuth>,
+    /// HTTP/3 over QUIC too: `Some(true)` on, `Some(false)` off, `None` as the installation's
+    /// setting says.
+    pub http3: Option<bool>,
 }
 
 /// Client certificate checks of a TLS chain.

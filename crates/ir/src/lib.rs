@@ -137,12 +137,15 @@ pub struct ListenerTls {
     pub max_version: Option<TlsVersion>,
     /// Verification of client certificates.
     pub client_validation: Option<ClientValidation>,
+    /// HTTP/3 over QUIC beside TCP: `Some(true)` on, `Some(false)` off, `None` as the
+    /// installation's setting says (HTTPProxy `tls.http3`, a contour-rs extension).
+    pub http3: Option<bool>,
 }
 
 impl ListenerTls {
     /// TLS with these certificates and every other setting at its default.
     pub fn new(mode: TlsMode, certificates: Vec<ObjectRef>) -> Self {
-        Self { mode, certificates, min_version: None, max_version: None, client_validation: None }
+        Self { mode, certificates, min_version: None, max_version: None, client_validation: None, http3: None }
     }
 }
 

@@ -4,8 +4,8 @@
 
 use crate::Result;
 use api::contourconfig::{
-    ClusterParameters, EnvoyCompression, EnvoyConfig, EnvoyListenerConfig, EnvoyLogging, EnvoyTLS, NetworkParameters,
-    SocketOptions, TimeoutParameters, TlsFingerprint,
+    ClusterParameters, EnvoyCompression, EnvoyConfig, EnvoyHttp3, EnvoyListenerConfig, EnvoyLogging, EnvoyTLS,
+    NetworkParameters, SocketOptions, TimeoutParameters, TlsFingerprint,
 };
 use api::extensionservice::CircuitBreakers;
 use xds::accesslog::{self, AccessLog};
@@ -95,6 +95,7 @@ pub fn from_file(file: &config::ContourConfig) -> EnvoyConfig {
         http_max_concurrent_streams: l.http2_max_concurrent_streams,
         max_connections_per_listener: l.max_connections_per_listener,
         max_connections_to_accept_per_socket_event: l.max_connections_to_accept_per_socket_event,
+        http3: l.http3.map(|h| EnvoyHttp3 { enabled: h.enabled, advertised_port: h.advertised_port }),
     };
     let timeouts = file.timeouts.as_ref().map(|t| TimeoutParameters {
         request_timeout: t.request_timeout.clone(),
@@ -425,6 +426,18 @@ fn apply_listener(out: &mut ListenerOptions, l: &EnvoyListenerConfig, source: So
     if let Some(tls) = &l.tls {
         apply_tls(&mut out.tls, tls, source)?;
     }
+    if let Some(h) = &l.http3 {
+        if let Some(enabled) = h.enabled {
+            out.http3.enabled = enabled;
+        }
+        match h.advertised_port {
+            Some(0) => {
+                invalid!("{}: must be at least 1", key("listener.http3.advertised-port", "http3.advertisedPort"))
+            }
+            Some(port) => out.http3.advertised_port = Some(port),
+            None => {}
+        }
+    }
     Ok(())
 }
 
@@ -548,6 +561,7 @@ listener:
   max-requests-per-io-cycle: 8
   max-connections-per-listener: 1000
   socket-options: {tos: 64}
+  http3: {enabled: true, advertised-port: 443}
 tls: {minimum-protocol-version: "1.3", cipher-suites: [AES128-SHA, AES128-SHA]}
 "#,
         )
@@ -573,6 +587,7 @@ tls: {minimum-protocol-version: "1.3", cipher-suites: [AES128-SHA, AES128-SHA]}
         assert_eq!(out.socket_options.tos, 64);
         assert_eq!(out.tls.min_version, ir::TlsVersion::V1_3);
         assert_eq!(out.tls.cipher_suites, ["AES128-SHA"]);
+        assert_eq!(out.http3, xds::settings::Http3Options { enabled: true, advertised_port: Some(443) });
     }
 
     #[test]
@@ -622,6 +637,7 @@ cluster:
             ("listener: {socket-options: {tos: 300}}\n", "listener.socket-options.tos"),
             ("tls: {cipher-suites: [RC4]}\n", "tls.cipher-suites"),
             ("listener: {max-requests-per-connection: 0}\n", "listener.max-requests-per-connection"),
+            ("listener: {http3: {advertised-port: 0}}\n", "listener.http3.advertised-port"),
         ] {
             let err = format!("{:#}", resolve(text).unwrap_err());
             assert!(err.contains(key), "{text}: {err}");

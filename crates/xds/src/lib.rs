@@ -10,6 +10,7 @@ mod compression;
 mod cors;
 mod ext_authz;
 mod geoip;
+mod http3;
 mod jwt;
 mod listener;
 mod lua;
@@ -390,10 +391,12 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
     // VHDS virtual hosts (10k at 10k hosts) go into their map at once, sorted, not one by one.
     let mut virtual_hosts: Vec<Resource> = Vec::new();
     for l in &fleet.listeners {
-        let (listener, tables) = listener::listener(l, options, fleet);
-        out.insert(ResourceType::Listener, listener);
-        for (table, vhds) in tables {
-            let forms = route::route_configuration(table, vhds && options.vhds, &mut cache.routes);
+        let (listeners, tables) = listener::listener(l, options, fleet);
+        for listener in listeners {
+            out.insert(ResourceType::Listener, listener);
+        }
+        for (table, vhds, alt_svc) in tables {
+            let forms = route::route_configuration(table, vhds && options.vhds, alt_svc, &mut cache.routes);
             out.insert(ResourceType::Route, forms.inline);
             out.insert(ResourceType::RouteVhds, forms.vhds);
             virtual_hosts.extend(forms.virtual_hosts);
@@ -422,6 +425,17 @@ pub(crate) fn duration_ms(ms: u64) -> envoy_types::pb::google::protobuf::Duratio
     const MAX_MS: u64 = 315_576_000_000 * 1000;
     let ms = ms.min(MAX_MS);
     envoy_types::pb::google::protobuf::Duration { seconds: (ms / 1000) as i64, nanos: ((ms % 1000) * 1_000_000) as i32 }
+}
+
+/// A connection manager as a listener's network filter.
+pub(crate) fn connection_manager_filter(
+    hcm: envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager,
+) -> envoy_types::pb::envoy::config::listener::v3::Filter {
+    use envoy_types::pb::envoy::config::listener::v3::{Filter, filter};
+    Filter {
+        name: "envoy.filters.network.http_connection_manager".into(),
+        config_type: Some(filter::ConfigType::TypedConfig(envoy_types::util::pack_any(hcm))),
+    }
 }
 
 /// An HTTP filter of a connection manager, configured by `config`.

@@ -27,6 +27,10 @@ use crate::{CompileOptions, Resource, ads};
 /// The bootstrap's static cluster for Envoy's admin interface (`contour-bootstrap`'s name).
 const ADMIN_CLUSTER: &str = "envoy-admin";
 
+/// A route table a listener refers to, whether it goes over VHDS, and the port `alt-svc`
+/// advertises HTTP/3 on, if it is served over QUIC too.
+pub(crate) type TableUse<'a> = (&'a RouteTable, bool, Option<u16>);
+
 /// The listener and the route tables it refers to, each with whether Delta streams get its
 /// virtual hosts over VHDS: a plain-HTTP listener's table holds every host of its port, so one
 /// host's change should not re-send them all; a TLS filter chain's table holds the few hosts of
@@ -34,11 +38,14 @@ const ADMIN_CLUSTER: &str = "envoy-admin";
 ///
 /// The default fleet's listeners report their statistics as upstream's do (`ingress_http`,
 /// `ingress_https`), so upstream's dashboards keep working.
+///
+/// A TLS port whose terminating chains serve HTTP/3 gets a QUIC listener too; their tables
+/// carry the port `alt-svc` advertises.
 pub(crate) fn listener<'a>(
     l: &'a DagListener,
     options: &CompileOptions,
     fleet: &dag::FleetDag,
-) -> (Resource, Vec<(&'a RouteTable, bool)>) {
+) -> (Vec<Resource>, Vec<TableUse<'a>>) {
     let default_fleet = fleet.id == ir::DEFAULT_FLEET;
     let stat_prefix = match (&l.kind, default_fleet) {
         (ListenerKind::Http(_), true) => "ingress_http",
@@ -48,11 +55,12 @@ pub(crate) fn listener<'a>(
     let address = l.address.unwrap_or(options.default_address).to_string();
     if let ListenerKind::Udp(cluster) = &l.kind {
         return (
-            Resource::new(&l.name, crate::udp::listener(&l.name, address, l.port, cluster.as_deref())),
+            vec![Resource::new(&l.name, crate::udp::listener(&l.name, address, l.port, cluster.as_deref()))],
             Vec::new(),
         );
     }
     let mut tables = Vec::new();
+    let mut quic = Vec::new();
     let settings = &options.listener;
     // The global authorization server checks the default fleet's requests (upstream's
     // listeners are the default fleet's).
@@ -95,7 +103,7 @@ pub(crate) fn listener<'a>(
     match &l.kind {
         ListenerKind::Http(table) => {
             message.filter_chains.push(FilterChain {
-                filters: vec![http_connection_manager(
+                filters: vec![crate::connection_manager_filter(connection_manager(
                     stat_prefix,
                     &table.name,
                     Default::default(),
@@ -108,10 +116,10 @@ pub(crate) fn listener<'a>(
                     },
                     options,
                     &shared,
-                )],
+                ))],
                 ..Default::default()
             });
-            tables.push((table, true));
+            tables.push((table, true, None));
         }
         ListenerKind::Tls(chains) => {
             message.listener_filters.push(ListenerFilter {
@@ -128,7 +136,9 @@ pub(crate) fn listener<'a>(
                     Some(FilterChainMatch { server_names: chain.server_names.clone(), ..Default::default() });
                 let fc = match &chain.action {
                     TlsAction::Terminate { secrets, settings: tls, routes } => {
-                        tables.push((routes, false));
+                        let http3 = crate::http3::serves(tls, &settings.http3, &settings.tls);
+                        let alt_svc = http3.then(|| crate::http3::advertised(&settings.http3, l.port));
+                        tables.push((routes, false, alt_svc));
                         let forward = tls.client.as_ref().map(|c| c.forward).unwrap_or_default();
                         // The chain of a host with an authorization server checks its requests.
                         let authorization = routes
@@ -143,23 +153,28 @@ pub(crate) fn listener<'a>(
                                 vh.policy.as_ref().map(|p| p.jwt_providers.as_slice()).filter(|p| !p.is_empty())
                             })
                             .unwrap_or_default();
+                        let hcm = connection_manager(
+                            stat_prefix,
+                            &routes.name,
+                            forward,
+                            Checks {
+                                pre_routing: &routes.pre_routing,
+                                authorization,
+                                jwt_providers,
+                                rate_limit,
+                                geoip: options.geoip.as_ref().filter(|_| uses_geo(routes)),
+                            },
+                            options,
+                            &shared,
+                        );
+                        let context = downstream_context(secrets, tls, &settings.tls, alpn(settings));
+                        if http3 {
+                            quic.push(crate::http3::chain(filter_chain_match.clone(), context.clone(), hcm.clone()));
+                        }
                         FilterChain {
                             filter_chain_match,
-                            filters: vec![http_connection_manager(
-                                stat_prefix,
-                                &routes.name,
-                                forward,
-                                Checks {
-                                    pre_routing: &routes.pre_routing,
-                                    authorization,
-                                    jwt_providers,
-                                    rate_limit,
-                                    geoip: options.geoip.as_ref().filter(|_| uses_geo(routes)),
-                                },
-                                options,
-                                &shared,
-                            )],
-                            transport_socket: Some(downstream_tls(secrets, tls, &settings.tls, alpn(settings))),
+                            filters: vec![crate::connection_manager_filter(hcm)],
+                            transport_socket: Some(tls_socket(context)),
                             ..Default::default()
                         }
                     }
@@ -185,7 +200,13 @@ pub(crate) fn listener<'a>(
         // Compiled apart above: a UDP listener has no filter chains.
         ListenerKind::Udp(_) => {}
     }
-    (Resource::new(&l.name, message), tables)
+    let mut out = Vec::new();
+    if !quic.is_empty() {
+        let udp = crate::http3::listener(&message, quic);
+        out.push(Resource::new(&udp.name.clone(), udp));
+    }
+    out.insert(0, Resource::new(&l.name, message));
+    (out, tables)
 }
 
 /// Envoy's own listeners, as upstream serves them: `stats-health` (`/ready` and `/stats...`) and
@@ -352,14 +373,14 @@ struct Shared {
     tracing: Option<http_connection_manager::Tracing>,
 }
 
-fn http_connection_manager(
+fn connection_manager(
     stat_prefix: &str,
     route_config_name: &str,
     forward: ir::ForwardClientCert,
     checks: Checks<'_>,
     options: &CompileOptions,
     shared: &Shared,
-) -> Filter {
+) -> HttpConnectionManager {
     use envoy_types::pb::envoy::config::core::v3::{Http1ProtocolOptions, Http2ProtocolOptions, HttpProtocolOptions};
     use http_connection_manager::{ForwardClientCertDetails, ServerHeaderTransformation, SetCurrentClientCertDetails};
     let settings = &options.listener;
@@ -370,7 +391,7 @@ fn http_connection_manager(
         Timeout::Disabled => None,
         t => t.proto(),
     };
-    let hcm = HttpConnectionManager {
+    HttpConnectionManager {
         // Only what the virtual host asks for reaches the backend; a client-supplied header never does.
         forward_client_cert_details: if any {
             ForwardClientCertDetails::SanitizeSet as i32
@@ -429,10 +450,6 @@ fn http_connection_manager(
         // Virtual hosts name bare hostnames; a Host header with a port still matches them
         // (the route configuration ignores the port) and reaches the backend unchanged.
         ..Default::default()
-    };
-    Filter {
-        name: "envoy.filters.network.http_connection_manager".into(),
-        config_type: Some(filter::ConfigType::TypedConfig(pack_any(hcm))),
     }
 }
 
@@ -531,10 +548,7 @@ fn metrics_tls(tls: &crate::MetricsTls) -> TransportSocket {
         require_client_certificate: tls.ca_file.as_ref().map(|_| BoolValue { value: true }),
         ..Default::default()
     };
-    TransportSocket {
-        name: "envoy.transport_sockets.tls".into(),
-        config_type: Some(transport_socket::ConfigType::TypedConfig(pack_any(context))),
-    }
+    tls_socket(context)
 }
 
 /// A TLS chain's context: the chain's own versions within the configured range, the
@@ -545,6 +559,23 @@ fn downstream_tls(
     defaults: &TlsOptions,
     alpn: Vec<String>,
 ) -> TransportSocket {
+    tls_socket(downstream_context(secrets, settings, defaults, alpn))
+}
+
+/// A TLS context in Envoy's TLS transport socket.
+fn tls_socket(context: DownstreamTlsContext) -> TransportSocket {
+    TransportSocket {
+        name: "envoy.transport_sockets.tls".into(),
+        config_type: Some(transport_socket::ConfigType::TypedConfig(pack_any(context))),
+    }
+}
+
+fn downstream_context(
+    secrets: &[String],
+    settings: &dag::DownstreamTls,
+    defaults: &TlsOptions,
+    alpn: Vec<String>,
+) -> DownstreamTlsContext {
     use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
         CertificateValidationContext, certificate_validation_context, common_tls_context,
     };
@@ -563,7 +594,7 @@ fn downstream_tls(
             ..Default::default()
         }),
     });
-    let context = DownstreamTlsContext {
+    DownstreamTlsContext {
         common_tls_context: Some(CommonTlsContext {
             tls_params: Some(tls_parameters(min, max, defaults)),
             tls_certificate_sds_secret_configs: secrets
@@ -576,10 +607,6 @@ fn downstream_tls(
         }),
         require_client_certificate: client.map(|c| BoolValue { value: !c.optional }),
         ..Default::default()
-    };
-    TransportSocket {
-        name: "envoy.transport_sockets.tls".into(),
-        config_type: Some(transport_socket::ConfigType::TypedConfig(pack_any(context))),
     }
 }
 

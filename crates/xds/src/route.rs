@@ -192,10 +192,30 @@ pub(crate) struct RouteForms {
     pub(crate) virtual_hosts: Vec<Resource>,
 }
 
-pub(crate) fn route_configuration(table: &RouteTable, vhds: bool, cache: &mut RouteCache) -> RouteForms {
+/// The `alt-svc` value advertising HTTP/3 on `port` for a day (as browsers expect it).
+pub(crate) fn alt_svc(port: u16) -> String {
+    format!("h3=\":{port}\"; ma=86400")
+}
+
+/// `http3_port` is the port `alt-svc` advertises HTTP/3 on, for a table served over QUIC too.
+pub(crate) fn route_configuration(
+    table: &RouteTable,
+    vhds: bool,
+    http3_port: Option<u16>,
+    cache: &mut RouteCache,
+) -> RouteForms {
     // A Host header with a port (`example.com:8080`) selects the same virtual host as without.
-    let head =
-        r::RouteConfiguration { name: table.name.clone(), ignore_port_in_host_matching: true, ..Default::default() };
+    let head = r::RouteConfiguration {
+        name: table.name.clone(),
+        ignore_port_in_host_matching: true,
+        response_headers_to_add: http3_port
+            .map(|port| {
+                let set = vec![("alt-svc".to_string(), alt_svc(port))];
+                header_options(&ir::HeaderModifier { set, ..Default::default() })
+            })
+            .unwrap_or_default(),
+        ..Default::default()
+    };
     let mut bytes = head.encode_to_vec();
     let mut version = Sha256::new().chain_update(ResourceType::Route.type_url()).chain_update(&bytes);
     let mut virtual_hosts = Vec::with_capacity(table.virtual_hosts.len());

@@ -48,6 +48,18 @@ pub struct ListenerOptions {
     pub max_connections_to_accept_per_socket_event: Option<u32>,
     /// Further Envoy runtime keys (`runtime-settings`), in the runtime layer after the limits.
     pub runtime: Vec<(String, RuntimeValue)>,
+    /// HTTP/3 over QUIC (`listener.http3`, a contour-rs extension).
+    pub http3: Http3Options,
+}
+
+/// HTTP/3 over QUIC beside the TLS listeners' TCP.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Http3Options {
+    /// Every TLS-terminating virtual host serves HTTP/3 unless its own setting says otherwise.
+    pub enabled: bool,
+    /// The UDP port `alt-svc` names (the port clients reach, such as a Service's 443 in front
+    /// of Envoy's 8443); `None`: the listener's own port.
+    pub advertised_port: Option<u16>,
 }
 
 /// The value of an Envoy runtime key.
@@ -83,6 +95,7 @@ impl Default for ListenerOptions {
             max_connections_per_listener: None,
             max_connections_to_accept_per_socket_event: None,
             runtime: Vec::new(),
+            http3: Http3Options::default(),
         }
     }
 }

@@ -393,6 +393,7 @@ fn listener_options_reach_the_listener_and_its_connection_manager() {
         socket_options: SocketOptions { tos: 64, traffic_class: 0 },
         use_proxy_protocol: true,
         tls: TlsOptions::default(),
+        http3: Http3Options::default(),
         max_requests_per_io_cycle: Some(2),
         max_connections_per_listener: Some(10),
         max_connections_to_accept_per_socket_event: Some(4),

@@ -48,7 +48,7 @@ pub(crate) fn listener(name: &str, address: String, port: u16, cluster: Option<&
 }
 
 /// The same address, for UDP.
-fn udp(mut address: Address) -> Address {
+pub(crate) fn udp(mut address: Address) -> Address {
     if let Some(address::Address::SocketAddress(a)) = address.address.as_mut() {
         a.set_protocol(socket_address::Protocol::Udp);
     }

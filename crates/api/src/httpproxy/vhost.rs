@@ -76,6 +76,13 @@ pub struct TLS {
     /// Serve the fallback certificate to clients without SNI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_fallback_certificate: Option<bool>,
+    /// Serve HTTP/3 over QUIC on the same port (UDP), with the same certificate, and advertise
+    /// it with `alt-svc` on HTTP/1.1 and HTTP/2 responses. `true` or `false` overrides the
+    /// installation's `listener.http3.enabled`; unset follows it. Not offered where TLS 1.3 is
+    /// not allowed, with client validation, or with passthrough. A contour-rs extension:
+    /// upstream Contour has no such field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http3: Option<bool>,
 }
 
 /// Client certificate validation.

@@ -132,7 +132,7 @@ impl Builder<'_> {
             });
             ClientAuth { validation, optional: cv.optional, forward: cv.forward }
         });
-        DownstreamTls { min_version: tls.min_version, max_version: tls.max_version, client }
+        DownstreamTls { min_version: tls.min_version, max_version: tls.max_version, client, http3: tls.http3 }
     }
 
     fn secrets(&mut self, fleet: &ir::Fleet, index: usize, tls: &ir::ListenerTls, out: &mut FleetDag) -> Vec<String> {

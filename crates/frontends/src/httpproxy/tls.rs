@@ -108,6 +108,7 @@ pub(super) fn virtual_host(
         min_version: min,
         max_version: max,
         client_validation,
+        http3: tls.http3,
     }))
 }
 
