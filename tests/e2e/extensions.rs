@@ -180,3 +180,92 @@ spec:
     assert!(refused.is_err(), "a host without http3 answered over QUIC: {refused:?}");
     h.assert_no_nacks().await
 }
+
+/// Custom error pages (`errorPages`): Envoy's own answers (no route, a service without a live
+/// endpoint, a timeout) get the virtual host's pages, inline or from a labelled ConfigMap, with
+/// their content type and status kept; a backend's own error passes unchanged unless a page
+/// asks for `fromBackend`; a route's pages come before its host's.
+#[tokio::test]
+async fn error_pages_replace_envoys_answers_and_on_request_the_backends() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    // Nothing listens there: connections are refused, Envoy answers 503.
+    let dead = std::net::SocketAddr::from(([127, 0, 0, 1], testkit::free_port()));
+    let (http, https) = (testkit::free_port(), testkit::free_port());
+    let yaml = [
+        service("web", &[web.addr]),
+        service("dead", &[dead]),
+        "---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: pages
+  namespace: default
+  labels: {projectcontour.io/error-pages: \"true\"}
+data:
+  not-found.html: \"<h1>Nothing here</h1>\"
+---
+apiVersion: projectcontour.io/v1
+kind: HTTPProxy
+metadata: {name: pages, namespace: default}
+spec:
+  virtualhost:
+    fqdn: pages.test
+    errorPages:
+    - statusCodes: [404]
+      body: {configMap: {name: pages, key: not-found.html}}
+      contentType: text/html
+    - statusCodeRanges: [{start: 500, end: 599}]
+      body: {inline: 'Sorry, try again later (%RESPONSE_CODE% is not expanded)'}
+  routes:
+  - conditions: [{prefix: /app}]
+    services: [{name: web, port: 80}]
+    timeoutPolicy: {response: 500ms}
+  - conditions: [{prefix: /dead}]
+    services: [{name: dead, port: 80}]
+  - conditions: [{prefix: /own}]
+    services: [{name: web, port: 80}]
+    errorPages:
+    - statusCodes: [500, 503]
+      body: {inline: '{\"error\": \"the route says no\"}'}
+      contentType: application/json
+      fromBackend: true
+"
+        .to_string(),
+    ]
+    .concat();
+    let h = Harness::start_default_fleet(&yaml, http, https).await?;
+    let get = |path: &str, headers: &[(&str, &str)]| {
+        let mut req = Request::get("pages.test", path);
+        req.headers = headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        req
+    };
+    h.until(http, &get("/app", &[]), |r| r.status == 200).await?;
+
+    // No route: the host's 404 page, from the ConfigMap, as HTML.
+    let r = h.get(http, &get("/nowhere", &[])).await?;
+    assert_eq!((r.status, r.body.as_str()), (404, "<h1>Nothing here</h1>"), "{r:?}");
+    assert_eq!(r.header("content-type"), Some("text/html"));
+    // No live endpoint: Envoy's 503 gets the 5xx page, as text, the status kept.
+    let r = h.get(http, &get("/dead", &[])).await?;
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(r.body, "Sorry, try again later (%RESPONSE_CODE% is not expanded)");
+    assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+    // A timeout: Envoy's 504 gets it too.
+    let r = h.get(http, &get("/app", &[("x-echo-delay-ms", "2000")])).await?;
+    assert_eq!((r.status, r.body.as_str()), (504, "Sorry, try again later (%RESPONSE_CODE% is not expanded)"));
+    // The backend's own 500 is its own: the host's page does not ask for backends' answers.
+    let r = h.get(http, &get("/app", &[("x-echo-status", "500")])).await?;
+    assert_eq!(r.status, 500, "{r:?}");
+    assert_eq!(r.echo()["path"].as_str(), Some("/app"), "the backend's body came through: {r:?}");
+    // A route's page, with fromBackend, replaces the backend's answer, before the host's.
+    let r = h.get(http, &get("/own", &[("x-echo-status", "503")])).await?;
+    assert_eq!((r.status, r.body.as_str()), (503, "{\"error\": \"the route says no\"}"), "{r:?}");
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    // Codes no page covers pass unchanged.
+    let r = h.get(http, &get("/own", &[("x-echo-status", "418")])).await?;
+    assert_eq!(r.status, 418);
+    assert_eq!(r.echo()["path"].as_str(), Some("/own"));
+    let r = h.get(http, &get("/app", &[])).await?;
+    assert_eq!(r.status, 200);
+    h.assert_no_nacks().await
+}

@@ -8,6 +8,7 @@
 mod auth;
 mod claims;
 mod conditions;
+mod error_pages;
 
 pub use auth::{global_authorization, http_settings};
 mod filters;
@@ -304,6 +305,12 @@ impl<'a> Translator<'a> {
         self.snapshot.secrets.get(&key)
     }
 
+    fn config_map(&self, namespace: &str, name: &str) -> Option<&'a Arc<objects::types::ConfigMap>> {
+        let key = ObjectKey::new(namespace, name);
+        self.reads.borrow_mut().record(self.snapshot, Kind::ConfigMap, &key);
+        self.snapshot.config_maps.get(&key)
+    }
+
     /// Marks a non-root proxy as reached through an include.
     fn reach(&mut self, key: &ObjectKey) {
         self.out.reached.push(key.clone());
@@ -539,6 +546,13 @@ impl Translator<'_> {
                 return Err(());
             }
         };
+        let error_pages = error_pages::pages(
+            self,
+            origin,
+            "VirtualHostError",
+            "spec.virtualhost.errorPages",
+            vhost.error_pages.as_deref(),
+        )?;
         let policy = ir::VirtualHostPolicy {
             cors,
             ip_filter,
@@ -546,6 +560,7 @@ impl Translator<'_> {
             authorization: None,
             jwt_providers: Vec::new(),
             global_rate_limit,
+            error_pages,
         };
         Ok((policy != ir::VirtualHostPolicy::default()).then(|| Arc::new(policy)))
     }

@@ -16,9 +16,9 @@ pub use http::{
 };
 pub use policy::{
     Authorization, AuthorizationBody, BackendOptions, BackendTls, BackendTlsPolicy, CaKind, ClusterPolicy,
-    CookieRewrite, Cors, CrossScheme, DescriptorEntry, ExtensionService, GeoDatabases, GeoDimension, GeoRule,
-    GlobalRateLimit, HashPolicy, HeaderNameMatch, HealthCheck, HttpAuthorization, InternalRedirect, IpFilter, IpRule,
-    Jwks, JwtProvider, LoadBalancer, LocalRateLimit, OriginMatch, OutlierDetection, RemoteJwks, RetryPolicy,
+    CookieRewrite, Cors, CrossScheme, DescriptorEntry, ErrorPage, ExtensionService, GeoDatabases, GeoDimension,
+    GeoRule, GlobalRateLimit, HashPolicy, HeaderNameMatch, HealthCheck, HttpAuthorization, InternalRedirect, IpFilter,
+    IpRule, Jwks, JwtProvider, LoadBalancer, LocalRateLimit, OriginMatch, OutlierDetection, RemoteJwks, RetryPolicy,
     RouteAuthorization, RoutePolicy, SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation,
     VirtualHostPolicy, extension_cluster_name, external_auth_cluster_name, merge_cookie_rewrites,
 };

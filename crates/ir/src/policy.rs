@@ -40,6 +40,8 @@ pub struct VirtualHostPolicy {
     pub jwt_providers: Vec<JwtProvider>,
     /// Descriptors sent to the rate-limit service for every request of the host.
     pub global_rate_limit: Option<GlobalRateLimit>,
+    /// Custom error pages of every route (a route's own are tried first).
+    pub error_pages: Vec<ErrorPage>,
 }
 
 /// Route-level settings that are not request filters. The default asks for nothing.
@@ -79,6 +81,30 @@ pub struct RoutePolicy {
     /// `envoy.enableStatPrefix`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stat_prefix: Option<String>,
+    /// Custom error pages, tried before the virtual host's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub error_pages: Vec<ErrorPage>,
+}
+
+/// A custom error page: answers whose status is in one of `ranges` get `body` as
+/// `content_type`, their status kept. Envoy's own answers only, unless `from_backend`.
+#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq, Hash)]
+pub struct ErrorPage {
+    /// Status code ranges, both ends included (a single code is a range of one).
+    pub ranges: Vec<(u16, u16)>,
+    /// The page.
+    pub body: String,
+    /// Its `Content-Type`.
+    pub content_type: String,
+    /// The backends' answers are replaced too.
+    pub from_backend: bool,
+}
+
+impl ErrorPage {
+    /// Whether the page answers `status`.
+    pub fn covers(&self, status: u16) -> bool {
+        self.ranges.iter().any(|&(start, end)| (start..=end).contains(&status))
+    }
 }
 
 /// Settings that belong to an upstream cluster; backends with different settings get distinct

@@ -12,6 +12,10 @@ mod snapshot;
 pub use parse::{ParseError, parse_documents, parse_json};
 pub use snapshot::{Changes, Kind, KindWatch, Object, ObjectKey, Objects, Reads, Snapshot};
 
+/// The label of ConfigMaps whose keys are error pages (HTTPProxy `errorPages`, a contour-rs
+/// extension): only those are kept whole, other ConfigMaps only for their CA bundles.
+pub const ERROR_PAGES_LABEL: &str = "projectcontour.io/error-pages";
+
 /// Re-exports of the object types, so users need not name the generated crates.
 pub mod types {
     pub use crate::gateway::{Gateway, ListenerSet};

@@ -424,6 +424,24 @@ mod tests {
         assert_eq!(keys, ["ca.crt"]);
     }
 
+    #[test]
+    fn config_maps_are_kept_for_their_ca_bundle_or_whole_when_labelled_as_error_pages() {
+        let read = |labelled: bool| {
+            let mut cm = ConfigMap::default();
+            cm.metadata.name = Some("pages".into());
+            if labelled {
+                cm.metadata.labels = Some([(objects::ERROR_PAGES_LABEL.to_string(), "true".to_string())].into());
+            }
+            cm.data = Some([("ca.crt".to_string(), "CA".to_string()), ("404.html".into(), "gone".into())].into());
+            match cm.into_object(&Context::default()) {
+                Some(Object::ConfigMap(kept)) => kept.data.unwrap().into_keys().collect::<Vec<_>>(),
+                _ => panic!("a ConfigMap with a bundle is kept"),
+            }
+        };
+        assert_eq!(read(false), ["ca.crt"]);
+        assert_eq!(read(true), ["404.html", "ca.crt"]);
+    }
+
     fn config_map(namespace: &str, name: &str, value: &str) -> Object {
         let mut cm = ConfigMap::default();
         cm.metadata.namespace = Some(namespace.into());

@@ -8,6 +8,7 @@ pub mod accesslog;
 mod cluster;
 mod compression;
 mod cors;
+mod custom_response;
 mod ext_authz;
 mod geoip;
 mod http3;

@@ -453,13 +453,17 @@ fn connection_manager(
     }
 }
 
-/// Upstream's filters of every HTTP connection manager, in its order: the compressor, gRPC-Web,
+/// Upstream's filters of every HTTP connection manager, in its order: the compressor, (error pages,
+/// ours), gRPC-Web,
 /// gRPC statistics, CORS, the local rate limiter, Lua (cookie rewriting), RBAC (IP filters),
 /// then the router. The policy filters are inert until a virtual host or route configures them,
 /// so a listener's bytes do not change when the first policy appears (which would drain it).
 fn http_filters(settings: &ListenerOptions) -> Vec<HttpFilter> {
     let typed = crate::http_filter;
     let mut filters: Vec<HttpFilter> = crate::compression::filter(settings.compression).into_iter().collect();
+    // Error pages replace answers before they are compressed, including every later filter's
+    // own (a local reply goes back through the filters before the one that sent it).
+    filters.push(crate::custom_response::filter());
     filters.push(typed("envoy.filters.http.grpc_web", pack_any(GrpcWeb::default())));
     filters.push(typed(
         "envoy.filters.http.grpc_stats",

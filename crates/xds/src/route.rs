@@ -95,6 +95,10 @@ impl RouteCache {
                 let encoded = self.route(route);
                 append_field(&mut bytes, 3, &encoded);
             }
+            // Requests no route matches get the host's 404 page from a last route.
+            if vh.policy.as_ref().is_some_and(|p| crate::custom_response::covers_no_route(&p.error_pages)) {
+                append_field(&mut bytes, 3, &not_found_route().encode_to_vec());
+            }
             let digest: [u8; 32] = Sha256::digest(&bytes).into();
             let encoded = EncodedVhost {
                 vhost: Arc::clone(vh),
@@ -154,6 +158,9 @@ fn vhost_head(vh: &dag::VirtualHost, name: String) -> Vec<u8> {
             .and_then(|p| p.local_rate_limit.as_ref())
             .map(|l| (crate::ratelimit::LOCAL, crate::ratelimit::local_per_route(l))),
         policy.and_then(|p| p.ip_filter.as_ref()).map(|f| (crate::rbac::NAME, crate::rbac::per_route(f))),
+        policy
+            .filter(|p| !p.error_pages.is_empty())
+            .map(|p| (crate::custom_response::NAME, crate::custom_response::per_route(&p.error_pages))),
     ];
     let checks = checks.iter().map(|(name, any)| (name.as_str(), any.clone()));
     // VirtualHost.typed_per_filter_config is field 15.
@@ -332,9 +339,25 @@ fn per_filter_configs(route: &Route) -> impl Iterator<Item = (&'static str, Any)
         policy.ignore_host_rate_limits.then(|| (crate::ratelimit::GLOBAL, crate::ratelimit::ignore_host_limits())),
         // With weighted clusters, each carries the route's rules merged with its own.
         crate::lua::cookie_rewrites(&policy.cookie_rewrites).filter(|_| single).map(|c| (crate::lua::NAME, c)),
+        (!policy.error_pages.is_empty())
+            .then(|| (crate::custom_response::NAME, crate::custom_response::per_route(&policy.error_pages))),
     ]
     .into_iter()
     .flatten()
+}
+
+/// The last route of a virtual host whose error pages cover 404: what no other route matched
+/// is answered 404 by the route, not by Envoy's lack of one, so the host's pages apply.
+fn not_found_route() -> r::Route {
+    r::Route {
+        name: "error-pages/not-found".into(),
+        r#match: Some(r::RouteMatch {
+            path_specifier: Some(r::route_match::PathSpecifier::Prefix("/".into())),
+            ..Default::default()
+        }),
+        action: Some(r::route::Action::DirectResponse(r::DirectResponseAction { status: 404, ..Default::default() })),
+        ..Default::default()
+    }
 }
 
 /// One backend without per-backend changes: the route names its cluster directly.

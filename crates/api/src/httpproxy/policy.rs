@@ -459,3 +459,68 @@ pub struct JWTVerificationPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
 }
+
+/// A custom error page, a contour-rs extension: answers with one of its status codes get its
+/// body and content type instead (the status code stays). By default only Envoy's own answers
+/// are replaced (no route, no healthy endpoint, a timeout, a refused connection, a filter's
+/// refusal); `fromBackend` replaces the backends' own answers too.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorPage {
+    /// Status codes answered with this page.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(range(min = 100, max = 599)))]
+    pub status_codes: Vec<u16>,
+    /// Ranges of status codes answered with this page, both ends included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub status_code_ranges: Vec<StatusCodeRange>,
+    /// The page.
+    pub body: ErrorPageBody,
+    /// Its `Content-Type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256), pattern(r"^[^\r\n\x00]+$"), extend("default" = "text/plain; charset=utf-8"))]
+    pub content_type: Option<String>,
+    /// Replace the backends' answers with these status codes too, not only Envoy's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_backend: Option<bool>,
+}
+
+/// A range of status codes, both ends included.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusCodeRange {
+    /// The first code.
+    #[schemars(range(min = 100, max = 599))]
+    pub start: u16,
+    /// The last code.
+    #[schemars(range(min = 100, max = 599))]
+    pub end: u16,
+}
+
+/// An error page's body: inline, or a key of a ConfigMap in the HTTPProxy's namespace. The
+/// ConfigMap must carry the label `projectcontour.io/error-pages: "true"`: only those are read
+/// whole (others are kept only for their CA bundles).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorPageBody {
+    /// The page itself (at most 64 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 65536))]
+    pub inline: Option<String>,
+    /// A ConfigMap key holding the page (at most 64 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<ConfigMapKey>,
+}
+
+/// A key of a ConfigMap in the object's own namespace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigMapKey {
+    /// The ConfigMap's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The key.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}

@@ -41,6 +41,11 @@ pub struct Route {
     /// Path rewriting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_rewrite_policy: Option<Box<PathRewritePolicy>>,
+    /// Custom error pages of this route, tried before its virtual host's. A contour-rs
+    /// extension: upstream Contour has no such field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    pub error_pages: Option<Vec<ErrorPage>>,
     /// Header changes and Set-Cookie rewrites.
     #[serde(flatten)]
     pub headers: HeaderPolicies,

@@ -33,6 +33,12 @@ pub struct VirtualHost {
     /// Address and location filters.
     #[serde(flatten)]
     pub filters: FilterPolicies,
+    /// Custom error pages: answers with these status codes get this body instead, for every
+    /// route (a route's own pages are tried first). A contour-rs extension: upstream Contour
+    /// has no such field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    pub error_pages: Option<Vec<super::ErrorPage>>,
 }
 
 /// Address and location filters, on a virtual host or a route (a route's replace the host's).

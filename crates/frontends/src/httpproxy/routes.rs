@@ -197,6 +197,8 @@ fn route(
         Ok(i) => i,
         Err(e) => return fail(t, "IPFilterError", e.reason, e.message),
     };
+    let error_pages =
+        super::error_pages::pages(t, origin, "RouteError", &format!("{field}.errorPages"), r.error_pages.as_deref())?;
     let global = r.rate_limit_policy.as_ref().and_then(|p| p.global.as_ref());
     let global_rate_limit = match global.map(filters::global_rate_limit).transpose() {
         Ok(g) => g.flatten(),
@@ -319,6 +321,7 @@ fn route(
             let path = prefix.map_or("_", |p| p.strip_prefix('/').unwrap_or(p));
             format!("{}_httpproxy_{}_path_{path}", origin.namespace, origin.name)
         }),
+        error_pages,
     };
     let rule = HttpRule {
         matches: vec![matcher],

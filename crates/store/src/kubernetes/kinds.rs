@@ -149,8 +149,16 @@ impl Watched for ConfigMap {
     const KIND: Kind = Kind::ConfigMap;
     const NAME: &'static str = "ConfigMap";
     const NAMESPACED: bool = true;
-    /// Only CA bundles are kept, and only their bundle: other ConfigMaps are nobody's business here.
+    /// Only CA bundles are kept, and only their bundle, and ConfigMaps labelled as error pages
+    /// (`projectcontour.io/error-pages: "true"`), whole: other ConfigMaps are nobody's business
+    /// here.
     fn into_object(mut self, _cx: &Context) -> Option<Object> {
+        let labels = self.metadata.labels.as_ref();
+        if labels.and_then(|l| l.get(objects::ERROR_PAGES_LABEL)).is_some_and(|v| v == "true") {
+            trim(&mut self.metadata);
+            self.binary_data = None;
+            return Some(Object::ConfigMap(self));
+        }
         let bundle = self.data.as_mut().and_then(|d| d.remove(CA_BUNDLE_KEY))?;
         trim(&mut self.metadata);
         self.data = Some([(CA_BUNDLE_KEY.to_string(), bundle)].into_iter().collect());

@@ -236,3 +236,79 @@ fn tcp_proxies_pass_through_or_terminate() {
     // The routes of a tcpproxy root only serve plain HTTP (redirected to HTTPS).
     assert_eq!(http_rules(&t, "term.example.com").len(), 1);
 }
+
+#[test]
+fn error_pages_reach_the_ir_and_bad_ones_are_named() {
+    let config_map = |name: &str, label: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: apps{label}}}\ndata: {{page.html: '<p>gone</p>'}}\n---\n"
+        )
+    };
+    let yaml = [
+        config_map("pages", ", labels: {projectcontour.io/error-pages: \"true\"}"),
+        config_map("plain", ""),
+        proxy(
+            "good",
+            "  virtualhost:
+    fqdn: good.example.com
+    errorPages: [{statusCodes: [404], statusCodeRanges: [{start: 500, end: 599}], body: {configMap: {name: pages, key: page.html}}, contentType: text/html}]
+  routes:
+  - services: [{name: web, port: 80}]
+    errorPages: [{statusCodes: [502], body: {inline: x}, fromBackend: true}]",
+        ),
+        proxy(
+            "unlabelled",
+            "  virtualhost: {fqdn: a.example.com}\n  routes:\n  - services: [{name: web, port: 80}]\n    errorPages: [{statusCodes: [502], body: {configMap: {name: plain, key: page.html}}}]",
+        ),
+        proxy(
+            "nokey",
+            "  virtualhost: {fqdn: b.example.com, errorPages: [{statusCodes: [502], body: {configMap: {name: pages, key: other}}}]}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+        proxy(
+            "both",
+            "  virtualhost: {fqdn: c.example.com, errorPages: [{statusCodes: [502], body: {inline: x, configMap: {name: pages, key: page.html}}}]}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+        proxy(
+            "nocodes",
+            "  virtualhost: {fqdn: d.example.com, errorPages: [{body: {inline: x}}]}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+        proxy(
+            "badtype",
+            "  virtualhost: {fqdn: e.example.com, errorPages: [{statusCodes: [404], body: {inline: x}, contentType: \"\"}]}\n  routes: [{services: [{name: web, port: 80}]}]",
+        ),
+    ]
+    .concat();
+    let (t, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/badtype invalid: At least one error present, see Errors for details",
+            "  VirtualHostError/ErrorPageInvalid: spec.virtualhost.errorPages[0]: contentType is empty",
+            "apps/both invalid: At least one error present, see Errors for details",
+            "  VirtualHostError/ErrorPageInvalid: spec.virtualhost.errorPages[0]: body must set exactly one of inline and configMap",
+            "apps/good valid: Valid HTTPProxy",
+            "apps/nocodes invalid: At least one error present, see Errors for details",
+            "  VirtualHostError/ErrorPageInvalid: spec.virtualhost.errorPages[0]: names no status code (statusCodes or statusCodeRanges)",
+            "apps/nokey invalid: At least one error present, see Errors for details",
+            "  VirtualHostError/ErrorPageInvalid: spec.virtualhost.errorPages[0]: ConfigMap apps/pages has no key \"other\"",
+            "apps/unlabelled invalid: At least one error present, see Errors for details",
+            "  RouteError/ErrorPageInvalid: spec.routes[0].errorPages[0]: ConfigMap apps/plain does not carry the label projectcontour.io/error-pages: \"true\"",
+        ]
+    );
+    let fleet = t.ir.fleets.iter().find(|f| f.id == ir::DEFAULT_FLEET).expect("default fleet");
+    let http = fleet.listeners.iter().find(|l| l.name == HTTP_LISTENER).expect("http listener");
+    let route = http.http_routes.iter().find(|r| r.hostnames == ["good.example.com"]).expect("served");
+    let host = route.vhost.as_deref().expect("a host policy");
+    assert_eq!(
+        host.error_pages,
+        [ir::ErrorPage {
+            ranges: vec![(404, 404), (500, 599)],
+            body: "<p>gone</p>".into(),
+            content_type: "text/html".into(),
+            from_backend: false,
+        }]
+    );
+    let own = &route.rules[0].policy.error_pages;
+    assert_eq!((own[0].ranges.as_slice(), own[0].from_backend), (&[(502, 502)][..], true));
+    assert_eq!(own[0].content_type, "text/plain; charset=utf-8");
+}
