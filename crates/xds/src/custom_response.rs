@@ -1,5 +1,6 @@
 //! Custom error pages (HTTPProxy `errorPages`, a contour-rs extension): Envoy's custom response
-//! filter, inert on every connection manager and configured per virtual host and per route. A
+//! filter, on the connection managers of listeners with pages (inert there) and configured per
+//! virtual host and per route. A
 //! route's pages are tried first, then its virtual host's (the filter's own order). An answer
 //! without `x-envoy-upstream-service-time`, which Envoy's router adds to every backend answer,
 //! is Envoy's own: pages that leave the backends' answers alone match only those.
@@ -25,7 +26,7 @@ pub(crate) const NAME: &str = "envoy.filters.http.custom_response";
 /// The header Envoy's router adds to every answer from a backend.
 const FROM_BACKEND: &str = "x-envoy-upstream-service-time";
 
-/// The filter of every connection manager: no pages until a virtual host or route has some.
+/// The filter of a connection manager: no pages until a virtual host or route has some.
 pub(crate) fn filter() -> HttpFilter {
     crate::http_filter(NAME, pack_any(CustomResponse::default()))
 }

@@ -68,7 +68,7 @@ pub(crate) fn listener<'a>(
     let rate_limit = options.rate_limit_service.as_ref().filter(|_| default_fleet);
     // Built once for the listener, not once per filter chain (a TLS port has one per host).
     let shared = Shared {
-        filters: http_filters(settings),
+        filters: http_filters(settings, uses_error_pages(l)),
         access_log: settings.access_log.loggers(matches!(l.kind, ListenerKind::Tls(_) | ListenerKind::Tcp(_))),
         // Spans go to the collector once its ExtensionService is valid (upstream refuses to
         // start without it; here traffic is served untraced until it is).
@@ -354,6 +354,25 @@ impl Checks<'_> {
     }
 }
 
+/// Whether a virtual host or route of the listener has error pages: only then does it get the
+/// custom response filter (Envoy calls it work in progress, and says so in its log), so a
+/// listener without them is as upstream's. The first page drains the listener's connections once.
+fn uses_error_pages(l: &DagListener) -> bool {
+    let table = |t: &RouteTable| {
+        t.virtual_hosts.iter().any(|vh| {
+            vh.policy.as_ref().is_some_and(|p| !p.error_pages.is_empty())
+                || vh.routes.iter().any(|r| !r.policy.error_pages.is_empty())
+        })
+    };
+    match &l.kind {
+        ListenerKind::Http(t) => table(t),
+        ListenerKind::Tls(chains) => {
+            chains.iter().any(|c| matches!(&c.action, TlsAction::Terminate { routes, .. } if table(routes)))
+        }
+        _ => false,
+    }
+}
+
 /// Whether a virtual host or route of a route table has location rules.
 fn uses_geo(table: &RouteTable) -> bool {
     let geo = |f: Option<&ir::IpFilter>| f.is_some_and(|f| !f.geo.is_empty());
@@ -454,16 +473,18 @@ fn connection_manager(
 }
 
 /// Upstream's filters of every HTTP connection manager, in its order: the compressor, (error pages,
-/// ours), gRPC-Web,
+/// ours, where a host has some), gRPC-Web,
 /// gRPC statistics, CORS, the local rate limiter, Lua (cookie rewriting), RBAC (IP filters),
 /// then the router. The policy filters are inert until a virtual host or route configures them,
 /// so a listener's bytes do not change when the first policy appears (which would drain it).
-fn http_filters(settings: &ListenerOptions) -> Vec<HttpFilter> {
+fn http_filters(settings: &ListenerOptions, error_pages: bool) -> Vec<HttpFilter> {
     let typed = crate::http_filter;
     let mut filters: Vec<HttpFilter> = crate::compression::filter(settings.compression).into_iter().collect();
     // Error pages replace answers before they are compressed, including every later filter's
     // own (a local reply goes back through the filters before the one that sent it).
-    filters.push(crate::custom_response::filter());
+    if error_pages {
+        filters.push(crate::custom_response::filter());
+    }
     filters.push(typed("envoy.filters.http.grpc_web", pack_any(GrpcWeb::default())));
     filters.push(typed(
         "envoy.filters.http.grpc_stats",
