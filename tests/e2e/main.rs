@@ -16,6 +16,7 @@ mod kubernetes;
 mod leader;
 mod lifecycle;
 mod listener_filters;
+mod oidc;
 mod overload;
 mod policies;
 mod provisioner;

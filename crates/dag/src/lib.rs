@@ -378,7 +378,8 @@ impl CircuitBreakers {
     }
 }
 
-/// A TLS certificate and key.
+/// A TLS certificate and key, or one secret value (`generic`, such as an OpenID client's
+/// secret).
 #[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
 pub struct TlsSecret {
     /// The secret name, `namespace/name`.
@@ -386,7 +387,9 @@ pub struct TlsSecret {
     /// PEM certificate chain.
     #[serde(skip)]
     pub certificate_chain: Vec<u8>,
-    /// PEM private key; never serialized.
+    /// PEM private key, or the generic secret's value; never serialized.
     #[serde(skip)]
     pub private_key: Vec<u8>,
+    /// A generic secret: `private_key` is its value, and there is no certificate.
+    pub generic: bool,
 }

@@ -13,6 +13,7 @@ mod error_pages;
 pub use auth::{global_authorization, http_settings};
 mod filters;
 mod jwt;
+mod oidc;
 mod policy;
 mod routes;
 mod services;
@@ -389,13 +390,15 @@ impl<'a> Translator<'a> {
         self.auth = authorization.as_ref().map(|(_, inherited)| inherited.clone()).or(global);
         let Ok((jwt_providers, jwt)) = jwt::providers(self, &origin, vhost) else { return };
         self.jwt = terminates.then_some(jwt);
+        let Ok(oidc) = oidc::virtual_host(self, &origin, vhost, fqdn) else { return };
         // Only the TLS side checks requests, as upstream: its connection manager has the filters.
-        let secure_policy = if authorization.is_none() && jwt_providers.is_empty() {
+        let secure_policy = if authorization.is_none() && jwt_providers.is_empty() && oidc.is_none() {
             vhost_policy.clone()
         } else {
             Some(Arc::new(ir::VirtualHostPolicy {
                 authorization: authorization.map(|(a, _)| a),
                 jwt_providers,
+                oidc,
                 ..vhost_policy.as_deref().cloned().unwrap_or_default()
             }))
         };
@@ -561,6 +564,7 @@ impl Translator<'_> {
             jwt_providers: Vec::new(),
             global_rate_limit,
             error_pages,
+            oidc: None,
         };
         Ok((policy != ir::VirtualHostPolicy::default()).then(|| Arc::new(policy)))
     }

@@ -18,9 +18,9 @@ pub use policy::{
     Authorization, AuthorizationBody, BackendOptions, BackendTls, BackendTlsPolicy, CaKind, ClusterPolicy,
     CookieRewrite, Cors, CrossScheme, DescriptorEntry, ErrorPage, ExtensionService, GeoDatabases, GeoDimension,
     GeoRule, GlobalRateLimit, HashPolicy, HeaderNameMatch, HealthCheck, HttpAuthorization, InternalRedirect, IpFilter,
-    IpRule, Jwks, JwtProvider, LoadBalancer, LocalRateLimit, OriginMatch, OutlierDetection, RemoteJwks, RetryPolicy,
-    RouteAuthorization, RoutePolicy, SharedBackendOptions, SlowStart, UpstreamProtocol, UpstreamValidation,
-    VirtualHostPolicy, extension_cluster_name, external_auth_cluster_name, merge_cookie_rewrites,
+    IpRule, Jwks, JwtProvider, LoadBalancer, LocalRateLimit, Oidc, OriginMatch, OutlierDetection, Redacted, RemoteJwks,
+    RetryPolicy, RouteAuthorization, RoutePolicy, SharedBackendOptions, SlowStart, UpstreamProtocol,
+    UpstreamValidation, VirtualHostPolicy, extension_cluster_name, external_auth_cluster_name, merge_cookie_rewrites,
 };
 
 use std::net::IpAddr;

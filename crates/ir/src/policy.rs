@@ -9,6 +9,7 @@ mod ext_authz;
 mod extension;
 mod ip_filter;
 mod jwt;
+mod oidc;
 mod rate_limit;
 
 pub use backend_tls::{BackendTls, BackendTlsPolicy};
@@ -18,6 +19,7 @@ pub use ext_authz::{Authorization, AuthorizationBody, HeaderNameMatch, HttpAutho
 pub use extension::{ExtensionService, extension_cluster_name, external_auth_cluster_name};
 pub use ip_filter::{GeoDatabases, GeoDimension, GeoRule, IpFilter, IpRule};
 pub use jwt::{Jwks, JwtProvider, RemoteJwks};
+pub use oidc::{Oidc, Redacted};
 pub use rate_limit::{DescriptorEntry, GlobalRateLimit, LocalRateLimit};
 
 use std::sync::Arc;
@@ -42,6 +44,8 @@ pub struct VirtualHostPolicy {
     pub global_rate_limit: Option<GlobalRateLimit>,
     /// Custom error pages of every route (a route's own are tried first).
     pub error_pages: Vec<ErrorPage>,
+    /// OpenID Connect login (TLS hosts only).
+    pub oidc: Option<Oidc>,
 }
 
 /// Route-level settings that are not request filters. The default asks for nothing.
@@ -84,6 +88,8 @@ pub struct RoutePolicy {
     /// Custom error pages, tried before the virtual host's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub error_pages: Vec<ErrorPage>,
+    /// The virtual host's OpenID Connect login does not apply to this route.
+    pub oidc_disabled: bool,
 }
 
 /// A custom error page: answers whose status is in one of `ranges` get `body` as

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -20,12 +20,32 @@ pub struct Request {
     pub path: String,
     /// Extra headers.
     pub headers: Vec<(String, String)>,
+    /// The body (none when empty).
+    pub body: Vec<u8>,
 }
 
 impl Request {
     /// A GET for `host` and `path`.
     pub fn get(host: &str, path: &str) -> Self {
-        Self { method: "GET".into(), host: host.into(), path: path.into(), headers: Vec::new() }
+        Self { method: "GET".into(), host: host.into(), path: path.into(), headers: Vec::new(), body: Vec::new() }
+    }
+
+    /// A POST of an HTML form's fields to `host` and `path`.
+    pub fn post_form(host: &str, path: &str, fields: &[(&str, &str)]) -> Self {
+        let encode = |s: &str| {
+            s.bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+                    _ => format!("%{b:02X}"),
+                })
+                .collect::<String>()
+        };
+        let body: Vec<String> = fields.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect();
+        Self {
+            method: "POST".into(),
+            body: body.join("&").into_bytes(),
+            ..Self::get(host, path).header("content-type", "application/x-www-form-urlencoded")
+        }
     }
 
     /// Adds a header.
@@ -146,9 +166,11 @@ async fn send<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     for (k, v) in &req.headers {
         builder = builder.header(k, v);
     }
-    let response =
-        tokio::time::timeout(Duration::from_secs(10), sender.send_request(builder.body(Empty::<Bytes>::new())?))
-            .await??;
+    let response = tokio::time::timeout(
+        Duration::from_secs(10),
+        sender.send_request(builder.body(Full::new(Bytes::from(req.body.clone())))?),
+    )
+    .await??;
     let status = response.status().as_u16();
     let headers =
         response.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string())).collect();

@@ -49,6 +49,15 @@ struct RequirementEntry {
     value: Option<Requirement>,
 }
 
+/// A remote server's URI, reached through its DNS cluster (JWKS, an OpenID token endpoint).
+pub(crate) fn remote_uri(remote: &ir::RemoteJwks) -> HttpUri {
+    HttpUri {
+        uri: remote.uri.clone(),
+        timeout: Some(crate::duration_ms(remote.timeout_ms)),
+        http_upstream_type: Some(http_uri::HttpUpstreamType::Cluster(dag::jwks_cluster_name(remote))),
+    }
+}
+
 /// The filter with these providers, each fetching its keys through its DNS cluster.
 pub(crate) fn filter(providers: &[ir::JwtProvider]) -> HttpFilter {
     let provider = |p: &ir::JwtProvider| JwtProvider {
@@ -57,11 +66,7 @@ pub(crate) fn filter(providers: &[ir::JwtProvider]) -> HttpFilter {
         forward: p.forward,
         jwks_source_specifier: Some(match &p.jwks {
             ir::Jwks::Remote(remote) => jwt_provider::JwksSourceSpecifier::RemoteJwks(RemoteJwks {
-                http_uri: Some(HttpUri {
-                    uri: remote.uri.clone(),
-                    timeout: Some(crate::duration_ms(remote.timeout_ms)),
-                    http_upstream_type: Some(http_uri::HttpUpstreamType::Cluster(dag::jwks_cluster_name(remote))),
-                }),
+                http_uri: Some(remote_uri(remote)),
                 cache_duration: remote.cache_duration_ms.map(crate::duration_ms),
                 ..Default::default()
             }),

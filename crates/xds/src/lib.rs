@@ -16,6 +16,7 @@ mod jwt;
 mod listener;
 mod lua;
 mod matchers;
+mod oauth2;
 mod ordered;
 mod ratelimit;
 mod rbac;

@@ -109,6 +109,7 @@ pub(crate) fn listener<'a>(
                     Default::default(),
                     Checks {
                         pre_routing: &table.pre_routing,
+                        oidc: None,
                         authorization: global.as_ref(),
                         jwt_providers: &[],
                         rate_limit,
@@ -153,12 +154,15 @@ pub(crate) fn listener<'a>(
                                 vh.policy.as_ref().map(|p| p.jwt_providers.as_slice()).filter(|p| !p.is_empty())
                             })
                             .unwrap_or_default();
+                        let oidc =
+                            routes.virtual_hosts.iter().find_map(|vh| vh.policy.as_ref().and_then(|p| p.oidc.as_ref()));
                         let hcm = connection_manager(
                             stat_prefix,
                             &routes.name,
                             forward,
                             Checks {
                                 pre_routing: &routes.pre_routing,
+                                oidc,
                                 authorization,
                                 jwt_providers,
                                 rate_limit,
@@ -323,6 +327,8 @@ pub(crate) fn envoy_listeners(options: &CompileOptions, fleet_address: Option<st
 struct Checks<'a> {
     /// The listeners' checks before a route is chosen (Gateway API listener filters).
     pre_routing: &'a [dag::PreRouting],
+    /// The virtual host's OpenID Connect login.
+    oidc: Option<&'a ir::Oidc>,
     authorization: Option<&'a ir::Authorization>,
     jwt_providers: &'a [ir::JwtProvider],
     rate_limit: Option<&'a crate::RateLimitService>,
@@ -332,14 +338,18 @@ struct Checks<'a> {
 
 impl Checks<'_> {
     /// The listener's filters with the location lookup first (RBAC reads its headers) and the
-    /// checks just before the router: JWT, authorization, the global rate limit (upstream's
-    /// order).
+    /// checks just before the router: the OpenID login (ours), JWT, authorization, the global
+    /// rate limit (upstream's order).
     fn filters(&self, shared: &[HttpFilter]) -> Vec<HttpFilter> {
         let mut filters: Vec<HttpFilter> = self.geoip.map(crate::geoip::filters).into_iter().flatten().collect();
         // Before every filter that reads the route: they run before a route is chosen.
         filters.extend(self.pre_routing.iter().map(crate::ext_authz::pre_routing_filter));
         filters.extend_from_slice(shared);
         let router = filters.pop();
+        // The login first: the checks after it see the session's token.
+        if let Some(oidc) = self.oidc {
+            filters.push(crate::oauth2::filter(oidc));
+        }
         if !self.jwt_providers.is_empty() {
             filters.push(crate::jwt::filter(self.jwt_providers));
         }

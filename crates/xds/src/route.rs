@@ -341,6 +341,7 @@ fn per_filter_configs(route: &Route) -> impl Iterator<Item = (&'static str, Any)
         crate::lua::cookie_rewrites(&policy.cookie_rewrites).filter(|_| single).map(|c| (crate::lua::NAME, c)),
         (!policy.error_pages.is_empty())
             .then(|| (crate::custom_response::NAME, crate::custom_response::per_route(&policy.error_pages))),
+        policy.oidc_disabled.then(|| (crate::oauth2::NAME, crate::oauth2::disabled())),
     ]
     .into_iter()
     .flatten()

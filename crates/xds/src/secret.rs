@@ -2,8 +2,8 @@
 
 use envoy_types::pb::envoy::config::core::v3::{DataSource, data_source};
 use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::{
-    CertificateValidationContext, Secret, TlsCertificate, certificate_validation_context::TrustChainVerification,
-    secret,
+    CertificateValidationContext, GenericSecret, Secret, TlsCertificate,
+    certificate_validation_context::TrustChainVerification, secret,
 };
 
 use crate::Resource;
@@ -36,6 +36,16 @@ pub(crate) fn validation(b: &dag::CaBundle) -> Resource {
 }
 
 pub(crate) fn secret(s: &dag::TlsSecret) -> Resource {
+    if s.generic {
+        let message = Secret {
+            name: s.name.clone(),
+            r#type: Some(secret::Type::GenericSecret(GenericSecret {
+                secret: Some(inline(&s.private_key)),
+                ..Default::default()
+            })),
+        };
+        return Resource::new(&s.name, message);
+    }
     let message = Secret {
         name: s.name.clone(),
         r#type: Some(secret::Type::TlsCertificate(TlsCertificate {

@@ -524,3 +524,61 @@ pub struct ConfigMapKey {
     #[schemars(length(min = 1, max = 253))]
     pub key: String,
 }
+
+/// OpenID Connect login on a TLS virtual host, a contour-rs extension: Envoy sends a browser
+/// without a valid session to the provider's authorization endpoint, exchanges the code it
+/// comes back with (and later refresh tokens) at the token endpoint with the client's secret,
+/// and keeps the session in HMAC-signed, encrypted cookies.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(clippy::upper_case_acronyms)]
+pub struct OIDC {
+    /// The provider's authorization endpoint (`http` or `https` URL) browsers log in at.
+    #[schemars(length(min = 1, max = 2048))]
+    pub authorization_endpoint: String,
+    /// The provider's token endpoint (`http` or `https` URL), which Envoy calls; `https` is
+    /// verified against the system's trust store.
+    #[schemars(length(min = 1, max = 2048))]
+    pub token_endpoint: String,
+    /// The provider's end session endpoint: logging out also ends the provider's session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048))]
+    pub end_session_endpoint: Option<String>,
+    /// The client's ID at the provider.
+    #[serde(rename = "clientID")]
+    #[schemars(length(min = 1, max = 256))]
+    pub client_id: String,
+    /// The Secret in the HTTPProxy's namespace whose `client-secret` key is the client's
+    /// secret. It is sent only to the token endpoint, never logged or shown in status.
+    #[schemars(length(min = 1, max = 253))]
+    pub client_secret_name: String,
+    /// Scopes asked for; `openid` is always asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub scopes: Option<Vec<String>>,
+    /// The path the provider sends browsers back to (registered at the provider as
+    /// `https://<fqdn><redirectPath>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^/[^?#\s]*$"), extend("default" = "/oauth2/callback"))]
+    pub redirect_path: Option<String>,
+    /// The path that ends the session (and the provider's, with `endSessionEndpoint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^/[^?#\s]*$"), extend("default" = "/logout"))]
+    pub logout_path: Option<String>,
+    /// Send the access token to the backends as `Authorization: Bearer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_access_token: Option<bool>,
+    /// Renew an expired session with the provider's refresh token instead of a new login.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub refresh_tokens: Option<bool>,
+}
+
+/// OpenID Connect login on one route.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OIDCPolicy {
+    /// Serve this route without a session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+}

@@ -41,6 +41,10 @@ pub struct Route {
     /// Path rewriting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_rewrite_policy: Option<Box<PathRewritePolicy>>,
+    /// OpenID Connect login on this route (`disabled: true` serves it without a session). A
+    /// contour-rs extension: upstream Contour has no such field.
+    #[serde(default, rename = "oidcPolicy", skip_serializing_if = "Option::is_none")]
+    pub oidc_policy: Option<OIDCPolicy>,
     /// Custom error pages of this route, tried before its virtual host's. A contour-rs
     /// extension: upstream Contour has no such field.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -33,6 +33,11 @@ pub struct VirtualHost {
     /// Address and location filters.
     #[serde(flatten)]
     pub filters: FilterPolicies,
+    /// OpenID Connect login for every route (TLS virtual hosts only): a browser without a
+    /// session is sent to the provider to log in, and comes back with a session cookie. A
+    /// contour-rs extension: upstream Contour has no such field.
+    #[serde(default, rename = "oidc", skip_serializing_if = "Option::is_none")]
+    pub oidc: Option<Box<super::OIDC>>,
     /// Custom error pages: answers with these status codes get this body instead, for every
     /// route (a route's own pages are tried first). A contour-rs extension: upstream Contour
     /// has no such field.

@@ -301,6 +301,7 @@ impl<'a> Builder<'a> {
             name: name.clone(),
             certificate_chain: crt.to_vec(),
             private_key: pem_key.to_vec(),
+            generic: false,
         });
         Some(name)
     }

@@ -208,6 +208,20 @@ impl Builder<'_> {
                 self.jwks_cluster(remote, &mut uses);
             }
         }
+        // The token endpoint of a TLS host's login, and its secrets.
+        for oidc in routes.iter().filter_map(|r| r.vhost.as_ref()).filter_map(|p| p.oidc.as_ref()) {
+            self.jwks_cluster(&oidc.token_endpoint, &mut uses);
+            for (name, value) in [(oidc.client_secret_sds(), &oidc.client_secret), (oidc.hmac_sds(), &oidc.hmac_secret)]
+            {
+                let secret = TlsSecret {
+                    name: name.clone(),
+                    certificate_chain: Vec::new(),
+                    private_key: value.0.clone(),
+                    generic: true,
+                };
+                uses.secrets.insert(name, secret);
+            }
+        }
         let uses = Arc::new(Uses::of(uses));
         // Routes whose own hostname is more specific for this host come first.
         let ranks: Vec<(u8, usize)> =

@@ -144,7 +144,12 @@ impl Builder<'_> {
                 Ok((crt, key)) => {
                     out.secrets.insert(
                         name.clone(),
-                        TlsSecret { name: name.clone(), certificate_chain: crt.to_vec(), private_key: key.to_vec() },
+                        TlsSecret {
+                            name: name.clone(),
+                            certificate_chain: crt.to_vec(),
+                            private_key: key.to_vec(),
+                            generic: false,
+                        },
                     );
                     names.push(name);
                 }

@@ -239,7 +239,7 @@ fn local_jwks(t: &mut Translator<'_>, namespace: &str, name: &str, key: &str) ->
 /// `scheme://host[:port][/path]`: whether the scheme is https (`None` for another scheme), the
 /// host (without IPv6 brackets) and the port (the scheme's by default; `None` when invalid).
 /// `None` when it is not a URI with a host.
-fn parse_uri(uri: &str) -> Option<(Option<bool>, String, Option<u16>)> {
+pub(super) fn parse_uri(uri: &str) -> Option<(Option<bool>, String, Option<u16>)> {
     let (scheme, rest) = uri.split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if authority.is_empty() || authority.contains('@') || authority.bytes().any(|b| b.is_ascii_whitespace()) {

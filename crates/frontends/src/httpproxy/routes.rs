@@ -322,6 +322,7 @@ fn route(
             format!("{}_httpproxy_{}_path_{path}", origin.namespace, origin.name)
         }),
         error_pages,
+        oidc_disabled: r.oidc_policy.as_ref().and_then(|p| p.disabled) == Some(true),
     };
     let rule = HttpRule {
         matches: vec![matcher],

@@ -312,3 +312,86 @@ fn error_pages_reach_the_ir_and_bad_ones_are_named() {
     assert_eq!((own[0].ranges.as_slice(), own[0].from_backend), (&[(502, 502)][..], true));
     assert_eq!(own[0].content_type, "text/plain; charset=utf-8");
 }
+
+#[test]
+fn an_oidc_login_reaches_the_ir_without_its_secret_and_bad_ones_are_named() {
+    let client = "apiVersion: v1\nkind: Secret\nmetadata: {name: client, namespace: apps}\ndata: {client-secret: aHVudGVyMg==}\n---\n";
+    let oidc = |name: &str, fqdn: &str, overrides: &[(&str, &str)], tls: &str| {
+        let mut fields: Vec<(&str, &str)> = vec![
+            ("authorizationEndpoint", "'https://idp.example.com/auth'"),
+            ("tokenEndpoint", "'https://idp.example.com:8443/token'"),
+            ("clientID", "web"),
+            ("clientSecretName", "client"),
+        ];
+        for (k, v) in overrides {
+            fields.retain(|(f, _)| f != k);
+            fields.push((k, v));
+        }
+        let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        proxy(
+            name,
+            &format!(
+                "  virtualhost:\n    fqdn: {fqdn}\n{}    oidc: {{{}}}\n  routes:\n  - services: [{{name: web, port: 80}}]\n  - conditions: [{{prefix: /health}}]\n    services: [{{name: web, port: 80}}]\n    oidcPolicy: {{disabled: true}}",
+                if tls.is_empty() { String::new() } else { format!("    tls: {{{tls}}}\n") },
+                body.join(", ")
+            ),
+        )
+    };
+    let yaml = [
+        client.to_string(),
+        oidc("good", "good.example.com", &[("scopes", "[email, openid]")], "secretName: cert"),
+        oidc("plain", "plain.example.com", &[], ""),
+        oidc("fallback", "fallback.example.com", &[], "secretName: cert, enableFallbackCertificate: true"),
+        oidc("nosecret", "nosecret.example.com", &[("clientSecretName", "missing")], "secretName: cert"),
+        oidc("badurl", "badurl.example.com", &[("tokenEndpoint", "'ftp://idp/token'")], "secretName: cert"),
+        oidc(
+            "samepath",
+            "samepath.example.com",
+            &[("redirectPath", "/out"), ("logoutPath", "/out")],
+            "secretName: cert",
+        ),
+    ]
+    .concat();
+    let options = Options {
+        fallback_certificate: Some(ir::ObjectRef { namespace: "apps".into(), name: "cert".into() }),
+        ..Default::default()
+    };
+    let (t, statuses) = run_with(&yaml, &options);
+    let rendered = render(&statuses);
+    let line = |name: &str| {
+        rendered.iter().skip_while(|l| !l.starts_with(&format!("apps/{name} "))).take(2).cloned().collect::<Vec<_>>()
+    };
+    assert_eq!(line("good")[0], "apps/good valid: Valid HTTPProxy");
+    assert!(!line("good")[1].starts_with("  "), "{rendered:?}");
+    assert_eq!(
+        line("plain")[1],
+        "  OIDCError/OIDCNotPermitted: Spec.VirtualHost.OIDC can only be defined for root HTTPProxies that terminate TLS"
+    );
+    assert_eq!(
+        line("fallback")[1],
+        "  OIDCError/OIDCNotPermitted: Spec.Virtualhost.TLS fallback & OIDC are incompatible"
+    );
+    assert!(line("nosecret")[1].starts_with("  OIDCError/OIDCClientSecretInvalid: "), "{rendered:?}");
+    assert!(
+        line("badurl")[1].starts_with("  OIDCError/OIDCEndpointInvalid: Spec.VirtualHost.OIDC.tokenEndpoint"),
+        "{rendered:?}"
+    );
+    assert!(line("samepath")[1].starts_with("  OIDCError/OIDCInvalid: "), "{rendered:?}");
+
+    let fleet = t.ir.fleets.iter().find(|f| f.id == ir::DEFAULT_FLEET).expect("default fleet");
+    let https =
+        fleet.listeners.iter().find(|l| l.hostname.as_deref() == Some("good.example.com")).expect("the TLS host");
+    let route = &https.http_routes[0];
+    let oidc = route.vhost.as_deref().and_then(|p| p.oidc.as_ref()).expect("the login");
+    assert_eq!(oidc.scopes, ["openid", "email"]);
+    assert_eq!((oidc.redirect_path.as_str(), oidc.logout_path.as_str()), ("/oauth2/callback", "/logout"));
+    assert_eq!(
+        (oidc.token_endpoint.host.as_str(), oidc.token_endpoint.port, oidc.token_endpoint.tls),
+        ("idp.example.com", 8443, true)
+    );
+    assert_eq!(oidc.client_secret.0, b"hunter2");
+    assert!(oidc.refresh_tokens && !oidc.forward_access_token);
+    let dump = serde_json::to_string(&t.ir).unwrap();
+    assert!(!dump.contains("hunter2") && !format!("{:?}", t.ir).contains("hunter2"), "the client's secret shows");
+    assert!(route.rules.iter().any(|r| r.policy.oidc_disabled) && route.rules.iter().any(|r| !r.policy.oidc_disabled));
+}
