@@ -129,6 +129,39 @@ network: {num-trusted-hops: 1}
     Ok(())
 }
 
+/// `accesslog-filter` (a contour-rs extension): only requests with a listed status that took
+/// at least the minimum duration are logged.
+#[tokio::test]
+async fn accesslog_filter_logs_only_the_statuses_and_durations_asked_for() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let config = "accesslog-filter: {status-codes: [404, \"500-599\"], min-duration: 200ms}\n";
+    let serve = Serve::start(&objects(web.addr), Some(config), &[])?;
+    let envoy = serve.envoy().await?;
+    served(&serve).await?;
+    let send = |path: &str, status: &str, delay: &str| {
+        Request::get("www.example.com", path).header("X-Echo-Status", status).header("X-Echo-Delay-Ms", delay)
+    };
+    for (path, status, delay) in [
+        ("/slow-503", "503", "400"),
+        ("/fast-503", "503", "0"),
+        ("/slow-200", "200", "400"),
+        ("/slow-418", "418", "400"),
+        ("/slow-404", "404", "400"),
+    ] {
+        let r = get(&serve, &send(path, status, delay)).await?;
+        assert_eq!(r.status.to_string(), status, "{path}");
+    }
+    for logged in ["/slow-503", "/slow-404"] {
+        let line = envoy.stdout_line(|l| l.contains(logged)).await;
+        assert!(line.is_some(), "{logged} was not logged; stdout:\n{}", envoy.stdout());
+    }
+    let out = envoy.stdout();
+    for skipped in ["/fast-503", "/slow-200", "/slow-418"] {
+        assert!(!out.contains(skipped), "{skipped} was logged:\n{out}");
+    }
+    Ok(())
+}
+
 /// `--use-proxy-protocol`: the address in the PROXY header is the client's.
 #[tokio::test]
 async fn proxy_protocol_gives_the_client_address() -> anyhow::Result<()> {

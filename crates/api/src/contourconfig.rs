@@ -396,6 +396,27 @@ pub struct EnvoyLogging {
     /// `info` (default), `error`, `critical` or `disabled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_log_level: Option<String>,
+    /// Which requests the level lets through are logged. A contour-rs extension: upstream
+    /// Contour has no such field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_log_filter: Option<AccessLogFilter>,
+}
+
+/// Conditions a request must meet to be logged, every one given (a contour-rs extension).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessLogFilter {
+    /// Status codes (`404`) and ranges (`500-599`): the status must be one of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), inner(pattern(r"^[1-5][0-9]{2}(-[1-5][0-9]{2})?$")))]
+    pub status_codes: Option<Vec<String>>,
+    /// The request took at least this long (a duration such as `500ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_duration: Option<String>,
+    /// Of the requests that pass, this percentage (0-100) is logged, drawn at random.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub sample_percent: Option<u32>,
 }
 
 /// Timeouts, as Go durations or `infinity`.
@@ -446,6 +467,11 @@ pub struct ClusterParameters {
     /// Upstream TLS.
     #[serde(default, rename = "upstreamTLS", skip_serializing_if = "Option::is_none")]
     pub upstream_tls: Option<EnvoyTLS>,
+    /// Passive health checks of every HTTPProxy service that names none (its own
+    /// `outlierDetection`, `disabled: true` included, wins). A contour-rs extension: upstream
+    /// Contour has no such field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outlier_detection: Option<crate::httpproxy::OutlierDetection>,
 }
 
 /// Network settings.

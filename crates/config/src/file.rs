@@ -42,6 +42,9 @@ pub struct ContourConfig {
     /// Access log level.
     #[serde(default, rename = "accesslog-level")]
     pub accesslog_level: Option<AccessLogLevel>,
+    /// Which requests the level lets through are logged (a contour-rs extension).
+    #[serde(default, rename = "accesslog-filter")]
+    pub accesslog_filter: Option<AccessLogFilter>,
     /// Downstream TLS settings.
     #[serde(default)]
     pub tls: Option<TlsConfig>,
@@ -159,6 +162,41 @@ pub enum AccessLogLevel {
     Critical,
     /// None.
     Disabled,
+}
+
+/// `accesslog-filter` (a contour-rs extension).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessLogFilter {
+    /// Status codes (`404`) and ranges (`"500-599"`).
+    #[serde(default, rename = "status-codes")]
+    pub status_codes: Option<Vec<StatusCode>>,
+    /// The least duration logged.
+    #[serde(default, rename = "min-duration")]
+    pub min_duration: Option<String>,
+    /// The percentage logged.
+    #[serde(default, rename = "sample-percent")]
+    pub sample_percent: Option<u32>,
+}
+
+/// A status code (a number) or a range of them (`"500-599"`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum StatusCode {
+    /// One code.
+    Code(u16),
+    /// A code or range as text.
+    Text(String),
+}
+
+impl StatusCode {
+    /// As the ContourConfiguration spells it.
+    pub fn text(&self) -> String {
+        match self {
+            StatusCode::Code(c) => c.to_string(),
+            StatusCode::Text(t) => t.clone(),
+        }
+    }
 }
 
 /// `tls:`.
@@ -307,6 +345,44 @@ pub struct Cluster {
     /// TLS towards backends.
     #[serde(default, rename = "upstream-tls")]
     pub upstream_tls: Option<ProtocolParameters>,
+    /// Passive health checks of every HTTPProxy service that names none (a contour-rs
+    /// extension).
+    #[serde(default, rename = "outlier-detection")]
+    pub outlier_detection: Option<OutlierDetection>,
+}
+
+/// `cluster.outlier-detection` (a contour-rs extension): HTTPProxy's `outlierDetection`, keys
+/// dashed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutlierDetection {
+    /// No passive health checks by default.
+    #[serde(default)]
+    pub disabled: Option<bool>,
+    /// Server errors in a row that eject an endpoint.
+    #[serde(default, rename = "consecutive-server-errors")]
+    pub consecutive_server_errors: Option<u32>,
+    /// How often endpoints are evaluated.
+    #[serde(default)]
+    pub interval: Option<String>,
+    /// The first ejection's length.
+    #[serde(default, rename = "base-ejection-time")]
+    pub base_ejection_time: Option<String>,
+    /// The longest ejection.
+    #[serde(default, rename = "max-ejection-time")]
+    pub max_ejection_time: Option<String>,
+    /// Random time added to an ejection.
+    #[serde(default, rename = "max-ejection-time-jitter")]
+    pub max_ejection_time_jitter: Option<String>,
+    /// The most endpoints ejected at once, in percent.
+    #[serde(default, rename = "max-ejection-percent")]
+    pub max_ejection_percent: Option<u32>,
+    /// Count failures to reach an endpoint apart from its answers.
+    #[serde(default, rename = "split-external-local-origin-errors")]
+    pub split_external_local_origin_errors: Option<bool>,
+    /// Failures to reach an endpoint in a row that eject it (with the split).
+    #[serde(default, rename = "consecutive-local-origin-failure")]
+    pub consecutive_local_origin_failure: Option<u32>,
 }
 
 /// `cluster.circuit-breakers`.

@@ -33,6 +33,7 @@ use crate::Translation;
 use crate::shared::headers;
 
 pub use crate::shared::{HTTP_LISTENER, HTTPS_LISTENER};
+pub use services::outlier_detection;
 
 /// Settings of the HTTPProxy front end (upstream's flags and config keys).
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +65,9 @@ pub struct Options {
     /// Every route gets statistics of its own, named after its object and first prefix
     /// (ContourConfiguration `envoy.enableStatPrefix`).
     pub enable_stat_prefix: bool,
+    /// Passive health checks of every service that names none (`cluster.outlier-detection`, a
+    /// contour-rs extension); a service's own `outlierDetection`, `disabled` included, wins.
+    pub default_outlier_detection: Option<ir::OutlierDetection>,
 }
 
 impl Default for Options {
@@ -81,6 +85,7 @@ impl Default for Options {
             default_global_rate_limit: None,
             geoip: None,
             enable_stat_prefix: false,
+            default_outlier_detection: None,
         }
     }
 }

@@ -4,8 +4,8 @@
 
 use crate::Result;
 use api::contourconfig::{
-    ClusterParameters, EnvoyCompression, EnvoyConfig, EnvoyHttp3, EnvoyListenerConfig, EnvoyLogging, EnvoyTLS,
-    NetworkParameters, SocketOptions, TimeoutParameters, TlsFingerprint,
+    AccessLogFilter, ClusterParameters, EnvoyCompression, EnvoyConfig, EnvoyHttp3, EnvoyListenerConfig, EnvoyLogging,
+    EnvoyTLS, NetworkParameters, SocketOptions, TimeoutParameters, TlsFingerprint,
 };
 use api::extensionservice::CircuitBreakers;
 use xds::accesslog::{self, AccessLog};
@@ -53,6 +53,11 @@ pub fn from_file(file: &config::ContourConfig) -> EnvoyConfig {
                 AccessLogLevel::Disabled => "disabled",
             }
             .into()
+        }),
+        access_log_filter: file.accesslog_filter.as_ref().map(|f| AccessLogFilter {
+            status_codes: f.status_codes.as_ref().map(|c| c.iter().map(config::StatusCode::text).collect()),
+            min_duration: f.min_duration.clone(),
+            sample_percent: f.sample_percent,
         }),
     };
     let tls = file.tls.as_ref().map(|t| EnvoyTLS {
@@ -129,6 +134,17 @@ pub fn from_file(file: &config::ContourConfig) -> EnvoyConfig {
             ecdh_curves: t.ecdh_curves.clone(),
             fingerprint: None,
         }),
+        outlier_detection: c.outlier_detection.as_ref().map(|o| api::httpproxy::OutlierDetection {
+            disabled: o.disabled,
+            consecutive_server_errors: o.consecutive_server_errors,
+            interval: o.interval.clone(),
+            base_ejection_time: o.base_ejection_time.clone(),
+            max_ejection_time: o.max_ejection_time.clone(),
+            split_external_local_origin_errors: o.split_external_local_origin_errors,
+            consecutive_local_origin_failure: o.consecutive_local_origin_failure,
+            max_ejection_percent: o.max_ejection_percent,
+            max_ejection_time_jitter: o.max_ejection_time_jitter.clone(),
+        }),
     });
     let runtime_settings = file.runtime_settings.as_ref().map(|m| {
         m.iter()
@@ -178,6 +194,14 @@ pub fn apply_cluster(out: &mut ClusterOptions, envoy: &EnvoyConfig, source: Sour
         })?;
     }
     let Some(c) = &envoy.cluster else { return Ok(()) };
+    if let Some(o) = &c.outlier_detection {
+        out.default_outlier_detection = match o.disabled {
+            Some(true) => None,
+            _ => Some(frontends::httpproxy::outlier_detection(o).map_err(|e| {
+                crate::Error::Invalid(format!("{}: {e}", key("outlier-detection", "outlierDetection")))
+            })?),
+        };
+    }
     if let Some(family) = c.dns_lookup_family.as_deref().filter(|f| !f.is_empty()) {
         out.dns_lookup_family = match family {
             "auto" => DnsLookupFamily::Auto,
@@ -318,6 +342,40 @@ fn apply_logging(out: &mut AccessLog, logging: &EnvoyLogging, source: Source) ->
                 )
             }
         };
+    }
+    if let Some(f) = &logging.access_log_filter {
+        let mut filter = accesslog::Filter::default();
+        for text in f.status_codes.iter().flatten() {
+            let code = |s: &str| s.trim().parse::<u16>().ok().filter(|c| (100..=599).contains(c));
+            let range = match text.split_once('-') {
+                Some((a, b)) => code(a).zip(code(b)).filter(|(a, b)| a <= b),
+                None => code(text).map(|c| (c, c)),
+            };
+            let Some(range) = range else {
+                invalid!(
+                    "{}: {text:?} is not a status code or an ascending range within 100-599",
+                    key("accesslog-filter.status-codes", "accessLogFilter.statusCodes")
+                )
+            };
+            filter.status_codes.push(range);
+        }
+        if let Some(text) = f.min_duration.as_deref().filter(|t| !t.is_empty()) {
+            let Some(d) = duration::parse(text) else {
+                invalid!(
+                    "{}: {text:?} is not a duration such as 500ms",
+                    key("accesslog-filter.min-duration", "accessLogFilter.minDuration")
+                )
+            };
+            filter.min_duration_ms = Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        }
+        match f.sample_percent {
+            Some(p) if p > 100 => invalid!(
+                "{}: {p} is more than 100",
+                key("accesslog-filter.sample-percent", "accessLogFilter.samplePercent")
+            ),
+            p => filter.sample_percent = p,
+        }
+        out.filter = filter;
     }
     Ok(())
 }
@@ -591,6 +649,28 @@ tls: {minimum-protocol-version: "1.3", cipher-suites: [AES128-SHA, AES128-SHA]}
     }
 
     #[test]
+    fn the_access_log_filter_is_read_and_checked() {
+        let out =
+            resolve("accesslog-filter: {status-codes: [404, \"500-599\"], min-duration: 1.5s, sample-percent: 10}\n")
+                .unwrap();
+        let want = accesslog::Filter {
+            status_codes: vec![(404, 404), (500, 599)],
+            min_duration_ms: Some(1500),
+            sample_percent: Some(10),
+        };
+        assert_eq!(out.access_log.filter, want);
+        for (bad, named) in [
+            ("accesslog-filter: {status-codes: [\"599-500\"]}\n", "accesslog-filter.status-codes"),
+            ("accesslog-filter: {status-codes: [700]}\n", "accesslog-filter.status-codes"),
+            ("accesslog-filter: {min-duration: soon}\n", "accesslog-filter.min-duration"),
+            ("accesslog-filter: {sample-percent: 101}\n", "accesslog-filter.sample-percent"),
+        ] {
+            let e = resolve(bad).unwrap_err().to_string();
+            assert!(e.contains(named), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn cluster_keys_reach_the_cluster_options() {
         let file = config::parse(
             "contour.yaml",
@@ -602,11 +682,15 @@ cluster:
   per-connection-buffer-limit-bytes: 65536
   circuit-breakers: {max-connections: 20, max-retries: 0}
   upstream-tls: {minimum-protocol-version: "1.3", cipher-suites: [AES256-SHA]}
+  outlier-detection: {consecutive-server-errors: 3, interval: 2s, base-ejection-time: 5s, max-ejection-percent: 50}
 "#,
         )
         .unwrap();
         let mut out = ClusterOptions::default();
         apply_cluster(&mut out, &from_file(&file), Source::File).unwrap();
+        let o = out.default_outlier_detection.expect("a default for every HTTPProxy service");
+        assert_eq!((o.consecutive_server_errors, o.interval_ms, o.base_ejection_ms), (3, 2000, 5000));
+        assert_eq!((o.max_ejection_percent, o.max_ejection_ms), (50, 300_000));
         assert_eq!(out.connect_timeout, std::time::Duration::from_millis(500));
         assert_eq!(out.dns_lookup_family, DnsLookupFamily::V4);
         assert_eq!((out.max_requests_per_connection, out.per_connection_buffer_limit_bytes), (Some(3), Some(65536)));
@@ -617,6 +701,8 @@ cluster:
         for (text, key) in [
             ("timeouts: {connect-timeout: infinity}\n", "timeouts.connect-timeout"),
             ("cluster: {dns-lookup-family: v5}\n", "cluster.dns-lookup-family"),
+            ("cluster: {outlier-detection: {max-ejection-percent: 101}}\n", "cluster.outlier-detection"),
+            ("cluster: {outlier-detection: {interval: soon}}\n", "cluster.outlier-detection"),
             (
                 "cluster: {upstream-tls: {maximum-protocol-version: \"1.1\"}}\n",
                 "cluster.upstream-tls.maximum-protocol-version",

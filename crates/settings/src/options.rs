@@ -27,6 +27,7 @@ impl Settings {
                 default_global_rate_limit: self.rate_limit_service.as_ref().and_then(|(_, d)| d.clone()),
                 enable_stat_prefix: self.enable_stat_prefix,
                 geoip: self.geoip.clone(),
+                default_outlier_detection: self.cluster.default_outlier_detection,
             },
             ingress: frontends::ingress::Options {
                 class_names: self.ingress_class_name.clone(),

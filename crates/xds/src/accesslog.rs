@@ -1,10 +1,11 @@
 //! Envoy's file access log (`envoy.access_loggers.file`) on every traffic listener, in upstream
 //! Contour's formats: Envoy's text format (its default, or `accesslog-format-string`) or JSON
-//! with upstream's field names (`json-fields`), filtered by `accesslog-level`.
+//! with upstream's field names (`json-fields`), filtered by `accesslog-level` and, a contour-rs
+//! extension, `accesslog-filter` (status codes, a minimum duration, a sample).
 
 use envoy_types::pb::envoy::config::accesslog::v3::{
-    AccessLog as EnvoyAccessLog, AccessLogFilter, ComparisonFilter, OrFilter, ResponseFlagFilter, StatusCodeFilter,
-    access_log, access_log_filter, comparison_filter,
+    AccessLog as EnvoyAccessLog, AccessLogFilter, AndFilter, ComparisonFilter, DurationFilter, OrFilter,
+    ResponseFlagFilter, RuntimeFilter, StatusCodeFilter, access_log, access_log_filter, comparison_filter,
 };
 use envoy_types::pb::envoy::config::core::v3::{
     DataSource, RuntimeUInt32, SubstitutionFormatString, TypedExtensionConfig, data_source, substitution_format_string,
@@ -12,6 +13,7 @@ use envoy_types::pb::envoy::config::core::v3::{
 use envoy_types::pb::envoy::extensions::access_loggers::file::v3::{FileAccessLog, file_access_log};
 use envoy_types::pb::envoy::extensions::formatter::metadata::v3::Metadata as MetadataFormatter;
 use envoy_types::pb::envoy::extensions::formatter::req_without_query::v3::ReqWithoutQuery;
+use envoy_types::pb::envoy::r#type::v3::{FractionalPercent, fractional_percent};
 use envoy_types::pb::google::protobuf::{Any, Value, value};
 use envoy_types::util::pack_any;
 use prost::{Message, Name};
@@ -32,6 +34,20 @@ pub struct AccessLog {
     pub format: Format,
     /// Which requests are logged.
     pub level: Level,
+    /// Which of those are logged (`accesslog-filter`, a contour-rs extension).
+    pub filter: Filter,
+}
+
+/// `accesslog-filter`: every condition given must hold for a request to be logged, beside the
+/// level's.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Filter {
+    /// Status code ranges, both ends included: the status must be in one.
+    pub status_codes: Vec<(u16, u16)>,
+    /// The request must have taken at least this long, in milliseconds.
+    pub min_duration_ms: Option<u64>,
+    /// Of the requests that pass, this percentage (0-100) is logged, each drawn at random.
+    pub sample_percent: Option<u32>,
 }
 
 impl Default for AccessLog {
@@ -41,6 +57,7 @@ impl Default for AccessLog {
             https_path: DEFAULT_PATH.into(),
             format: Format::Envoy(None),
             level: Level::Info,
+            filter: Filter::default(),
         }
     }
 }
@@ -309,11 +326,19 @@ fn operator_at(bytes: &[u8], start: usize) -> Option<((usize, usize), bool, bool
 impl AccessLog {
     /// The loggers of a listener; `secure` picks the TLS listeners' file.
     pub(crate) fn loggers(&self, secure: bool) -> Vec<EnvoyAccessLog> {
-        let filter = match self.level {
+        let level = match self.level {
             Level::Disabled => return Vec::new(),
             Level::Info => None,
             Level::Error => Some(errors_from(300)),
             Level::Critical => Some(errors_from(500)),
+        };
+        let mut all: Vec<AccessLogFilter> = level.into_iter().chain(self.filter.filters()).collect();
+        let filter = match all.len() {
+            0 => None,
+            1 => all.pop(),
+            _ => Some(AccessLogFilter {
+                filter_specifier: Some(access_log_filter::FilterSpecifier::AndFilter(AndFilter { filters: all })),
+            }),
         };
         let path = if secure { &self.https_path } else { &self.http_path }.clone();
         let config = match &self.format {
@@ -371,6 +396,57 @@ fn formatters<'a>(texts: impl IntoIterator<Item = &'a str> + Clone) -> Vec<Typed
 }
 
 /// Log responses with a status of at least `min`, and anything Envoy flagged.
+impl Filter {
+    /// Envoy's filters for the conditions given; the sample last, so it draws only among the
+    /// requests the others let through.
+    fn filters(&self) -> Vec<AccessLogFilter> {
+        let of = |specifier| AccessLogFilter { filter_specifier: Some(specifier) };
+        let compare = |op: comparison_filter::Op, value: u32, key: &str| ComparisonFilter {
+            op: op as i32,
+            value: Some(RuntimeUInt32 { default_value: value, runtime_key: key.into() }),
+        };
+        let status = |op, value| {
+            of(access_log_filter::FilterSpecifier::StatusCodeFilter(StatusCodeFilter {
+                comparison: Some(compare(op, u32::from(value), "contour.accesslog.filter.status_code")),
+            }))
+        };
+        let mut out = Vec::new();
+        let ranges: Vec<AccessLogFilter> = self
+            .status_codes
+            .iter()
+            .map(|&(start, end)| {
+                if start == end {
+                    return status(comparison_filter::Op::Eq, start);
+                }
+                let both = vec![status(comparison_filter::Op::Ge, start), status(comparison_filter::Op::Le, end)];
+                of(access_log_filter::FilterSpecifier::AndFilter(AndFilter { filters: both }))
+            })
+            .collect();
+        match ranges.len() {
+            0 => {}
+            1 => out.extend(ranges),
+            _ => out.push(of(access_log_filter::FilterSpecifier::OrFilter(OrFilter { filters: ranges }))),
+        }
+        if let Some(ms) = self.min_duration_ms {
+            let ms = u32::try_from(ms).unwrap_or(u32::MAX);
+            out.push(of(access_log_filter::FilterSpecifier::DurationFilter(DurationFilter {
+                comparison: Some(compare(comparison_filter::Op::Ge, ms, "contour.accesslog.filter.duration")),
+            })));
+        }
+        if let Some(percent) = self.sample_percent {
+            out.push(of(access_log_filter::FilterSpecifier::RuntimeFilter(RuntimeFilter {
+                runtime_key: "contour.accesslog.filter.sample".into(),
+                percent_sampled: Some(FractionalPercent {
+                    numerator: percent.min(100),
+                    denominator: fractional_percent::DenominatorType::Hundred as i32,
+                }),
+                use_independent_randomness: true,
+            })));
+        }
+        out
+    }
+}
+
 fn errors_from(min: u32) -> AccessLogFilter {
     let status = AccessLogFilter {
         filter_specifier: Some(access_log_filter::FilterSpecifier::StatusCodeFilter(StatusCodeFilter {
@@ -576,5 +652,36 @@ mod tests {
         let decoded = FileAccessLog::decode(any.value.as_slice()).unwrap();
         let Some(file_access_log::AccessLogFormat::LogFormat(format)) = decoded.access_log_format else { panic!() };
         assert_eq!(format.formatters[0].name, "envoy.formatter.req_without_query");
+    }
+
+    #[test]
+    fn the_filter_and_the_level_must_both_let_a_request_through() {
+        use access_log_filter::FilterSpecifier as F;
+        let filter =
+            Filter { status_codes: vec![(404, 404), (500, 599)], min_duration_ms: Some(250), sample_percent: Some(5) };
+        let log = AccessLog { level: Level::Critical, filter, ..Default::default() };
+        let Some(F::AndFilter(and)) = log.loggers(false)[0].filter.clone().and_then(|f| f.filter_specifier) else {
+            panic!("an and filter")
+        };
+        let kinds: Vec<&str> = and
+            .filters
+            .iter()
+            .map(|f| match f.filter_specifier.as_ref().unwrap() {
+                F::OrFilter(_) => "or",
+                F::DurationFilter(_) => "duration",
+                F::RuntimeFilter(_) => "sample",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["or", "or", "duration", "sample"], "the level's, the codes', the duration, the sample last");
+        let Some(F::RuntimeFilter(sample)) = &and.filters[3].filter_specifier else { panic!() };
+        assert_eq!(sample.percent_sampled.as_ref().map(|p| p.numerator), Some(5));
+        assert!(sample.use_independent_randomness, "not tied to the request ID");
+        let only =
+            AccessLog { filter: Filter { min_duration_ms: Some(1), ..Default::default() }, ..Default::default() };
+        assert!(matches!(
+            only.loggers(false)[0].filter.clone().and_then(|f| f.filter_specifier),
+            Some(F::DurationFilter(_))
+        ));
     }
 }

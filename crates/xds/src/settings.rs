@@ -290,6 +290,9 @@ pub struct ClusterOptions {
     pub circuit_breakers: dag::CircuitBreakers,
     /// TLS towards backends: versions and cipher suites (curves are not used).
     pub upstream_tls: TlsOptions,
+    /// Passive health checks of every HTTPProxy service that names none
+    /// (`cluster.outlier-detection`, a contour-rs extension), applied by the front end.
+    pub default_outlier_detection: Option<ir::OutlierDetection>,
 }
 
 impl Default for ClusterOptions {
@@ -301,6 +304,7 @@ impl Default for ClusterOptions {
             per_connection_buffer_limit_bytes: None,
             circuit_breakers: dag::CircuitBreakers::default(),
             upstream_tls: TlsOptions::default(),
+            default_outlier_detection: None,
         }
     }
 }

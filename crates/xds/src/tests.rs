@@ -455,6 +455,7 @@ spec:
                 ..Default::default()
             },
             upstream_tls: settings::TlsOptions { min_version: ir::TlsVersion::V1_3, ..Default::default() },
+            default_outlier_detection: None,
         },
         ..Default::default()
     };

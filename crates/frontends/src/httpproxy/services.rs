@@ -183,6 +183,8 @@ fn service(
         })?),
     };
     let outlier_detection = match s.outlier_detection.as_ref().filter(|o| o.disabled != Some(true)) {
+        // A service of its own says nothing: the installation's default, if any.
+        None if s.outlier_detection.is_none() => t.options.default_outlier_detection,
         None => None,
         Some(o) => Some(outlier_detection(o).map_err(|e| {
             t.error(origin, "ServiceError", &format!("{field}.outlierDetection"), "OutlierDetectionInvalid", e);
@@ -233,8 +235,9 @@ fn slow_start(p: &api::httpproxy::SlowStartPolicy, load_balancer: LoadBalancer) 
     Ok(SlowStart { window_ms, aggression_milli, min_weight_percent: p.min_weight_percent.unwrap_or(10).min(100) })
 }
 
-/// A service's passive health checks, with the defaults of upstream's design for the field.
-fn outlier_detection(o: &api::httpproxy::OutlierDetection) -> Result<ir::OutlierDetection, String> {
+/// A service's passive health checks, with the defaults of upstream's design for the field
+/// (also the installation's default, `cluster.outlier-detection`, checked at start-up).
+pub fn outlier_detection(o: &api::httpproxy::OutlierDetection) -> Result<ir::OutlierDetection, String> {
     let duration = |name: &str, value: Option<&String>, default: u64| match value {
         None => Ok(default),
         Some(v) => crate::shared::timeouts::go_duration_ms(v)

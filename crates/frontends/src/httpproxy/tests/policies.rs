@@ -395,3 +395,44 @@ fn an_oidc_login_reaches_the_ir_without_its_secret_and_bad_ones_are_named() {
     assert!(!dump.contains("hunter2") && !format!("{:?}", t.ir).contains("hunter2"), "the client's secret shows");
     assert!(route.rules.iter().any(|r| r.policy.oidc_disabled) && route.rules.iter().any(|r| !r.policy.oidc_disabled));
 }
+
+#[test]
+fn the_installations_outlier_detection_applies_to_services_that_name_none() {
+    let yaml = proxy(
+        "root",
+        "  virtualhost: {fqdn: od.example.com}
+  routes:
+  - conditions: [{prefix: /plain}]
+    services: [{name: web, port: 80}]
+  - conditions: [{prefix: /own}]
+    services: [{name: web, port: 80, outlierDetection: {consecutiveServerErrors: 9}}]
+  - conditions: [{prefix: /off}]
+    services: [{name: api, port: 80, outlierDetection: {disabled: true}}]",
+    );
+    let default = ir::OutlierDetection {
+        consecutive_server_errors: 3,
+        interval_ms: 1000,
+        base_ejection_ms: 2000,
+        max_ejection_ms: 2000,
+        split_local_origin: false,
+        consecutive_local_origin_failures: 5,
+        max_ejection_percent: 50,
+        jitter_ms: 0,
+    };
+    let options = Options { default_outlier_detection: Some(default), ..Default::default() };
+    let (t, statuses) = run_with(&yaml, &options);
+    assert_eq!(render(&statuses), ["apps/root valid: Valid HTTPProxy"]);
+    let of = |prefix: &str| {
+        let rules = http_rules(&t, "od.example.com");
+        let rule =
+            rules.iter().find(|r| r.matches[0].path == PathMatch::StringPrefix(prefix.into())).expect("the rule");
+        rule.backends[0].options.as_ref().and_then(|o| o.outlier_detection)
+    };
+    assert_eq!(of("/plain"), Some(default), "the default");
+    assert_eq!(of("/own").map(|o| o.consecutive_server_errors), Some(9), "its own wins");
+    assert_eq!(of("/off"), None, "disabled wins");
+    let (t, _) = run(&yaml);
+    let rules = http_rules(&t, "od.example.com");
+    let plain = rules.iter().find(|r| r.matches[0].path == PathMatch::StringPrefix("/plain".into())).unwrap();
+    assert_eq!(plain.backends[0].options.as_ref().and_then(|o| o.outlier_detection), None, "no default: as upstream");
+}
