@@ -255,7 +255,12 @@ impl Builder<'_> {
     /// Makes every TLS cluster of a fleet present the fleet's own client certificate (a
     /// Gateway's `spec.tls.backend.clientCertificateRef`) instead of the controller-wide one.
     /// Cluster names are per fleet, so clusters shared with other fleets keep their names.
+    /// Without a TLS cluster the certificate is not served at all: no Envoy would ask for it, and
+    /// a resource never asked for would keep the fleet from counting as programmed.
     fn present_to_backends(&mut self, certificate: &ir::ObjectRef, out: &mut FleetDag) {
+        if !out.clusters.values().any(|c| c.speaks_tls()) {
+            return;
+        }
         let Some(name) = self.tls_secret(certificate, out) else { return };
         for cluster in out.clusters.values_mut() {
             if cluster.speaks_tls() {

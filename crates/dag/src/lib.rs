@@ -379,8 +379,8 @@ impl CircuitBreakers {
 }
 
 /// A TLS certificate and key, or one secret value (`generic`, such as an OpenID client's
-/// secret).
-#[derive(Debug, serde::Serialize, Clone, PartialEq, Eq)]
+/// secret). Its `Debug` leaves the key and the value out.
+#[derive(serde::Serialize, Clone, PartialEq, Eq)]
 pub struct TlsSecret {
     /// The secret name, `namespace/name`.
     pub name: String,
@@ -392,4 +392,15 @@ pub struct TlsSecret {
     pub private_key: Vec<u8>,
     /// A generic secret: `private_key` is its value, and there is no certificate.
     pub generic: bool,
+}
+
+impl std::fmt::Debug for TlsSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsSecret")
+            .field("name", &self.name)
+            .field("certificate_chain", &format_args!("{} bytes", self.certificate_chain.len()))
+            .field("private_key", &format_args!("<redacted>"))
+            .field("generic", &self.generic)
+            .finish()
+    }
 }

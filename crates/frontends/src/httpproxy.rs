@@ -124,12 +124,12 @@ pub struct Cache {
     claims: Option<claims::Claims>,
 }
 
-/// The kinds a root's translation reads object by object.
-const READ_KINDS: &[Kind] = &[Kind::HttpProxy, Kind::Service, Kind::Secret, Kind::ExtensionService];
+/// The kinds a root's translation reads object by object (ConfigMaps: error pages).
+const READ_KINDS: &[Kind] = &[Kind::HttpProxy, Kind::Service, Kind::Secret, Kind::ExtensionService, Kind::ConfigMap];
 
 #[derive(Debug, Default)]
 struct CachedRoot {
-    /// Every proxy, Service and Secret read (the root first), with the identity found.
+    /// Every proxy, Service, Secret and ConfigMap read (the root first), with the identity found.
     reads: Reads,
     output: Arc<RootOutput>,
 }
@@ -209,6 +209,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
                 auth: None,
                 jwt: None,
                 tls: false,
+                oidc: false,
             };
             t.root(key, proxy, &claim.fqdn);
             claim.root = Some(CachedRoot { reads: t.reads.into_inner(), output: Arc::new(t.out) });
@@ -283,6 +284,8 @@ struct Translator<'a> {
     jwt: Option<jwt::Inherited>,
     /// The root terminates TLS.
     tls: bool,
+    /// The root has an OpenID Connect login: no route may be served without it unawares.
+    oidc: bool,
 }
 
 impl<'a> Translator<'a> {
@@ -396,6 +399,12 @@ impl<'a> Translator<'a> {
         let Ok((jwt_providers, jwt)) = jwt::providers(self, &origin, vhost) else { return };
         self.jwt = terminates.then_some(jwt);
         let Ok(oidc) = oidc::virtual_host(self, &origin, vhost, fqdn) else { return };
+        if oidc.is_some() && spec.tcpproxy.is_some() {
+            // The TCP proxy would forward every connection without the login.
+            let message = "Spec.VirtualHost.OIDC cannot be combined with Spec.TCPProxy".into();
+            return self.error(&origin, "OIDCError", "spec.virtualhost.oidc", "OIDCNotPermitted", message);
+        }
+        self.oidc = oidc.is_some();
         // Only the TLS side checks requests, as upstream: its connection manager has the filters.
         let secure_policy = if authorization.is_none() && jwt_providers.is_empty() && oidc.is_none() {
             vhost_policy.clone()

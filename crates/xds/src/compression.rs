@@ -11,6 +11,9 @@ use envoy_types::pb::envoy::extensions::filters::network::http_connection_manage
 use envoy_types::pb::envoy::r#type::matcher::v3::{StringMatcher, string_matcher};
 use envoy_types::util::pack_any;
 
+/// The filter's name.
+pub(crate) const NAME: &str = "envoy.filters.http.compressor";
+
 use crate::settings::Compression;
 
 /// The content types compressed: Envoy's own defaults, and gRPC-Web's.
@@ -74,7 +77,7 @@ pub(crate) fn filter(algorithm: Compression) -> Option<HttpFilter> {
         ..Default::default()
     };
     Some(HttpFilter {
-        name: "envoy.filters.http.compressor".into(),
+        name: NAME.into(),
         config_type: Some(http_filter::ConfigType::TypedConfig(pack_any(config))),
         ..Default::default()
     })

@@ -27,9 +27,11 @@ pub(crate) fn serves(tls: &DownstreamTls, settings: &Http3Options, defaults: &Tl
     tls.http3.unwrap_or(settings.enabled) && max == ir::TlsVersion::V1_3 && tls.client.is_none()
 }
 
-/// The port `alt-svc` names for a listener on `port`.
-pub(crate) fn advertised(settings: &Http3Options, port: u16) -> u16 {
-    settings.advertised_port.unwrap_or(port)
+/// The port `alt-svc` names for a listener on `port`: the configured one for the default
+/// fleet (upstream's Envoy listens on 8443 behind a Service's 443), the listener's own for a
+/// Gateway's (its listeners name the ports clients use).
+pub(crate) fn advertised(settings: &Http3Options, port: u16, default_fleet: bool) -> u16 {
+    settings.advertised_port.filter(|_| default_fleet).unwrap_or(port)
 }
 
 /// A QUIC filter chain: the TCP chain's match, its TLS context (ALPN `h3`) in QUIC's transport
@@ -99,7 +101,9 @@ mod tests {
             ..own
         };
         assert!(!serves(&client, &on, &defaults));
-        assert_eq!(advertised(&Http3Options { enabled: true, advertised_port: Some(443) }, 8443), 443);
-        assert_eq!(advertised(&on, 8443), 8443);
+        let behind_443 = Http3Options { enabled: true, advertised_port: Some(443) };
+        assert_eq!(advertised(&behind_443, 8443, true), 443);
+        assert_eq!(advertised(&behind_443, 8443, false), 8443, "a Gateway's listener port is its own");
+        assert_eq!(advertised(&on, 8443, true), 8443);
     }
 }

@@ -61,6 +61,11 @@ pub(crate) fn listener<'a>(
     }
     let mut tables = Vec::new();
     let mut quic = Vec::new();
+    // A UDPRoute's listener on the same port keeps it: no QUIC beside it.
+    let udp_taken = fleet
+        .listeners
+        .iter()
+        .any(|o| matches!(o.kind, ListenerKind::Udp(_)) && o.port == l.port && o.address == l.address);
     let settings = &options.listener;
     // The global authorization server checks the default fleet's requests (upstream's
     // listeners are the default fleet's).
@@ -68,7 +73,7 @@ pub(crate) fn listener<'a>(
     let rate_limit = options.rate_limit_service.as_ref().filter(|_| default_fleet);
     // Built once for the listener, not once per filter chain (a TLS port has one per host).
     let shared = Shared {
-        filters: http_filters(settings, uses_error_pages(l)),
+        filters: http_filters(settings),
         access_log: settings.access_log.loggers(matches!(l.kind, ListenerKind::Tls(_) | ListenerKind::Tcp(_))),
         // Spans go to the collector once its ExtensionService is valid (upstream refuses to
         // start without it; here traffic is served untraced until it is).
@@ -110,6 +115,7 @@ pub(crate) fn listener<'a>(
                     Checks {
                         pre_routing: &table.pre_routing,
                         oidc: None,
+                        error_pages: uses_error_pages(table),
                         authorization: global.as_ref(),
                         jwt_providers: &[],
                         rate_limit,
@@ -137,8 +143,8 @@ pub(crate) fn listener<'a>(
                     Some(FilterChainMatch { server_names: chain.server_names.clone(), ..Default::default() });
                 let fc = match &chain.action {
                     TlsAction::Terminate { secrets, settings: tls, routes } => {
-                        let http3 = crate::http3::serves(tls, &settings.http3, &settings.tls);
-                        let alt_svc = http3.then(|| crate::http3::advertised(&settings.http3, l.port));
+                        let http3 = crate::http3::serves(tls, &settings.http3, &settings.tls) && !udp_taken;
+                        let alt_svc = http3.then(|| crate::http3::advertised(&settings.http3, l.port, default_fleet));
                         tables.push((routes, false, alt_svc));
                         let forward = tls.client.as_ref().map(|c| c.forward).unwrap_or_default();
                         // The chain of a host with an authorization server checks its requests.
@@ -163,6 +169,7 @@ pub(crate) fn listener<'a>(
                             Checks {
                                 pre_routing: &routes.pre_routing,
                                 oidc,
+                                error_pages: uses_error_pages(routes),
                                 authorization,
                                 jwt_providers,
                                 rate_limit,
@@ -329,6 +336,8 @@ struct Checks<'a> {
     pre_routing: &'a [dag::PreRouting],
     /// The virtual host's OpenID Connect login.
     oidc: Option<&'a ir::Oidc>,
+    /// A host or route has error pages.
+    error_pages: bool,
     authorization: Option<&'a ir::Authorization>,
     jwt_providers: &'a [ir::JwtProvider],
     rate_limit: Option<&'a crate::RateLimitService>,
@@ -345,6 +354,13 @@ impl Checks<'_> {
         // Before every filter that reads the route: they run before a route is chosen.
         filters.extend(self.pre_routing.iter().map(crate::ext_authz::pre_routing_filter));
         filters.extend_from_slice(shared);
+        if self.error_pages {
+            // Before every filter but the compressor: pages replace answers before they are
+            // compressed, every later filter's own included (a local reply goes back through
+            // the filters before the one that sent it).
+            let at = filters.iter().position(|f| f.name == crate::compression::NAME).map_or(0, |i| i + 1);
+            filters.insert(at, crate::custom_response::filter());
+        }
         let router = filters.pop();
         // The login first: the checks after it see the session's token.
         if let Some(oidc) = self.oidc {
@@ -364,23 +380,15 @@ impl Checks<'_> {
     }
 }
 
-/// Whether a virtual host or route of the listener has error pages: only then does it get the
-/// custom response filter (Envoy calls it work in progress, and says so in its log), so a
-/// listener without them is as upstream's. The first page drains the listener's connections once.
-fn uses_error_pages(l: &DagListener) -> bool {
-    let table = |t: &RouteTable| {
-        t.virtual_hosts.iter().any(|vh| {
-            vh.policy.as_ref().is_some_and(|p| !p.error_pages.is_empty())
-                || vh.routes.iter().any(|r| !r.policy.error_pages.is_empty())
-        })
-    };
-    match &l.kind {
-        ListenerKind::Http(t) => table(t),
-        ListenerKind::Tls(chains) => {
-            chains.iter().any(|c| matches!(&c.action, TlsAction::Terminate { routes, .. } if table(routes)))
-        }
-        _ => false,
-    }
+/// Whether a virtual host or route of a route table has error pages: only then does its
+/// connection manager get the custom response filter (Envoy calls it work in progress, and says
+/// so in its log), so a table without them is served as upstream's. On a TLS port each host's
+/// chain has its own; a host's first page changes its chain alone.
+fn uses_error_pages(table: &RouteTable) -> bool {
+    table.virtual_hosts.iter().any(|vh| {
+        vh.policy.as_ref().is_some_and(|p| !p.error_pages.is_empty())
+            || vh.routes.iter().any(|r| !r.policy.error_pages.is_empty())
+    })
 }
 
 /// Whether a virtual host or route of a route table has location rules.
@@ -487,14 +495,9 @@ fn connection_manager(
 /// gRPC statistics, CORS, the local rate limiter, Lua (cookie rewriting), RBAC (IP filters),
 /// then the router. The policy filters are inert until a virtual host or route configures them,
 /// so a listener's bytes do not change when the first policy appears (which would drain it).
-fn http_filters(settings: &ListenerOptions, error_pages: bool) -> Vec<HttpFilter> {
+fn http_filters(settings: &ListenerOptions) -> Vec<HttpFilter> {
     let typed = crate::http_filter;
     let mut filters: Vec<HttpFilter> = crate::compression::filter(settings.compression).into_iter().collect();
-    // Error pages replace answers before they are compressed, including every later filter's
-    // own (a local reply goes back through the filters before the one that sent it).
-    if error_pages {
-        filters.push(crate::custom_response::filter());
-    }
     filters.push(typed("envoy.filters.http.grpc_web", pack_any(GrpcWeb::default())));
     filters.push(typed(
         "envoy.filters.http.grpc_stats",

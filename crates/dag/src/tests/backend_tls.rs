@@ -121,21 +121,8 @@ fn a_policy_change_rebuilds_cached_routes() {
 
 #[test]
 fn a_gateway_presents_its_own_client_certificate_to_tls_backends() {
-    let more = r#"
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: mtls, namespace: infra}
-spec:
-  gatewayClassName: contour
-  tls: {backend: {clientCertificateRef: {name: client}}}
-  listeners: [{name: http, port: 80, protocol: HTTP}]
----
-apiVersion: v1
-kind: Secret
-metadata: {name: client, namespace: infra}
-type: kubernetes.io/tls
-stringData: {tls.crt: "%CERT%", tls.key: "%KEY%"}
+    let more = client_gateway("mtls")
+        + r#"
 ---
 apiVersion: v1
 kind: Service
@@ -174,6 +161,40 @@ spec:
     let (plain_gateway, has_secret) = certificates("infra/gw");
     assert!(plain_gateway.iter().all(|(_, c)| c.is_none()), "{plain_gateway:?}");
     assert!(!has_secret, "another Gateway's fleet never receives the certificate");
+}
+
+/// A Gateway `name` in `infra` presenting the client certificate `infra/client` to its TLS
+/// backends, and that Secret.
+fn client_gateway(name: &str) -> String {
+    format!(
+        r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: {name}, namespace: infra}}
+spec:
+  gatewayClassName: contour
+  tls: {{backend: {{clientCertificateRef: {{name: client}}}}}}
+  listeners: [{{name: http, port: 80, protocol: HTTP}}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: client, namespace: infra}}
+type: kubernetes.io/tls
+stringData: {{tls.crt: "%CERT%", tls.key: "%KEY%"}}
+"#
+    )
+}
+
+/// A Gateway's client certificate with no TLS backend to present it to is not served: its
+/// Envoys would never ask for it, and an unasked-for resource keeps the fleet from counting as
+/// programmed.
+#[test]
+fn a_client_certificate_without_tls_backends_is_not_served() {
+    let more = client_gateway("idle");
+    let dag = dag(&format!("{CLASS}{FIXTURE}{more}"));
+    let fleet = &dag.fleets["infra/idle"];
+    assert!(fleet.secrets.is_empty(), "{:?}", fleet.secrets.keys().collect::<Vec<_>>());
 }
 
 #[test]

@@ -245,6 +245,12 @@ fn route(
         }
     }
     let upgrade = r.permit_insecure != Some(true) || t.options.disable_permit_insecure;
+    let oidc_disabled = r.oidc_policy.as_ref().and_then(|p| p.disabled) == Some(true);
+    if !upgrade && t.oidc && !oidc_disabled {
+        // Plain HTTP has no login: the route would be served without one.
+        let message = "route.permitInsecure cannot be set on a virtual host with an OIDC login unless the route sets oidcPolicy.disabled".into();
+        return fail(t, "RouteError", "OIDCNotPermitted", message);
+    }
     let mut matcher = conditions::merged_match(&merged);
     if let Some(authority) = crate::wildcard_authority(fqdn) {
         matcher.headers.push(authority);
@@ -322,7 +328,7 @@ fn route(
             format!("{}_httpproxy_{}_path_{path}", origin.namespace, origin.name)
         }),
         error_pages,
-        oidc_disabled: r.oidc_policy.as_ref().and_then(|p| p.disabled) == Some(true),
+        oidc_disabled,
     };
     let rule = HttpRule {
         matches: vec![matcher],

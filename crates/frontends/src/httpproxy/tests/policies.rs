@@ -350,6 +350,14 @@ fn an_oidc_login_reaches_the_ir_without_its_secret_and_bad_ones_are_named() {
             &[("redirectPath", "/out"), ("logoutPath", "/out")],
             "secretName: cert",
         ),
+        oidc("insecure", "insecure.example.com", &[], "secretName: cert").replace(
+            "  - services: [{name: web, port: 80}]\n",
+            "  - services: [{name: web, port: 80}]\n    permitInsecure: true\n",
+        ),
+        oidc("insecureopen", "insecureopen.example.com", &[], "secretName: cert")
+            .replace("    oidcPolicy: {disabled: true}", "    oidcPolicy: {disabled: true}\n    permitInsecure: true"),
+        oidc("tcp", "tcp.example.com", &[], "secretName: cert")
+            .replace("  routes:\n", "  tcpproxy: {services: [{name: web, port: 80}]}\n  routes:\n"),
     ]
     .concat();
     let options = Options {
@@ -377,6 +385,13 @@ fn an_oidc_login_reaches_the_ir_without_its_secret_and_bad_ones_are_named() {
         "{rendered:?}"
     );
     assert!(line("samepath")[1].starts_with("  OIDCError/OIDCInvalid: "), "{rendered:?}");
+    assert!(line("insecure")[1].starts_with("  RouteError/OIDCNotPermitted: route.permitInsecure"), "{rendered:?}");
+    assert_eq!(line("insecureopen")[0], "apps/insecureopen valid: Valid HTTPProxy", "opted out, it may be plain HTTP");
+    assert!(
+        line("tcp")[1]
+            .starts_with("  OIDCError/OIDCNotPermitted: Spec.VirtualHost.OIDC cannot be combined with Spec.TCPProxy"),
+        "{rendered:?}"
+    );
 
     let fleet = t.ir.fleets.iter().find(|f| f.id == ir::DEFAULT_FLEET).expect("default fleet");
     let https =
@@ -435,4 +450,35 @@ fn the_installations_outlier_detection_applies_to_services_that_name_none() {
     let rules = http_rules(&t, "od.example.com");
     let plain = rules.iter().find(|r| r.matches[0].path == PathMatch::StringPrefix("/plain".into())).unwrap();
     assert_eq!(plain.backends[0].options.as_ref().and_then(|o| o.outlier_detection), None, "no default: as upstream");
+}
+
+#[test]
+fn an_error_page_config_map_that_changes_is_read_again() {
+    let root = proxy(
+        "root",
+        "  virtualhost:\n    fqdn: pages.example.com\n    errorPages: [{statusCodes: [503], body: {configMap: {name: pages, key: p}}}]\n  routes: [{services: [{name: web, port: 80}]}]",
+    );
+    let map = |body: &str, label: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: pages, namespace: apps{label}}}\ndata: {{p: '{body}'}}\n---\n"
+        )
+    };
+    let labelled = ", labels: {projectcontour.io/error-pages: \"true\"}";
+    let mut snapshot = Snapshot::from_yaml(&format!("{}---\n{root}", base())).expect("parses");
+    let options = Options::default();
+    let mut cache = Cache::default();
+    let page = |t: &Translation| {
+        let fleet = t.ir.fleets.iter().find(|f| f.id == ir::DEFAULT_FLEET)?;
+        let http = fleet.listeners.iter().find(|l| l.name == HTTP_LISTENER)?;
+        let route = http.http_routes.iter().find(|r| r.hostnames == ["pages.example.com"])?;
+        Some(route.vhost.as_deref()?.error_pages[0].body.clone())
+    };
+    assert_eq!(page(&translate_cached(&snapshot, &options, &mut cache)), None, "no ConfigMap yet: not served");
+    for (body, label, want) in
+        [("first", labelled, Some("first")), ("second", labelled, Some("second")), ("third", "", None)]
+    {
+        snapshot.upsert(objects::parse_documents(&map(body, label)).remove(0).expect("parses"));
+        let t = translate_cached(&snapshot, &options, &mut cache);
+        assert_eq!(page(&t).as_deref(), want, "after the ConfigMap became {body:?}{label}");
+    }
 }
