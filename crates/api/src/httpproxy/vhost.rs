@@ -89,9 +89,9 @@ pub struct TLS {
     pub enable_fallback_certificate: Option<bool>,
     /// Serve HTTP/3 over QUIC on the same port (UDP), with the same certificate, and advertise
     /// it with `alt-svc` on HTTP/1.1 and HTTP/2 responses. `true` or `false` overrides the
-    /// installation's `listener.http3.enabled`; unset follows it. Not offered where TLS 1.3 is
-    /// not allowed, with client validation, or with passthrough. A contour-rs extension:
-    /// upstream Contour has no such field.
+    /// installation's `listener.http3.enabled`; unset follows it, where QUIC can serve the host:
+    /// TLS 1.3 allowed, no client validation, no passthrough (`true` with one of those is
+    /// refused). A contour-rs extension: upstream Contour has no such field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http3: Option<bool>,
 }

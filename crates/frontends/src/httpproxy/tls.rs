@@ -38,6 +38,23 @@ pub(super) fn virtual_host(
         }
         _ => {}
     }
+    // HTTP/3 asked for by the host itself must be served as asked (the installation-wide
+    // setting leaves out the hosts QUIC cannot serve, silently).
+    if tls.http3 == Some(true) {
+        let clash = if passthrough {
+            Some("passthrough")
+        } else if tls.client_validation.is_some() {
+            Some("clientValidation")
+        } else if tls.maximum_protocol_version.as_deref() == Some("1.2") {
+            Some("maximumProtocolVersion 1.2 (QUIC is TLS 1.3)")
+        } else {
+            None
+        };
+        if let Some(what) = clash {
+            let message = format!("Spec.VirtualHost.TLS http3 cannot be combined with {what}");
+            return stop(t, "TLSIncompatibleFeatures", message);
+        }
+    }
     if passthrough {
         if tls.client_validation.is_some() {
             let message = "Spec.VirtualHost.TLS passthrough cannot be combined with tls.clientValidation".into();

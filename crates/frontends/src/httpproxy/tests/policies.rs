@@ -482,3 +482,34 @@ fn an_error_page_config_map_that_changes_is_read_again() {
         assert_eq!(page(&t).as_deref(), want, "after the ConfigMap became {body:?}{label}");
     }
 }
+
+#[test]
+fn http3_asked_for_where_quic_cannot_serve_it_is_refused() {
+    let host = |name: &str, tls: &str| {
+        proxy(
+            name,
+            &format!(
+                "  virtualhost: {{fqdn: {name}.example.com, tls: {{{tls}}}}}\n  routes: [{{services: [{{name: web, port: 80}}]}}]"
+            ),
+        )
+    };
+    let yaml = [
+        host("good", "secretName: cert, http3: true"),
+        host("capped", "secretName: cert, http3: true, maximumProtocolVersion: \"1.2\""),
+        host("mtls", "secretName: cert, http3: true, clientValidation: {skipClientCertValidation: true}"),
+        host("off", "secretName: cert, http3: false, maximumProtocolVersion: \"1.2\""),
+    ]
+    .concat();
+    let (_, statuses) = run(&yaml);
+    assert_eq!(
+        render(&statuses),
+        [
+            "apps/capped invalid: At least one error present, see Errors for details",
+            "  TLSError/TLSIncompatibleFeatures: Spec.VirtualHost.TLS http3 cannot be combined with maximumProtocolVersion 1.2 (QUIC is TLS 1.3)",
+            "apps/good valid: Valid HTTPProxy",
+            "apps/mtls invalid: At least one error present, see Errors for details",
+            "  TLSError/TLSIncompatibleFeatures: Spec.VirtualHost.TLS http3 cannot be combined with clientValidation",
+            "apps/off valid: Valid HTTPProxy",
+        ]
+    );
+}
