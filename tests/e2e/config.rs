@@ -616,6 +616,38 @@ async fn global_external_authorization_checks_every_virtual_host() -> anyhow::Re
     Ok(())
 }
 
+/// Upstream main's spellings: `globalExtAuth.httpSettings` with the lower-case keys upstream's
+/// own YAML decoding writes, and an ExtensionService of `protocol: http/1.1`, the protocol of
+/// an HTTP authorization server. Envoy asks the server over HTTP/1.1 under the prefix.
+#[tokio::test]
+async fn http_authorization_as_upstream_main_spells_it() -> anyhow::Result<()> {
+    let web = Backend::start("web").await?;
+    let auth = testkit::AuthServer::start_http(&[("alice", "wonderland")]).await?;
+    let extension = "---\napiVersion: projectcontour.io/v1alpha1\nkind: ExtensionService\nmetadata: {name: authz, namespace: default}\nspec: {protocol: http/1.1, services: [{name: authz, port: 80}]}\n";
+    let objects = [objects(web.addr), service("authz", &[auth.addr]), extension.into()].concat();
+    let config = "globalExtAuth:
+  extensionService: default/authz
+  serviceType: http
+  httpSettings:
+    pathprefix: /verify
+    allowedupstreamheaders: [{exact: auth-username}, {prefix: AUTH-P, ignorecase: true}]
+";
+    let serve = Serve::start(&objects, Some(config), &[])?;
+    let _envoy = serve.envoy().await?;
+    let r = routed(&serve, "www.example.com").await?;
+    assert_eq!(r.status, 401, "no credentials: {r:?}");
+    let credentials = testkit::basic("alice", "wonderland");
+    let r = get(&serve, &Request::get("www.example.com", "/app").header("authorization", &credentials)).await?;
+    assert_eq!((r.status, r.header("x-backend")), (200, Some("web")), "{r:?}");
+    let seen = &r.echo()["headers"];
+    assert_eq!(
+        (seen["auth-username"].as_str(), seen["auth-path"].as_str(), seen["auth-protocol"].as_str()),
+        (Some("alice"), Some("/verify/app"), Some("HTTP/1.1")),
+        "the server saw HTTP/1.1 under the prefix and its allowed headers reach the backend: {seen}"
+    );
+    Ok(())
+}
+
 /// `rateLimitService`: the real rate-limit service (with Redis) counts a virtual host's
 /// descriptors; a route opts out with `global.disabled`; with the service gone, failing
 /// closed answers 500.

@@ -540,6 +540,7 @@ async fn external_authorization_over_http_forwards_requests_under_the_prefix() -
         (Some("alice"), Some("/verify/app")),
         "the allowed headers of the server's answer reach the backend: {seen}"
     );
+    assert_eq!(seen["auth-protocol"], "HTTP/2.0", "an h2c ExtensionService is asked over HTTP/2: {seen}");
     let calls = auth.calls.load(std::sync::atomic::Ordering::Relaxed);
     let r = testkit::request_tls(
         ([127, 0, 0, 1], https).into(),

@@ -30,9 +30,10 @@ pub struct ExtensionServiceSpec {
     /// Upstream TLS verification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<UpstreamValidation>,
-    /// `h2` (TLS) or `h2c` (cleartext).
+    /// `h2` (HTTP/2 over TLS, the default), `h2c` (HTTP/2 in clear text) or `http/1.1`
+    /// (HTTP/1.1 in clear text, as an HTTP authorization server speaks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["h2", "h2c"]))]
+    #[schemars(extend("enum" = ["h2", "h2c", "http/1.1"]))]
     pub protocol: Option<String>,
     /// Load balancing (not Cookie or RequestHash).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -672,19 +672,24 @@ pub struct MaxMind {
     pub anon_db_path: Option<String>,
 }
 
-/// `globalExtAuth.httpSettings`.
+/// `globalExtAuth.httpSettings`. Upstream decodes this struct without YAML tags, so its own
+/// tooling writes the keys in lower case (`pathprefix`); both spellings are taken.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct GlobalAuthHttpSettings {
     /// Put before the request's path.
+    #[serde(alias = "pathprefix")]
     pub path_prefix: Option<String>,
     /// Client headers sent to the server.
+    #[serde(alias = "allowedauthorizationheaders")]
     pub allowed_authorization_headers: Option<Vec<AllowedHeader>>,
     /// The server's headers sent upstream.
+    #[serde(alias = "allowedupstreamheaders")]
     pub allowed_upstream_headers: Option<Vec<AllowedHeader>>,
 }
 
-/// A header name condition of `globalExtAuth.httpSettings`: one of the four patterns.
+/// A header name condition of `globalExtAuth.httpSettings`: one of the four patterns (untagged
+/// upstream too: `ignorecase` as well as `ignoreCase`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AllowedHeader {
@@ -697,6 +702,7 @@ pub struct AllowedHeader {
     /// Contains.
     pub contains: Option<String>,
     /// Compare without case.
+    #[serde(alias = "ignorecase")]
     pub ignore_case: Option<bool>,
 }
 
@@ -772,7 +778,34 @@ pub struct RateLimitService {
 
 impl RateLimitService {
     /// `defaultGlobalRateLimitPolicy` in the caller's type; the error says why it does not fit.
+    /// The header conditions of `requestHeaderValueMatch` have no YAML tags upstream, so its
+    /// tooling writes their keys in lower case (`notpresent`, `ignorecase`,
+    /// `treatmissingasempty`): they are read as the HTTPProxy's camelCase keys.
     pub fn default_policy<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>, String> {
-        self.default_global_rate_limit_policy.clone().map(serde_yaml::from_value).transpose().map_err(|e| e.to_string())
+        let mut policy = self.default_global_rate_limit_policy.clone();
+        if let Some(policy) = &mut policy {
+            camel_case_header_conditions(policy);
+        }
+        policy.map(serde_yaml::from_value).transpose().map_err(|e| e.to_string())
+    }
+}
+
+/// The keys of a header condition that upstream's YAML decoding spells in lower case, and the
+/// HTTPProxy's spelling of each.
+const LOWER_CASE_HEADER_KEYS: [(&str, &str); 2] =
+    [("ignorecase", "ignoreCase"), ("treatmissingasempty", "treatMissingAsEmpty")];
+
+/// Renames the lower-case keys of every `descriptors[].entries[].requestHeaderValueMatch.headers[]`
+/// of a rate limit policy to the HTTPProxy's spelling (a key already in camelCase wins).
+fn camel_case_header_conditions(policy: &mut serde_yaml::Value) {
+    let Some(descriptors) = policy.get_mut("descriptors").and_then(|d| d.as_sequence_mut()) else { return };
+    let entries = descriptors.iter_mut().filter_map(|d| d.get_mut("entries")?.as_sequence_mut()).flatten();
+    let headers = entries.filter_map(|e| e.get_mut("requestHeaderValueMatch")?.get_mut("headers")?.as_sequence_mut());
+    for header in headers.flatten().filter_map(|h| h.as_mapping_mut()) {
+        for (lower, camel) in LOWER_CASE_HEADER_KEYS {
+            if let Some(value) = header.remove(lower) {
+                header.entry(camel.into()).or_insert(value);
+            }
+        }
     }
 }

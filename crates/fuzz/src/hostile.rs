@@ -81,6 +81,7 @@ pub const STRINGS: &[&str] = &[
     "1.4",
     "GET\r\n",
     "h2c",
+    "http/1.1",
     "kubernetes.io/wss",
 ];
 

@@ -66,6 +66,51 @@ fn global_ext_auth_names_its_extension_and_becomes_every_default_fleet_filter() 
     Ok(())
 }
 
+/// Keys upstream decodes through structs without YAML tags, spelled as upstream's own tooling
+/// writes them (lower case): `globalExtAuth.httpSettings` and the header conditions of
+/// `rateLimitService.defaultGlobalRateLimitPolicy`.
+#[test]
+fn untagged_keys_are_taken_as_upstream_writes_them() -> Result<(), Box<dyn std::error::Error>> {
+    let http = from_file(
+        "globalExtAuth:
+  extensionService: a/b
+  serviceType: http
+  httpSettings:
+    pathprefix: /check
+    allowedauthorizationheaders: [{exact: x-team}]
+    allowedupstreamheaders: [{prefix: X-Auth-, ignorecase: true}]
+",
+    )?;
+    let filter = frontends::httpproxy::global_authorization(&http.global_ext_auth.expect("set")).expect("a filter");
+    let settings = filter.http.expect("the HTTP protocol");
+    assert_eq!(settings.path_prefix, "/check");
+    assert_eq!(settings.allowed_headers[0].pattern, ir::StringMatch::Exact("x-team".into()));
+    let upstream = &settings.allowed_upstream_headers[0];
+    assert_eq!((&upstream.pattern, upstream.ignore_case), (&ir::StringMatch::Prefix("X-Auth-".into()), true));
+
+    let limits = from_file(
+        "rateLimitService:
+  extensionService: a/limits
+  defaultGlobalRateLimitPolicy:
+    descriptors:
+    - entries:
+      - requestHeaderValueMatch:
+          headers: [{name: x-tenant, notpresent: true}, {name: x-plan, exact: Gold, ignorecase: true, treatmissingasempty: true}]
+          value: tenantless
+",
+    )?;
+    let (_, policy) = limits.rate_limit_service.expect("set");
+    let entries = &policy.expect("a default policy").descriptors.expect("descriptors")[0].entries;
+    let matcher = entries[0].request_header_value_match.as_ref().expect("a header value match");
+    let headers = matcher.headers.as_ref().expect("headers");
+    assert_eq!((headers[0].name.as_str(), headers[0].not_present), ("x-tenant", Some(true)));
+    assert_eq!((headers[1].ignore_case, headers[1].treat_missing_as_empty), (Some(true), Some(true)));
+    let e = from_file("globalExtAuth: {extensionService: a/b, serviceType: http, httpSettings: {path_prefix: /x}}\n")
+        .expect_err("not a spelling of either");
+    assert!(format!("{e:#}").contains("path_prefix"), "{e:#}");
+    Ok(())
+}
+
 #[test]
 fn tracing_takes_upstream_defaults_and_refuses_what_upstream_refuses() -> Result<(), Box<dyn std::error::Error>> {
     let t = from_file("tracing: {extensionService: obs/otel}\n")?.tracing.expect("set");

@@ -84,6 +84,7 @@ impl AuthServer {
                 Some(user) => Response::builder()
                     .header("auth-username", user)
                     .header("auth-path", req.uri().path())
+                    .header("auth-protocol", format!("{:?}", req.version()))
                     .body(String::new()),
                 None => Response::builder()
                     .status(StatusCode::UNAUTHORIZED)

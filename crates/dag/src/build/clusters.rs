@@ -188,7 +188,7 @@ impl<'a> Builder<'a> {
     }
 
     /// An ExtensionService's cluster, `extension/<namespace>/<name>`: HTTP/2 (over TLS unless
-    /// `h2c`) to its Service port, with its own load balancing, timeouts and limits. False when
+    /// `h2c`) or HTTP/1.1 in clear text (`http/1.1`) to its Service port, with its own load balancing, timeouts and limits. False when
     /// a Service of it cannot be resolved (no cluster then).
     pub(super) fn extension_cluster(&mut self, ext: &ir::ExtensionService, out: &mut FleetDag) -> bool {
         let origin = Origin {

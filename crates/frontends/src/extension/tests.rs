@@ -24,6 +24,13 @@ fn extension_services_are_checked_as_upstream_checks_them() {
             "h2c-tls",
             "{protocol: h2c, services: [{name: api, port: 80}], validation: {caSecret: ca, subjectName: a}}",
         ),
+        // Upstream main's `http/1.1`: HTTP/1.1 in clear text, so no validation either.
+        extension("plain", "{protocol: 'http/1.1', services: [{name: api, port: 80}]}"),
+        extension(
+            "plain-tls",
+            "{protocol: 'http/1.1', services: [{name: api, port: 80}], validation: {caSecret: ca, subjectName: a}}",
+        ),
+        extension("h3", "{protocol: h3, services: [{name: api, port: 80}]}"),
     ]
     .concat();
     let snapshot = Snapshot::from_yaml(&format!("{SERVICES}---\n{yaml}")).unwrap();
@@ -37,6 +44,7 @@ fn extension_services_are_checked_as_upstream_checks_them() {
         problems,
         [
             "h2c-tls Error SpecError/InconsistentProtocol: upstream TLS validation not supported for \"h2c\" protocol",
+            "h3 Error SpecError/UnsupportedProtocol: unsupported protocol \"h3\"",
             // Every Service is checked and reported, as upstream.
             "half Error ServiceError/ServiceUnresolvedReference: unresolved service \"apps/gone\": service not found",
             "half Error ServiceError/ServiceUnresolvedReference: unresolved service \"apps/web\": port 99 not found",
@@ -45,12 +53,14 @@ fn extension_services_are_checked_as_upstream_checks_them() {
             "idle Warning SpecError/IgnoredField: ignoring field \".Spec.TimeoutPolicy.Idle\"; idle timeouts are not supported for ExtensionClusters",
             "no-port Error ServiceError/ServiceUnresolvedReference: unresolved service \"apps/api\": port 81 not found",
             "no-service Error ServiceError/ServiceUnresolvedReference: unresolved service \"apps/missing\": service not found",
+            "plain-tls Error SpecError/InconsistentProtocol: upstream TLS validation not supported for \"http/1.1\" protocol",
         ]
     );
     let extensions = &t.ir.fleets[0].extensions;
     let names: Vec<String> = extensions.iter().map(|e| e.cluster_name()).collect();
-    assert_eq!(names, ["extension/apps/hashing", "extension/apps/ok", "extension/apps/two"]);
+    assert_eq!(names, ["extension/apps/hashing", "extension/apps/ok", "extension/apps/plain", "extension/apps/two"]);
+    assert_eq!(extensions[2].protocol, None, "http/1.1: a plain HTTP/1.1 cluster");
     assert_eq!((extensions[1].protocol, extensions[1].circuit_breakers[2]), (Some(ir::UpstreamProtocol::H2c), Some(7)));
-    let services: Vec<&str> = extensions[2].services.iter().map(|s| s.name.as_str()).collect();
+    let services: Vec<&str> = extensions[3].services.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(services, ["api", "web"], "one cluster over both Services");
 }

@@ -73,9 +73,12 @@ pub(crate) fn check(
             "ignoring field \".Spec.TimeoutPolicy.Idle\"; idle timeouts are not supported for ExtensionClusters";
         out.warnings.push(issue("SpecError", "spec.timeoutPolicy.idle", "IgnoredField", message.into()));
     }
+    // `http/1.1` (upstream main's, what an HTTP authorization server speaks) is HTTP/1.1 in
+    // clear text: no protocol option, as a plain Service's cluster.
     let protocol = match spec.protocol.as_deref() {
-        None | Some("") | Some("h2") => UpstreamProtocol::H2,
-        Some("h2c") => UpstreamProtocol::H2c,
+        None | Some("") | Some("h2") => Some(UpstreamProtocol::H2),
+        Some("h2c") => Some(UpstreamProtocol::H2c),
+        Some("http/1.1") => None,
         Some(other) => {
             let message = format!("unsupported protocol {other:?}");
             out.errors.push(issue("SpecError", "spec.protocol", "UnsupportedProtocol", message));
@@ -102,8 +105,9 @@ pub(crate) fn check(
                     return out;
                 }
             };
-            if protocol != UpstreamProtocol::H2 {
-                let message = "upstream TLS validation not supported for \"h2c\" protocol".into();
+            if protocol != Some(UpstreamProtocol::H2) {
+                let name = spec.protocol.as_deref().unwrap_or_default();
+                let message = format!("upstream TLS validation not supported for {name:?} protocol");
                 out.errors.push(issue("SpecError", "spec.validation", "InconsistentProtocol", message));
             }
             let ca = ObjectRef { namespace: ca_namespace.into(), name: ca_name.into() };
@@ -124,7 +128,7 @@ pub(crate) fn check(
     out.extension = Some(ExtensionService {
         origin: ObjectRef { namespace: namespace.into(), name: name.into() },
         services,
-        protocol: Some(protocol),
+        protocol,
         validation,
         response_timeout_ms: timeouts.response,
         idle_connection_timeout_ms: timeouts.idle_connection,
