@@ -1,5 +1,6 @@
 //! End-to-end: the real Envoy against the real xDS server, real requests.
 
+mod admission;
 mod certgen;
 mod config;
 mod deploy;

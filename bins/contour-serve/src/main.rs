@@ -104,6 +104,7 @@ async fn run(mut args: Settings, explicit: Explicit) -> anyhow::Result<()> {
     info!(%xds_addr, "contour-serve starting");
 
     let (gateway_api, httpproxy) = (options.gateway_api.clone(), options.httpproxy.clone());
+    let judge = admission::Judge::new(options.clone());
     let controller = controller::Controller::new(options, server.clone());
     let (shutdown_tx, shutdown) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -131,6 +132,17 @@ async fn run(mut args: Settings, explicit: Explicit) -> anyhow::Result<()> {
             let options = status::Options { gateway_api, httpproxy, ingress, seen: Some(seen.clone()) };
             let (_, counters) =
                 status::spawn(client.clone(), controller.published(), server.clone(), options, leadership);
+            if let (Some(cert), Some(key)) = (&args.webhook_cert_file, &args.webhook_key_file) {
+                let tls = xds_server::Reloading::https(cert.clone(), key.clone(), None).context("webhook TLS")?;
+                let addr = SocketAddr::new(args.webhook_address, args.webhook_port);
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("binding the webhook on {addr}"))?;
+                info!(%addr, "admission webhook serving (every replica answers)");
+                let counters = std::sync::Arc::new(admission::Counters::default());
+                let (tls, store) = (std::sync::Arc::new(tls), store.clone());
+                tokio::spawn(admission::serve(listener, tls, store, judge, counters, std::future::pending()));
+            }
             let source = store::KubernetesSource::new(client, args.watch_namespaces.clone())
                 .keep_service_status(envoy_service)
                 .status_seen(seen)

@@ -51,6 +51,13 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The front ends' settings.
+    pub fn frontends(&self) -> frontends::AllOptions<'_> {
+        frontends::AllOptions { gateway_api: &self.gateway_api, httpproxy: &self.httpproxy, ingress: &self.ingress }
+    }
+}
+
 /// The result of one full build.
 #[derive(Debug, Clone)]
 pub struct Build {
@@ -99,9 +106,7 @@ pub fn build(snapshot: &Snapshot, options: &Options) -> Build {
 /// since the previous build (by `Arc` identity), so a one-route change costs about one route.
 #[derive(Debug, Default)]
 pub struct Pipeline {
-    translate: frontends::gateway_api::Cache,
-    proxies: frontends::httpproxy::Cache,
-    ingresses: frontends::ingress::Cache,
+    frontends: frontends::Caches,
     dag: dag::Cache,
     compile: xds::Cache,
     endpoints: dag::EndpointCache,
@@ -114,17 +119,7 @@ impl Pipeline {
     /// Runs the pipeline; the output is the same as [`build`]'s for the same snapshot.
     pub fn build(&mut self, snapshot: &Snapshot, options: &Options) -> Build {
         let clock = std::time::Instant::now();
-        let mut translation =
-            frontends::gateway_api::translate_cached(snapshot, &options.gateway_api, &mut self.translate);
-        translation.merge(frontends::httpproxy::translate_cached(snapshot, &options.httpproxy, &mut self.proxies));
-        translation.merge(frontends::ingress::translate_cached(snapshot, &options.ingress, &mut self.ingresses));
-        translation.merge(frontends::extension::translate(snapshot));
-        // The default fleet always exists, empty or not, as upstream's single configuration does:
-        // its Envoys get their stats and admin listeners (and so turn ready) before any route.
-        translation.merge(frontends::Translation {
-            ir: ir::Ir { fleets: vec![ir::Fleet::default_fleet(Vec::new(), Vec::new())], backend_tls: Vec::new() },
-            diagnostics: Vec::new(),
-        });
+        let translation = frontends::translate_all(snapshot, options.frontends(), &mut self.frontends);
         let translate = clock.elapsed();
         let attached = frontends::gateway_api::status::attached_routes(&translation.ir);
         self.dag.set_options(&options.dag);

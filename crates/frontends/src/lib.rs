@@ -22,6 +22,41 @@ pub struct DefaultHeaders {
     pub response: api::httpproxy::HeadersPolicy,
 }
 
+/// Every front end's cache, for [`translate_all`].
+#[derive(Debug, Default)]
+pub struct Caches {
+    gateway_api: gateway_api::Cache,
+    httpproxy: httpproxy::Cache,
+    ingress: ingress::Cache,
+}
+
+/// Every front end's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct AllOptions<'a> {
+    /// The Gateway API front end's.
+    pub gateway_api: &'a gateway_api::Options,
+    /// The HTTPProxy front end's.
+    pub httpproxy: &'a httpproxy::Options,
+    /// The Ingress front end's.
+    pub ingress: &'a ingress::Options,
+}
+
+/// Every front end on one snapshot, merged: Gateway API, HTTPProxy, Ingress, the
+/// ExtensionServices, and the default fleet, which always exists (empty or not, as upstream's
+/// single configuration does: its Envoys get their stats and admin listeners, and so turn ready,
+/// before any route). Each front end reuses what `caches` holds for unchanged objects.
+pub fn translate_all(snapshot: &objects::Snapshot, options: AllOptions<'_>, caches: &mut Caches) -> Translation {
+    let mut translation = gateway_api::translate_cached(snapshot, options.gateway_api, &mut caches.gateway_api);
+    translation.merge(httpproxy::translate_cached(snapshot, options.httpproxy, &mut caches.httpproxy));
+    translation.merge(ingress::translate_cached(snapshot, options.ingress, &mut caches.ingress));
+    translation.merge(extension::translate(snapshot));
+    translation.merge(Translation {
+        ir: ir::Ir { fleets: vec![ir::Fleet::default_fleet(Vec::new(), Vec::new())], backend_tls: Vec::new() },
+        diagnostics: Vec::new(),
+    });
+    translation
+}
+
 /// What a front end produces: fleets for the IR and the problems it found, per object.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Translation {

@@ -120,6 +120,19 @@ pub struct Settings {
     /// Port of the debug server.
     #[arg(long, default_value_t = 6060)]
     pub debug_http_port: u16,
+    /// Address of the admission webhook's HTTPS server (ours: upstream Contour has no webhook).
+    #[arg(long, default_value = "0.0.0.0")]
+    pub webhook_address: IpAddr,
+    /// Port of the admission webhook's HTTPS server.
+    #[arg(long, default_value_t = 9443)]
+    pub webhook_port: u16,
+    /// The admission webhook's serving certificate; with --webhook-key-file it turns the
+    /// webhook on (Kubernetes mode).
+    #[arg(long, value_name = "PATH", requires = "webhook_key_file")]
+    pub webhook_cert_file: Option<PathBuf>,
+    /// The admission webhook's key.
+    #[arg(long, value_name = "PATH", requires = "webhook_cert_file")]
+    pub webhook_key_file: Option<PathBuf>,
     /// GatewayClasses with this controllerName are reconciled.
     #[arg(long, default_value = frontends::gateway_api::DEFAULT_CONTROLLER_NAME)]
     pub gateway_controller_name: String,

@@ -1,0 +1,189 @@
+//! Admission checks at apply time: the validating webhook's judge and its HTTPS server.
+//!
+//! A proposed object (from the API server's AdmissionReview) is put into the current snapshot,
+//! and the same front ends and DAG the controller runs decide what its status would say. The
+//! change is denied when it would make the object invalid, or another object that is valid now:
+//! an fqdn another HTTPProxy already has, an include cycle, a bad regex, a value the API does not
+//! know. What only leaves the object partly served (a Service, Secret, included HTTPProxy or
+//! ReferenceGrant that does not exist yet, a warning) is allowed, with admission warnings: a
+//! `kubectl apply` of a directory creates objects in any order.
+
+mod server;
+
+use std::sync::Arc;
+
+use ir::{Diagnostic, Severity};
+use objects::{Kind, Object, Snapshot};
+
+pub use server::{Counters, serve};
+
+/// Reasons of errors that name another object which may not exist yet, or not be permitted yet:
+/// the object is then partly served until it does. The change is allowed, with a warning.
+const REFERENCE_REASONS: &[&str] = &[
+    // HTTPProxy and ExtensionService.
+    "ServiceUnresolvedReference",
+    "ServiceNotFound",
+    "IncludeNotFound",
+    "ExtensionServiceNotFound",
+    "SecretNotValid",
+    "DelegationNotPermitted",
+    "CACertificateNotDelegated",
+    "FallbackNotDelegated",
+    "RemoteJWKSCACertificateNotDelegated",
+    "OIDCClientSecretInvalid",
+    "ErrorPageInvalid",
+    // Gateway API.
+    "BackendNotFound",
+    "RefNotPermitted",
+    "InvalidCertificateRef",
+    "InvalidCACertificateRef",
+    "InvalidClientCertificateRef",
+    "NoValidCACertificate",
+    "TargetNotFound",
+    "NotAllowedByListeners",
+];
+
+/// Condition types whose errors say how the object is used rather than what is wrong with it
+/// (an HTTPProxy no root includes yet).
+const USE_CONDITIONS: &[&str] = &["Orphaned"];
+
+/// The answer to one proposed change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Whether the change may be stored.
+    pub allowed: bool,
+    /// Why not, naming each object and field at fault.
+    pub message: String,
+    /// What would only be partly served, one line each.
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    fn allow(warnings: Vec<String>) -> Self {
+        Self { allowed: true, message: String::new(), warnings }
+    }
+}
+
+/// The pipeline's front ends and DAG with their caches, and the diagnostics of the last
+/// snapshot judged against (the "before" of every change).
+pub struct Judge {
+    options: controller::Options,
+    frontends: frontends::Caches,
+    dag: dag::Cache,
+    before: Option<(Arc<Snapshot>, Vec<Diagnostic>)>,
+}
+
+impl Judge {
+    /// A judge with the controller's settings.
+    pub fn new(options: controller::Options) -> Self {
+        Self { options, frontends: Default::default(), dag: Default::default(), before: None }
+    }
+
+    /// The diagnostics of the front ends and the DAG on `snapshot`.
+    fn diagnostics(&mut self, snapshot: &Snapshot) -> Vec<Diagnostic> {
+        let translation = frontends::translate_all(snapshot, self.options.frontends(), &mut self.frontends);
+        self.dag.set_options(&self.options.dag);
+        dag::build_cached(&translation.ir, snapshot, translation.diagnostics, &mut self.dag).diagnostics
+    }
+
+    /// Judges `object` put into `current` (replacing the object of the same key, if any).
+    pub fn judge(&mut self, current: &Arc<Snapshot>, object: Object) -> Verdict {
+        let (kind, key) = (object.kind(), object.key());
+        let before = match &self.before {
+            Some((snapshot, diagnostics)) if Arc::ptr_eq(snapshot, current) => diagnostics.clone(),
+            _ => {
+                let diagnostics = self.diagnostics(current);
+                self.before = Some((Arc::clone(current), diagnostics.clone()));
+                diagnostics
+            }
+        };
+        let mut proposed = Snapshot::clone(current);
+        proposed.insert(object);
+        let after = self.diagnostics(&proposed);
+        let is_object = |d: &Diagnostic| {
+            d.origin.kind == kind.name() && d.origin.namespace == key.namespace && d.origin.name == key.name
+        };
+        let same = |a: &Diagnostic, b: &Diagnostic| {
+            (a.origin.kind, &a.origin.namespace, &a.origin.name, &a.field, a.reason, &a.message)
+                == (b.origin.kind, &b.origin.namespace, &b.origin.name, &b.field, b.reason, &b.message)
+        };
+        let refused = |d: &Diagnostic| {
+            d.severity == Severity::Error
+                && !REFERENCE_REASONS.contains(&d.reason)
+                && !USE_CONDITIONS.contains(&d.condition)
+        };
+        let line = |d: &Diagnostic| format!("{}: {} ({})", d.field, d.message, d.reason);
+        let own: Vec<&Diagnostic> = after.iter().filter(|d| is_object(d)).collect();
+        let mut errors: Vec<String> = own.iter().filter(|d| refused(d)).map(|d| line(d)).collect();
+        let mut warnings: Vec<String> = own.iter().filter(|d| !refused(d)).map(|d| line(d)).collect();
+        // Other objects this change would break, unless the object's own errors already say it
+        // (both HTTPProxies of a duplicate fqdn are invalid).
+        for d in after.iter().filter(|d| !is_object(d) && refused(d)) {
+            if !own.iter().any(|o| o.reason == d.reason) && !before.iter().any(|b| same(b, d)) {
+                errors.push(format!("it would make {} invalid: {}", d.origin, line(d)));
+            }
+        }
+        errors.dedup();
+        warnings.dedup();
+        if errors.is_empty() {
+            return Verdict::allow(warnings);
+        }
+        let name = if key.namespace.is_empty() { key.name.clone() } else { format!("{}/{}", key.namespace, key.name) };
+        Verdict { allowed: false, message: format!("{} {name}: {}", kind.name(), errors.join("; ")), warnings }
+    }
+}
+
+/// The kind of an AdmissionReview's `request.kind` (`group`, `kind`), when the controller reads it.
+fn kind_of(group: &str, name: &str) -> Option<Kind> {
+    Kind::ALL.iter().copied().find(|k| k.group() == group && k.name() == name)
+}
+
+/// Answers one AdmissionReview (`admission.k8s.io/v1`) against `snapshot`: the response review,
+/// as the API server expects it. Kinds the controller does not read, deletions and objects it
+/// cannot parse are allowed (the API server's schema validation has the last word on those).
+pub fn review(judge: &mut Judge, snapshot: &Arc<Snapshot>, body: &[u8]) -> serde_json::Value {
+    let review: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let request = &review["request"];
+    let verdict = judge_request(judge, snapshot, request);
+    let mut response = serde_json::json!({"uid": request["uid"], "allowed": verdict.allowed});
+    if !verdict.allowed {
+        response["status"] = serde_json::json!({"code": 422, "reason": "Invalid", "message": verdict.message});
+    }
+    if !verdict.warnings.is_empty() {
+        response["warnings"] = serde_json::json!(verdict.warnings);
+    }
+    let api_version = review["apiVersion"].as_str().unwrap_or("admission.k8s.io/v1");
+    serde_json::json!({"apiVersion": api_version, "kind": "AdmissionReview", "response": response})
+}
+
+fn judge_request(judge: &mut Judge, snapshot: &Arc<Snapshot>, request: &serde_json::Value) -> Verdict {
+    let (group, name) =
+        (request["kind"]["group"].as_str().unwrap_or(""), request["kind"]["kind"].as_str().unwrap_or(""));
+    let Some(kind) = kind_of(group, name) else { return Verdict::allow(Vec::new()) };
+    if !matches!(request["operation"].as_str(), Some("CREATE" | "UPDATE")) {
+        return Verdict::allow(Vec::new());
+    }
+    let mut json = request["object"].clone();
+    if !json.is_object() {
+        return Verdict::allow(Vec::new());
+    }
+    // A new object has no namespace or creation time yet: it gets the request's, and now (the
+    // oldest object wins a conflict, so a new one must not look older than the rest).
+    if let Some(namespace) = request["namespace"].as_str().filter(|n| !n.is_empty() && kind.namespaced())
+        && json["metadata"]["namespace"].as_str().is_none_or(str::is_empty)
+    {
+        json["metadata"]["namespace"] = namespace.into();
+    }
+    let mut object = match Object::from_json(kind, json) {
+        Ok(object) => object,
+        Err(e) => return Verdict::allow(vec![format!("not checked: the object does not parse ({e})")]),
+    };
+    if object.meta().creation_timestamp.is_none() {
+        let now = k8s_openapi::jiff::Timestamp::now();
+        object.meta_mut().creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now));
+    }
+    judge.judge(snapshot, object)
+}
+
+#[cfg(test)]
+mod tests;
