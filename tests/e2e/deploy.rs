@@ -12,14 +12,15 @@ fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
 }
 
-/// Every `*.yaml` under `dir`, recursively, in a stable order.
+/// Every `*.yaml` under `dir`, recursively, in a stable order; not the Helm chart's, which are
+/// templates (deploy/helm/check renders them and compares the objects with these files).
 fn yaml_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
         for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let path = entry.path();
-            if path.is_dir() {
+            if path.is_dir() && path.file_name().is_some_and(|n| n != "helm") {
                 pending.push(path);
             } else if path.extension().is_some_and(|e| e == "yaml") {
                 out.push(path);
@@ -117,6 +118,43 @@ async fn every_manifest_is_accepted_by_the_api_server() -> anyhow::Result<()> {
         assert!(out.status.success(), "certgen as contour-certgen: {}", String::from_utf8_lossy(&out.stderr));
     }
     let _ = std::fs::remove_file(&kubeconfig);
+
+    // The webhook: its patch turns it on in the contour Deployment the API server stored, and
+    // its Job's ServiceAccount may issue the certificate and set the caBundle, twice.
+    apply_yaml(&client, &read(&deploy_dir().join("install/04-contour.yaml"))?).await?;
+    let patch: serde_json::Value = serde_yaml::from_str(&read(&deploy_dir().join("webhook/contour-patch.yaml"))?)?;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), "projectcontour");
+    let patched = deployments.patch("contour", &params, &Patch::Strategic(&patch)).await?;
+    let pod = patched.spec.and_then(|s| s.template.spec).expect("a pod template");
+    let contour = pod.containers.iter().find(|c| c.name == "contour").expect("the contour container");
+    let env: Vec<_> = contour.env.iter().flatten().map(|e| e.name.as_str()).collect();
+    assert!(env.contains(&"CONTOUR_WEBHOOK_CERT_FILE") && env.contains(&"CONTOUR_NAMESPACE"), "{env:?}");
+    let mounts: Vec<_> = contour.volume_mounts.iter().flatten().map(|m| m.mount_path.as_str()).collect();
+    assert!(mounts.contains(&"/webhook-certs") && mounts.contains(&"/certs"), "{mounts:?}");
+    apply_yaml(&client, &read(&deploy_dir().join("webhook/webhook.yaml"))?).await?;
+    let kubeconfig = api.service_account_kubeconfig("projectcontour", "contour-certgen-webhook").await?;
+    for _ in 0..2 {
+        let out = tokio::process::Command::new(workspace_binary("contour-certgen")?)
+            .args([
+                "--kube",
+                "--overwrite",
+                "--webhook-service=contour-webhook",
+                "--webhook-configuration=contour-webhook",
+            ])
+            .args(["--namespace=projectcontour", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .output()
+            .await?;
+        assert!(out.status.success(), "certgen as contour-certgen-webhook: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let _ = std::fs::remove_file(&kubeconfig);
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "projectcontour");
+    let ca = secrets.get("contour-webhook").await?.data.unwrap_or_default().remove("ca.crt").expect("ca.crt");
+    let configurations: Api<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration> =
+        Api::all(client.clone());
+    let configuration = configurations.get("contour-webhook").await?;
+    let bundles: Vec<_> = configuration.webhooks.iter().flatten().map(|w| w.client_config.ca_bundle.clone()).collect();
+    assert_eq!(bundles, [Some(ca)], "the configuration trusts the Secret's CA");
     Ok(())
 }
 

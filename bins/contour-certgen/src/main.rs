@@ -5,8 +5,8 @@
 //! whole set, so that a half-present set never mixes two CAs.
 //!
 //! Beyond upstream: `--keep-ca-key` keeps the CA's key (`cakey.pem`, or the Opaque Secret
-//! `contourca`), and `--fleet NAMESPACE/NAME` issues, from that CA, a client certificate that
-//! may receive that Gateway's fleet only.
+//! `contourca`), `--fleet NAMESPACE/NAME` issues, from that CA, a client certificate that
+//! may receive that Gateway's fleet only, and `--webhook-service` the admission webhook's.
 
 use std::path::{Path, PathBuf};
 
@@ -65,6 +65,16 @@ struct Args {
     /// With `--fleet`: the trust domain of the fleet identity.
     #[arg(long, default_value = certs::DEFAULT_TRUST_DOMAIN)]
     xds_trust_domain: String,
+    /// Issue the admission webhook's serving certificate for this Service (in `--namespace`)
+    /// instead of the xDS set, from a CA of its own: `webhookcacert.pem`, `webhookcert.pem` and
+    /// `webhookkey.pem`, or the Secret of the same name as the Service (`ca.crt`, `tls.crt`,
+    /// `tls.key`). Ours: upstream Contour has no webhook.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["fleet", "keep_ca_key"])]
+    webhook_service: Option<String>,
+    /// With `--webhook-service` and `--kube`: the ValidatingWebhookConfiguration whose webhooks
+    /// get the CA as their `caBundle` (the Secret's CA when it already exists).
+    #[arg(long, value_name = "NAME", requires = "webhook_service")]
+    webhook_configuration: Option<String>,
     /// Where PEM and YAML files go.
     #[arg(default_value = "certs")]
     outputdir: PathBuf,
@@ -88,6 +98,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Some(fleet) = &args.fleet {
         return issue_fleet(&args, fleet).await;
+    }
+    if let Some(service) = &args.webhook_service {
+        return issue_webhook(&args, service).await;
     }
     let certs = certs::generate(&args.namespace, args.certificate_lifetime)?;
     let format =
@@ -173,6 +186,51 @@ async fn issue_fleet(args: &Args, fleet: &certs::FleetId) -> anyhow::Result<()> 
     if args.kube {
         write_secrets(args, &fleet.namespace, &[secret]).await?;
     }
+    Ok(())
+}
+
+/// `--webhook-service`: the admission webhook's serving certificate, and with
+/// `--webhook-configuration` its CA in the webhook configuration.
+async fn issue_webhook(args: &Args, service: &str) -> anyhow::Result<()> {
+    let certs = certs::generate_webhook(service, &args.namespace, args.certificate_lifetime)?;
+    if args.pem {
+        let files = [
+            ("webhookcacert.pem".to_string(), certs.ca.as_str()),
+            ("webhookcert.pem".into(), certs.cert.as_str()),
+            ("webhookkey.pem".into(), certs.key.as_str()),
+        ];
+        write_files(&args.outputdir, &files, args.overwrite)?;
+    }
+    let name = format!("{service}{}", args.secrets_name_suffix);
+    let secret = certs::webhook_secret(&certs, &name, &args.namespace);
+    if args.yaml {
+        let text = serde_yaml::to_string(&secret)?;
+        write_files(&args.outputdir, &[(format!("{name}.yaml"), text.as_str())], args.overwrite)?;
+    }
+    if !args.kube {
+        return Ok(());
+    }
+    write_secrets(args, &args.namespace, &[secret]).await?;
+    let Some(configuration) = &args.webhook_configuration else { return Ok(()) };
+    // The Secret's CA as it is now: a Secret left alone keeps its own.
+    let client = kubeclient::connect(args.kubeconfig.as_deref(), args.incluster).await?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &args.namespace);
+    let stored = secrets.get(&name).await.with_context(|| format!("reading secret/{name}"))?;
+    let ca =
+        stored.data.unwrap_or_default().remove("ca.crt").with_context(|| format!("secret/{name} has no ca.crt"))?;
+    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(client);
+    let mut current = api
+        .get(configuration)
+        .await
+        .with_context(|| format!("reading validatingwebhookconfiguration/{configuration}"))?;
+    for webhook in current.webhooks.iter_mut().flatten() {
+        webhook.client_config.ca_bundle = Some(ca.clone());
+    }
+    api.replace(configuration, &PostParams::default(), &current)
+        .await
+        .with_context(|| format!("setting the caBundle of validatingwebhookconfiguration/{configuration}"))?;
+    println!("validatingwebhookconfiguration/{configuration}: caBundle set");
     Ok(())
 }
 

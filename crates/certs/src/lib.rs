@@ -69,36 +69,74 @@ pub(crate) fn valid_for(params: &mut CertificateParams, lifetime: std::time::Dur
 /// Each leaf names its service in `namespace` (`contour`, `contour.<ns>`, `contour.<ns>.svc`,
 /// `contour.<ns>.svc.cluster.local`, and the same for `envoy`).
 pub fn generate(namespace: &str, lifetime_days: u32) -> Result<Certificates, Error> {
-    let lifetime = std::time::Duration::from_secs(u64::from(lifetime_days) * 86_400);
-    let validity = |params: &mut CertificateParams| valid_for(params, lifetime);
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages =
-        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    ca_params.distinguished_name = name("Project Contour CA");
-    validity(&mut ca_params);
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+    let lifetime = days(lifetime_days);
+    let ca = new_ca("Project Contour CA", lifetime)?;
     let ca_key = ca.key().serialize_pem();
-
-    let leaf = |service: &str, usage: ExtendedKeyUsagePurpose| -> Result<(String, String), Error> {
-        let names = vec![
-            service.to_string(),
-            format!("{service}.{namespace}"),
-            format!("{service}.{namespace}.svc"),
-            format!("{service}.{namespace}.svc.cluster.local"),
-        ];
-        let mut params = CertificateParams::new(names)?;
-        params.distinguished_name = name(service);
-        params.extended_key_usages = vec![usage];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
-        validity(&mut params);
-        let key = KeyPair::generate()?;
-        let cert = params.signed_by(&key, &ca)?;
-        Ok((cert.pem(), key.serialize_pem()))
-    };
-    let (contour_cert, contour_key) = leaf(CONTOUR, ExtendedKeyUsagePurpose::ServerAuth)?;
-    let (envoy_cert, envoy_key) = leaf(ENVOY, ExtendedKeyUsagePurpose::ClientAuth)?;
+    let (contour_cert, contour_key) =
+        service_leaf(&ca, CONTOUR, namespace, ExtendedKeyUsagePurpose::ServerAuth, lifetime)?;
+    let (envoy_cert, envoy_key) = service_leaf(&ca, ENVOY, namespace, ExtendedKeyUsagePurpose::ClientAuth, lifetime)?;
     Ok(Certificates { ca: ca.pem(), contour_cert, contour_key, envoy_cert, envoy_key, ca_key })
+}
+
+/// The admission webhook's serving certificate for the Service `service` in `namespace`, from a
+/// CA of its own (the API server trusts it through the webhook configuration's `caBundle`; it
+/// signs nothing else, and its key is not kept).
+#[derive(Debug, Clone)]
+pub struct WebhookCertificates {
+    /// The CA certificate (the `caBundle`).
+    pub ca: String,
+    /// The serving certificate.
+    pub cert: String,
+    /// Its key.
+    pub key: String,
+}
+
+/// Makes [`WebhookCertificates`] valid for `lifetime_days`, naming the Service as Envoy's and
+/// the controller's certificates name theirs.
+pub fn generate_webhook(service: &str, namespace: &str, lifetime_days: u32) -> Result<WebhookCertificates, Error> {
+    let lifetime = days(lifetime_days);
+    let ca = new_ca("Project Contour webhook CA", lifetime)?;
+    let (cert, key) = service_leaf(&ca, service, namespace, ExtendedKeyUsagePurpose::ServerAuth, lifetime)?;
+    Ok(WebhookCertificates { ca: ca.pem(), cert, key })
+}
+
+fn days(n: u32) -> std::time::Duration {
+    std::time::Duration::from_secs(u64::from(n) * 86_400)
+}
+
+/// A fresh self-signed CA.
+fn new_ca(common_name: &str, lifetime: std::time::Duration) -> Result<CertifiedIssuer<'static, KeyPair>, Error> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    params.distinguished_name = name(common_name);
+    valid_for(&mut params, lifetime);
+    Ok(CertifiedIssuer::self_signed(params, KeyPair::generate()?)?)
+}
+
+/// A certificate and key (PEM) for the Service `service` in `namespace`, by each name a client
+/// may use for it.
+fn service_leaf(
+    ca: &CertifiedIssuer<'static, KeyPair>,
+    service: &str,
+    namespace: &str,
+    usage: ExtendedKeyUsagePurpose,
+    lifetime: std::time::Duration,
+) -> Result<(String, String), Error> {
+    let names = vec![
+        service.to_string(),
+        format!("{service}.{namespace}"),
+        format!("{service}.{namespace}.svc"),
+        format!("{service}.{namespace}.svc.cluster.local"),
+    ];
+    let mut params = CertificateParams::new(names)?;
+    params.distinguished_name = name(service);
+    params.extended_key_usages = vec![usage];
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    valid_for(&mut params, lifetime);
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, ca)?;
+    Ok((cert.pem(), key.serialize_pem()))
 }
 
 fn name(common_name: &str) -> DistinguishedName {
@@ -170,6 +208,17 @@ pub fn fleet_secret_data(ca_pem: &str, issued: &Issued) -> std::collections::BTr
         .collect()
 }
 
+/// The webhook's Secret (`kubernetes.io/tls` with `ca.crt`), as a JSON object.
+pub fn webhook_secret(certs: &WebhookCertificates, name: &str, namespace: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "contour"}},
+        "data": {"ca.crt": base64(certs.ca.as_bytes()), "tls.crt": base64(certs.cert.as_bytes()), "tls.key": base64(certs.key.as_bytes())},
+    })
+}
+
 /// Standard base64 with padding (Secret `data`).
 fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -207,6 +256,28 @@ mod tests {
         assert_eq!(compact[2]["data"]["ca.key"], base64(certs.ca_key.as_bytes()));
         assert_eq!(compact[0]["data"]["ca.crt"], base64(certs.ca.as_bytes()));
         assert_eq!(compact[0]["metadata"]["namespace"], "x");
+    }
+
+    #[test]
+    fn the_webhook_certificate_names_its_service_and_has_a_ca_of_its_own() {
+        let xds = generate("projectcontour", 30).unwrap();
+        let webhook = generate_webhook("contour-webhook", "projectcontour", 30).unwrap();
+        assert_ne!(webhook.ca, xds.ca);
+        let (_, pem) = x509_parser::pem::parse_x509_pem(webhook.cert.as_bytes()).unwrap();
+        let cert = pem.parse_x509().unwrap();
+        let names: Vec<String> = cert
+            .subject_alternative_name()
+            .unwrap()
+            .unwrap()
+            .value
+            .general_names
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        assert!(names.contains(&"DNSName(contour-webhook.projectcontour.svc)".to_string()), "{names:?}");
+        let secret = webhook_secret(&webhook, "contour-webhook", "projectcontour");
+        assert_eq!(secret["data"]["ca.crt"], base64(webhook.ca.as_bytes()));
+        assert_eq!(secret["type"], "kubernetes.io/tls");
     }
 
     #[test]

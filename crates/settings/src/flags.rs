@@ -128,10 +128,10 @@ pub struct Settings {
     pub webhook_port: u16,
     /// The admission webhook's serving certificate; with --webhook-key-file it turns the
     /// webhook on (Kubernetes mode).
-    #[arg(long, value_name = "PATH", requires = "webhook_key_file")]
+    #[arg(long, env = "CONTOUR_WEBHOOK_CERT_FILE", value_name = "PATH", requires = "webhook_key_file")]
     pub webhook_cert_file: Option<PathBuf>,
     /// The admission webhook's key.
-    #[arg(long, value_name = "PATH", requires = "webhook_cert_file")]
+    #[arg(long, env = "CONTOUR_WEBHOOK_KEY_FILE", value_name = "PATH", requires = "webhook_cert_file")]
     pub webhook_key_file: Option<PathBuf>,
     /// GatewayClasses with this controllerName are reconciled.
     #[arg(long, default_value = frontends::gateway_api::DEFAULT_CONTROLLER_NAME)]
