@@ -132,16 +132,12 @@ async fn run(mut args: Settings, explicit: Explicit) -> anyhow::Result<()> {
             let options = status::Options { gateway_api, httpproxy, ingress, seen: Some(seen.clone()) };
             let (_, counters) =
                 status::spawn(client.clone(), controller.published(), server.clone(), options, leadership);
-            if let (Some(cert), Some(key)) = (&args.webhook_cert_file, &args.webhook_key_file) {
-                let tls = xds_server::Reloading::https(cert.clone(), key.clone(), None).context("webhook TLS")?;
+            if let (Some(cert), Some(key)) = (args.webhook_cert_file.clone(), args.webhook_key_file.clone()) {
                 let addr = SocketAddr::new(args.webhook_address, args.webhook_port);
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .with_context(|| format!("binding the webhook on {addr}"))?;
-                info!(%addr, "admission webhook serving (every replica answers)");
-                let counters = std::sync::Arc::new(admission::Counters::default());
-                let (tls, store) = (std::sync::Arc::new(tls), store.clone());
-                tokio::spawn(admission::serve(listener, tls, store, judge, counters, std::future::pending()));
+                tokio::spawn(webhook(listener, cert, key, store.clone(), judge));
             }
             let source = store::KubernetesSource::new(client, args.watch_namespaces.clone())
                 .keep_service_status(envoy_service)
@@ -231,6 +227,31 @@ async fn serve_telemetry(args: &Settings, telemetry: telemetry::Telemetry) -> an
     }
     tokio::spawn(telemetry::serve_debug(bind(debug_addr).await?, telemetry, std::future::pending()));
     Ok(())
+}
+
+/// The admission webhook on `listener`. The Secret may be filled after start (an optional
+/// volume the webhook's certgen Job writes): the webhook starts once its files are there.
+async fn webhook(
+    listener: tokio::net::TcpListener,
+    cert: std::path::PathBuf,
+    key: std::path::PathBuf,
+    store: store::Store,
+    judge: admission::Judge,
+) {
+    if !(cert.exists() && key.exists()) {
+        info!(cert = %cert.display(), "admission webhook waiting for its certificate files");
+        while !(cert.exists() && key.exists()) {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    }
+    match xds_server::Reloading::https(cert, key, None) {
+        Ok(tls) => {
+            info!(addr = ?listener.local_addr().ok(), "admission webhook serving (every replica answers)");
+            let counters = std::sync::Arc::new(admission::Counters::default());
+            admission::serve(listener, std::sync::Arc::new(tls), store, judge, counters, std::future::pending()).await;
+        }
+        Err(e) => tracing::error!(error = %e, "the admission webhook's certificate is unusable; not serving it"),
+    }
 }
 
 /// Leadership from a Lease, or always with `--disable-leader-election`; the task releases the
