@@ -149,6 +149,13 @@ async fn kubectl_apply_of_a_clashing_httpproxy_fails_with_the_controllers_messag
     // The owner itself may change.
     let (ok, stderr) = apply("owner", proxy("team-a", "shop", "shop.example.com", "web2")).await?;
     assert!(ok, "{stderr}");
+
+    // The answers are counted on /metrics.
+    let metrics = testkit::request(health, &Request::get("x", "/metrics")).await?.body;
+    let value =
+        |name: &str| metrics.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok()).unwrap_or_default();
+    assert!(value("contour_admission_denied_total") >= 2.0, "{metrics}");
+    assert!(value("contour_admission_reviews_total") >= 4.0, "{metrics}");
     serve.kill().await?;
     Ok(())
 }

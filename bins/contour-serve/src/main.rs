@@ -112,6 +112,7 @@ async fn run(mut args: Settings, explicit: Explicit) -> anyhow::Result<()> {
         shutdown_tx.send_replace(true);
     });
 
+    let mut admission_counters = None;
     let (release, status_counters) = match &args.from_dir {
         Some(dir) => {
             info!(dir = %dir.display(), "standalone mode: reading objects from a directory");
@@ -137,7 +138,9 @@ async fn run(mut args: Settings, explicit: Explicit) -> anyhow::Result<()> {
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .with_context(|| format!("binding the webhook on {addr}"))?;
-                tokio::spawn(webhook(listener, cert, key, store.clone(), judge));
+                let counters = std::sync::Arc::new(admission::Counters::default());
+                tokio::spawn(webhook(listener, cert, key, store.clone(), judge, std::sync::Arc::clone(&counters)));
+                admission_counters = Some(counters);
             }
             let source = store::KubernetesSource::new(client, args.watch_namespaces.clone())
                 .keep_service_status(envoy_service)
@@ -160,6 +163,7 @@ async fn run(mut args: Settings, explicit: Explicit) -> anyhow::Result<()> {
         store: store.clone(),
         status: status_counters,
         published: controller.published(),
+        admission: admission_counters,
     };
     serve_telemetry(&args, telemetry).await?;
     tokio::spawn(controller.run(store.clone()));
@@ -237,6 +241,7 @@ async fn webhook(
     key: std::path::PathBuf,
     store: store::Store,
     judge: admission::Judge,
+    counters: std::sync::Arc<admission::Counters>,
 ) {
     if !(cert.exists() && key.exists()) {
         info!(cert = %cert.display(), "admission webhook waiting for its certificate files");
@@ -247,7 +252,6 @@ async fn webhook(
     match xds_server::Reloading::https(cert, key, None) {
         Ok(tls) => {
             info!(addr = ?listener.local_addr().ok(), "admission webhook serving (every replica answers)");
-            let counters = std::sync::Arc::new(admission::Counters::default());
             admission::serve(listener, std::sync::Arc::new(tls), store, judge, counters, std::future::pending()).await;
         }
         Err(e) => tracing::error!(error = %e, "the admission webhook's certificate is unusable; not serving it"),

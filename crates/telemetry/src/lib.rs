@@ -30,6 +30,8 @@ pub struct Telemetry {
     pub status: Option<Arc<status::Counters>>,
     /// What the latest build produced.
     pub published: watch::Receiver<Option<Arc<controller::Published>>>,
+    /// The admission webhook's counters, when it is on.
+    pub admission: Option<Arc<admission::Counters>>,
 }
 
 impl Telemetry {

@@ -57,6 +57,20 @@ pub fn render(t: &Telemetry) -> String {
         "Endpoint-only changes sent to EDS without a rebuild.",
         &[(String::new(), c.endpoint_updates.load(Ordering::Relaxed) as f64)],
     );
+    if let Some(a) = &t.admission {
+        metric(
+            "contour_admission_reviews_total",
+            "counter",
+            "AdmissionReviews the webhook answered.",
+            &[(String::new(), a.reviews.load(Ordering::Relaxed) as f64)],
+        );
+        metric(
+            "contour_admission_denied_total",
+            "counter",
+            "AdmissionReviews the webhook denied.",
+            &[(String::new(), a.denied.load(Ordering::Relaxed) as f64)],
+        );
+    }
 
     // Upstream's HTTPProxy gauges, from the last build.
     let published = t.published.borrow().clone();

@@ -20,7 +20,15 @@ async fn start() -> (Telemetry, controller::Controller, SocketAddr, SocketAddr) 
     let store = store::Store::new();
     let xds = xds_server::XdsServer::default();
     let c = controller::Controller::new(Default::default(), xds.clone());
-    let t = Telemetry { version: "test", counters: c.counters(), xds, store, status: None, published: c.published() };
+    let t = Telemetry {
+        version: "test",
+        counters: c.counters(),
+        xds,
+        store,
+        status: None,
+        published: c.published(),
+        admission: None,
+    };
     let metrics = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let debug = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (m, d) = (metrics.local_addr().unwrap(), debug.local_addr().unwrap());
