@@ -25,6 +25,9 @@ use envoy_types::pb::envoy::service::route::v3::route_discovery_service_server::
 use envoy_types::pb::envoy::service::route::v3::virtual_host_discovery_service_server::{
     VirtualHostDiscoveryService, VirtualHostDiscoveryServiceServer,
 };
+use envoy_types::pb::envoy::service::runtime::v3::runtime_discovery_service_server::{
+    RuntimeDiscoveryService, RuntimeDiscoveryServiceServer,
+};
 use envoy_types::pb::envoy::service::secret::v3::secret_discovery_service_server::{
     SecretDiscoveryService, SecretDiscoveryServiceServer,
 };
@@ -111,6 +114,7 @@ fn routes(server: XdsServer) -> tonic::transport::server::Router {
         .add_service(EndpointDiscoveryServiceServer::new(server.clone()))
         .add_service(ListenerDiscoveryServiceServer::new(server.clone()))
         .add_service(RouteDiscoveryServiceServer::new(server.clone()))
+        .add_service(RuntimeDiscoveryServiceServer::new(server.clone()))
         .add_service(VirtualHostDiscoveryServiceServer::new(server.clone()))
         .add_service(SecretDiscoveryServiceServer::new(server))
 }
@@ -254,7 +258,13 @@ where
                 }
                 state.set_others_synced(link.vhds_in_step(&snapshot));
             }
-            for out in state.pump(&snapshot, std::time::Instant::now()) {
+            for mut out in state.pump(&snapshot, std::time::Instant::now()) {
+                // A stream of one type is an Envoy without ADS (upstream's bootstrap).
+                if matches!(only, Some(ResourceType::Cluster | ResourceType::Listener)) {
+                    for r in &mut out.resources {
+                        *r = xds::per_type::without_ads(out.resource_type, r);
+                    }
+                }
                 let i = index(out.resource_type);
                 inner.stats.pushes[i].fetch_add(1, Ordering::Relaxed);
                 inner.stats.resources_sent[i].fetch_add(out.resources.len() as u64, Ordering::Relaxed);
@@ -413,6 +423,16 @@ per_type_service!(
     stream_routes,
     delta_routes,
     fetch_routes
+);
+// Upstream's bootstrap reads its runtime layer `dynamic` over a stream of its own.
+per_type_service!(
+    RuntimeDiscoveryService,
+    ResourceType::Runtime,
+    StreamRuntimeStream,
+    DeltaRuntimeStream,
+    stream_runtime,
+    delta_runtime,
+    fetch_runtime
 );
 per_type_service!(
     SecretDiscoveryService,

@@ -18,6 +18,7 @@ mod lua;
 mod matchers;
 mod oauth2;
 mod ordered;
+pub mod per_type;
 mod ratelimit;
 mod rbac;
 mod retry;

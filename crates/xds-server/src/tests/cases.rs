@@ -205,6 +205,65 @@ async fn per_type_services_serve_their_type_only() {
     assert!(refused.is_err(), "{refused:?}");
 }
 
+/// Upstream's bootstrap takes each type on a stream of its own and has no ADS: its clusters get
+/// their endpoints from the xDS cluster over gRPC, and its runtime layer comes over RTDS.
+#[tokio::test]
+async fn an_envoy_without_ads_gets_grpc_sources_and_its_runtime_layer() {
+    use envoy_types::pb::envoy::config::core::v3::{AggregatedConfigSource, ConfigSource, config_source, grpc_service};
+    use envoy_types::pb::envoy::service::cluster::v3::cluster_discovery_service_client::ClusterDiscoveryServiceClient;
+    use envoy_types::pb::envoy::service::runtime::v3::runtime_discovery_service_client::RuntimeDiscoveryServiceClient;
+    let server = vhds_server();
+    let mut f = fleet(&[], &[], "v1", 1);
+    let ads = ConfigSource {
+        config_source_specifier: Some(config_source::ConfigSourceSpecifier::Ads(AggregatedConfigSource {})),
+        ..Default::default()
+    };
+    let eds = Cluster {
+        name: "a".into(),
+        eds_cluster_config: Some(cluster::EdsClusterConfig { eds_config: Some(ads), service_name: "a".into() }),
+        ..Default::default()
+    };
+    f.insert(CDS, Resource::new("a", eds));
+    f.insert(ResourceType::Runtime, Resource::new("dynamic", xds_runtime("dynamic")));
+    server.set_fleets(fleets("f", f));
+    server.set_ready();
+    let url = start(&server).await;
+    let node = Some(envoy_types::pb::envoy::config::core::v3::Node {
+        id: "upstream-bootstrap".into(),
+        cluster: "f".into(),
+        ..Default::default()
+    });
+    let first =
+        |t: ResourceType| DiscoveryRequest { node: node.clone(), type_url: t.type_url().into(), ..Default::default() };
+
+    let mut cds = ClusterDiscoveryServiceClient::connect(url.clone()).await.unwrap();
+    let (tx, rx) = mpsc::channel(4);
+    tx.send(first(CDS)).await.unwrap();
+    let mut responses = cds.stream_clusters(ReceiverStream::new(rx)).await.unwrap().into_inner();
+    let answer = tokio::time::timeout(Duration::from_secs(5), responses.message()).await.unwrap().unwrap().unwrap();
+    let cluster = Cluster::decode(answer.resources[0].value.as_slice()).unwrap();
+    let source = cluster.eds_cluster_config.unwrap().eds_config.unwrap();
+    let Some(config_source::ConfigSourceSpecifier::ApiConfigSource(api)) = source.config_source_specifier else {
+        panic!("{source:?}")
+    };
+    let xds_cluster =
+        grpc_service::EnvoyGrpc { cluster_name: "contour".into(), authority: "contour".into(), ..Default::default() };
+    assert_eq!(api.grpc_services[0].target_specifier, Some(grpc_service::TargetSpecifier::EnvoyGrpc(xds_cluster)));
+
+    let mut rtds = RuntimeDiscoveryServiceClient::connect(url).await.unwrap();
+    let (tx, rx) = mpsc::channel(4);
+    let mut ask = first(ResourceType::Runtime);
+    ask.resource_names = vec!["dynamic".into()];
+    tx.send(ask).await.unwrap();
+    let mut responses = rtds.stream_runtime(ReceiverStream::new(rx)).await.unwrap().into_inner();
+    let answer = tokio::time::timeout(Duration::from_secs(5), responses.message()).await.unwrap().unwrap().unwrap();
+    assert_eq!(answer.resources.iter().map(|a| name_of(ResourceType::Runtime, a)).collect::<Vec<_>>(), ["dynamic"]);
+}
+
+fn xds_runtime(name: &str) -> envoy_types::pb::envoy::service::runtime::v3::Runtime {
+    envoy_types::pb::envoy::service::runtime::v3::Runtime { name: name.into(), ..Default::default() }
+}
+
 #[tokio::test]
 async fn a_fleet_without_clusters_gets_an_empty_cds_answer_at_once() {
     // Envoy's initialization waits for a first CDS answer before it asks for listeners.
