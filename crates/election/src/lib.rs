@@ -5,6 +5,8 @@
 //! monotonic clock: a leader that stops renewing (paused, partitioned) stops being leader on its
 //! own, before anyone else can take the lease over.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -49,20 +51,29 @@ impl Default for Options {
 #[derive(Debug, Clone)]
 pub struct Leadership {
     until: watch::Receiver<Option<Instant>>,
+    /// The lease was last acquired from a previous holder rather than created.
+    took_over: Arc<AtomicBool>,
     /// Keeps the channel open for [`Leadership::always`], which has no election task.
-    _always: Option<std::sync::Arc<watch::Sender<Option<Instant>>>>,
+    _always: Option<Arc<watch::Sender<Option<Instant>>>>,
 }
 
 impl Leadership {
     /// Leadership that never ends (`--disable-leader-election`).
     pub fn always() -> Self {
         let (tx, until) = watch::channel(Some(Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)));
-        Self { until, _always: Some(std::sync::Arc::new(tx)) }
+        Self { until, took_over: Arc::default(), _always: Some(Arc::new(tx)) }
     }
 
     /// Whether this replica leads right now.
     pub fn is_leader(&self) -> bool {
         self.until.borrow().is_some_and(|until| Instant::now() < until)
+    }
+
+    /// Whether this replica's leadership began by taking the lease over from a previous holder
+    /// (another replica, or an earlier run), who wrote status before; false when it created the
+    /// lease.
+    pub fn took_over(&self) -> bool {
+        self.took_over.load(Ordering::Relaxed)
     }
 
     /// Resolves when leadership may have changed (acquired, renewed or lost).
@@ -79,14 +90,16 @@ pub fn spawn(
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> (Leadership, tokio::task::JoinHandle<()>) {
     let (tx, until) = watch::channel(None);
-    let task = tokio::spawn(run(client, options, tx, stop));
-    (Leadership { until, _always: None }, task)
+    let took_over = Arc::new(AtomicBool::new(false));
+    let task = tokio::spawn(run(client, options, tx, Arc::clone(&took_over), stop));
+    (Leadership { until, took_over, _always: None }, task)
 }
 
 async fn run(
     client: kube::Client,
     o: Options,
     tx: watch::Sender<Option<Instant>>,
+    took_over: Arc<AtomicBool>,
     stop: impl std::future::Future<Output = ()>,
 ) {
     let api: Api<Lease> = Api::namespaced(client, &o.namespace);
@@ -97,7 +110,7 @@ async fn run(
     tokio::pin!(stop);
     loop {
         let attempt = Instant::now();
-        match try_acquire_or_renew(&api, &o, &mut observed).await {
+        match try_acquire_or_renew(&api, &o, &mut observed, &took_over).await {
             Ok(true) => {
                 if last_renew.is_none() {
                     info!(lease = %o.name, identity = %o.identity, "became leader");
@@ -137,6 +150,7 @@ async fn try_acquire_or_renew(
     api: &Api<Lease>,
     o: &Options,
     observed: &mut Option<(Option<String>, Option<String>, Instant)>,
+    took_over: &AtomicBool,
 ) -> Result<bool, kube::Error> {
     let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
     let duration = o.lease_duration.as_secs() as i32;
@@ -159,7 +173,10 @@ async fn try_acquire_or_renew(
                 }),
             };
             return match api.create(&PostParams::default(), &lease).await {
-                Ok(_) => Ok(true),
+                Ok(_) => {
+                    took_over.store(false, Ordering::Relaxed);
+                    Ok(true)
+                }
                 Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
                 Err(e) => Err(e),
             };
@@ -191,7 +208,12 @@ async fn try_acquire_or_renew(
     spec.lease_duration_seconds = Some(duration);
     // `replace` carries the resourceVersion we read: a concurrent writer makes this a 409.
     match api.replace(&o.name, &PostParams::default(), &lease).await {
-        Ok(_) => Ok(true),
+        Ok(_) => {
+            if !ours {
+                took_over.store(true, Ordering::Relaxed);
+            }
+            Ok(true)
+        }
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
         Err(e) => Err(e),
     }

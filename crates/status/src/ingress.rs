@@ -18,7 +18,11 @@ pub struct IngressStatusOptions {
 /// The load-balancer status each of our Ingresses should carry, with the Ingress's uid; empty
 /// when no address is known.
 pub fn load_balancers(snapshot: &Snapshot, o: &IngressStatusOptions) -> Vec<(ObjectKey, String, Value)> {
-    let Some(value) = load_balancer(snapshot, o) else { return Vec::new() };
+    let Some(mut value) = load_balancer(snapshot, o) else { return Vec::new() };
+    // An Ingress's entries have no ipMode (networking.k8s.io's type).
+    for entry in value["ingress"].as_array_mut().into_iter().flatten() {
+        entry.as_object_mut().map(|e| e.remove("ipMode"));
+    }
     snapshot
         .ingresses
         .iter()
@@ -28,7 +32,8 @@ pub fn load_balancers(snapshot: &Snapshot, o: &IngressStatusOptions) -> Vec<(Obj
 }
 
 /// The `status.loadBalancer` of everything the default fleet serves (Ingress, HTTPProxy): the
-/// static addresses, else the Envoy Service's; `None` when no address is known.
+/// static addresses, else the Envoy Service's entries as they are (address, ipMode, ports), as
+/// upstream copies them; `None` when no address is known.
 pub fn load_balancer(snapshot: &Snapshot, o: &IngressStatusOptions) -> Option<Value> {
     let ingress: Vec<Value> = if !o.static_addresses.is_empty() {
         o.static_addresses
@@ -42,12 +47,46 @@ pub fn load_balancer(snapshot: &Snapshot, o: &IngressStatusOptions) -> Option<Va
             .and_then(|s| s.status.as_ref()?.load_balancer.as_ref()?.ingress.clone())
             .unwrap_or_default()
             .iter()
-            .filter_map(|i| match (&i.ip, &i.hostname) {
-                (Some(ip), _) => Some(json!({"ip": ip})),
-                (None, Some(h)) => Some(json!({"hostname": h})),
-                _ => None,
-            })
+            .filter(|i| i.ip.is_some() || i.hostname.is_some())
+            .filter_map(|i| serde_json::to_value(i).ok())
             .collect()
     };
     (!ingress.is_empty()).then(|| json!({"ingress": ingress}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENVOY: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: envoy, namespace: projectcontour}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+status:
+  loadBalancer:
+    ingress: [{ip: 192.0.2.1, ipMode: VIP, ports: [{port: 80, protocol: TCP}]}, {hostname: lb.example.net}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: apps}
+spec: {defaultBackend: {service: {name: web, port: {number: 80}}}}
+"#;
+
+    #[test]
+    fn proxies_get_the_envoy_services_entries_as_they_are_and_ingresses_without_ip_mode() {
+        let snapshot = Snapshot::from_yaml(ENVOY).expect("fixture parses");
+        let o = IngressStatusOptions {
+            envoy_service: Some(ObjectKey { namespace: "projectcontour".into(), name: "envoy".into() }),
+            ..Default::default()
+        };
+        let mut entries = json!({"ingress": [
+            {"ip": "192.0.2.1", "ipMode": "VIP", "ports": [{"port": 80, "protocol": "TCP"}]},
+            {"hostname": "lb.example.net"},
+        ]});
+        assert_eq!(load_balancer(&snapshot, &o), Some(entries.clone()), "upstream copies the Service's entries");
+        entries["ingress"][0].as_object_mut().expect("an entry").remove("ipMode");
+        let ingresses: Vec<Value> = load_balancers(&snapshot, &o).into_iter().map(|(_, _, v)| v).collect();
+        assert_eq!(ingresses, [entries], "an Ingress's entries have no ipMode");
+    }
 }

@@ -115,38 +115,61 @@ pub const RESYNC: Duration = Duration::from_secs(300);
 /// the fleet's Envoys may all be connected to another one, whose ACKs the leader never sees.
 pub const UNSEEN_GRACE: Duration = Duration::from_secs(3);
 
-/// Fleets whose configuration waits while no Envoy of theirs is connected here, since when; and
-/// those taken as Programmed that way, until an Envoy connected here gives its verdict.
+/// Fleets whose configuration waits while no Envoy of theirs is connected here, since when;
+/// those taken as Programmed that way, until an Envoy connected here gives its verdict; and those
+/// this leader has judged before.
 #[derive(Debug, Default)]
 struct Unseen {
     since: BTreeMap<String, tokio::time::Instant>,
     assumed: std::collections::BTreeSet<String>,
+    /// Fleets with a verdict or taken as Programmed under this leadership: one that waits again
+    /// with no Envoy here has its Envoys on another replica (or none at all), and gets no grace.
+    judged: std::collections::BTreeSet<String>,
+    /// Every fleet counts as judged: this leader took over from another, which judged them.
+    took_over: bool,
 }
 
 impl Unseen {
+    /// Starts afresh for a new leadership; `took_over` when the lease came from a previous
+    /// holder, whose verdicts stand (Programmed) until an Envoy connected here gives one: waiting
+    /// for the grace, or for the Envoys that reconnect here to answer, would write Pending over
+    /// the previous leader's Programmed (a Gateway flapping at every handover) while the same
+    /// Envoys go on serving.
+    fn lead(&mut self, took_over: bool) {
+        *self = Self { took_over, ..Self::default() };
+    }
+
     /// The state to report for `fleet`: Envoy's verdict; or, once the fleet has waited
-    /// [`UNSEEN_GRACE`] with no Envoy connected to this replica, Programmed, which holds (no
-    /// flapping back to Pending when an Envoy connects here later) until an Envoy connected here
-    /// has accepted or rejected the configuration.
+    /// [`UNSEEN_GRACE`] with no Envoy connected to this replica (at once when it was judged
+    /// before, or when this leader took over), Programmed, which holds (no flapping back to
+    /// Pending when an Envoy connects here later) until an Envoy connected here has accepted or
+    /// rejected the configuration.
     fn judge(&mut self, fleet: &str, state: Programming, connected: usize, now: tokio::time::Instant) -> Programming {
         if state != Programming::Pending {
             self.since.remove(fleet);
             self.assumed.remove(fleet);
+            self.judged.insert(fleet.to_string());
             return state;
         }
         if self.assumed.contains(fleet) {
             return Programming::Programmed;
         }
-        if connected > 0 {
-            self.since.remove(fleet);
-            return state;
-        }
-        let since = *self.since.entry(fleet.to_string()).or_insert(now);
-        if now.duration_since(since) < UNSEEN_GRACE {
-            return Programming::Pending;
+        let inherited = self.took_over && !self.judged.contains(fleet);
+        if !inherited {
+            if connected > 0 {
+                self.since.remove(fleet);
+                return state;
+            }
+            if !self.judged.contains(fleet) {
+                let since = *self.since.entry(fleet.to_string()).or_insert(now);
+                if now.duration_since(since) < UNSEEN_GRACE {
+                    return Programming::Pending;
+                }
+            }
         }
         self.since.remove(fleet);
         self.assumed.insert(fleet.to_string());
+        self.judged.insert(fleet.to_string());
         Programming::Programmed
     }
 
@@ -192,6 +215,7 @@ pub async fn run(
     // and costs no status computation.
     let mut last_states: Option<(Arc<controller::Published>, BTreeMap<String, Programming>)> = None;
     let mut unseen = Unseen::default();
+    let mut leading = false;
     loop {
         let mut only_feedback = false;
         let wake = unseen.next(tokio::time::Instant::now());
@@ -205,7 +229,12 @@ pub async fn run(
         }
         tokio::time::sleep(HOLDOFF).await;
         if !leadership.is_leader() {
+            leading = false;
             continue;
+        }
+        if !leading {
+            unseen.lead(leadership.took_over());
+            leading = true;
         }
         let Some(p) = published.borrow_and_update().clone() else { continue };
         feedback.borrow_and_update();
@@ -266,6 +295,37 @@ mod tests {
         // Once it has answered, its verdicts count again.
         assert_eq!(unseen.judge("gw", Programming::Programmed, 1, later), Programming::Programmed);
         assert_eq!(unseen.judge("gw", Programming::Pending, 1, later), Programming::Pending);
+    }
+
+    #[test]
+    fn a_leader_taking_over_keeps_programmed_until_an_envoy_here_answers() {
+        let start = tokio::time::Instant::now();
+        let mut unseen = Unseen::default();
+        unseen.lead(true);
+        // No Envoy here, or one that reconnected here and has not answered yet: no Pending.
+        assert_eq!(unseen.judge("gw", Programming::Pending, 0, start), Programming::Programmed, "no grace");
+        assert_eq!(unseen.next(start), None);
+        assert_eq!(unseen.judge("gw", Programming::Pending, 1, start), Programming::Programmed, "no flapping");
+        assert_eq!(unseen.judge("back", Programming::Pending, 1, start), Programming::Programmed, "reconnected");
+        // An Envoy connected here decides from then on.
+        let rejected = Programming::Rejected("bad".into());
+        assert_eq!(unseen.judge("gw", rejected.clone(), 1, start), rejected);
+        assert_eq!(unseen.judge("gw", Programming::Pending, 1, start), Programming::Pending);
+        // A leader that created the lease waits for its Envoys, or the grace.
+        unseen.lead(false);
+        assert_eq!(unseen.judge("gw", Programming::Pending, 0, start), Programming::Pending);
+        assert_eq!(unseen.judge("back", Programming::Pending, 1, start), Programming::Pending);
+    }
+
+    #[test]
+    fn a_judged_fleet_whose_envoys_are_elsewhere_is_not_pending_again() {
+        // The leader's Envoy acknowledged, then moved to another replica; a new build waits.
+        let start = tokio::time::Instant::now();
+        let mut unseen = Unseen::default();
+        assert_eq!(unseen.judge("gw", Programming::Programmed, 1, start), Programming::Programmed);
+        assert_eq!(unseen.judge("gw", Programming::Pending, 0, start), Programming::Programmed, "no grace again");
+        // Another fleet never judged here still gets its grace.
+        assert_eq!(unseen.judge("other", Programming::Pending, 0, start), Programming::Pending);
     }
 
     #[test]
