@@ -670,11 +670,20 @@ async fn global_rate_limits_are_counted_by_the_rate_limit_service() -> anyhow::R
     services: [{name: web, port: 80}]
   - services: [{name: web, port: 80}]\n"
             .into(),
+        // A host whose descriptor the service has no limit for: its first answers take the
+        // service's connection up (a check that times out then fails closed, as it should).
+        "---\napiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {name: warm, namespace: default}\nspec:\n  virtualhost: {fqdn: warm.example.com, rateLimitPolicy: {global: {descriptors: [{entries: [{genericKey: {value: warm}}]}]}}}\n  routes: [{services: [{name: web, port: 80}]}]\n".into(),
     ]
     .concat();
     let contour = "rateLimitService:\n  extensionService: default/ratelimit\n  domain: contour\n  failOpen: false\n  enableXRateLimitHeaders: true\n";
     let serve = Serve::start(&objects, Some(contour), &[])?;
     let _envoy = serve.envoy().await?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], serve.http));
+    let warm = testkit::eventually(Duration::from_secs(20), || async move {
+        testkit::request(addr, &Request::get("warm.example.com", "/")).await.ok().filter(|r| r.status == 200)
+    })
+    .await;
+    anyhow::ensure!(warm.is_some(), "the rate-limit service never answered a check; log:\n{}", serve.log());
     let first = routed(&serve, "www.example.com").await?;
     assert_eq!(first.status, 200, "{first:?}");
     assert_eq!(first.header("x-ratelimit-limit").map(|l| l.starts_with('2')), Some(true), "{first:?}");
