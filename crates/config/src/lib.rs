@@ -5,8 +5,10 @@
 //! and kept, so existing files load unchanged.
 
 mod file;
+mod services;
 
 pub use file::*;
+pub use services::*;
 
 /// Why the configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
