@@ -3,6 +3,7 @@
 mod admission;
 mod certgen;
 mod config;
+mod convert;
 mod deploy;
 mod dropin;
 mod extensions;

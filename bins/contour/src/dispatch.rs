@@ -30,6 +30,7 @@ Commands (each runs one of the contour-rs binaries beside this one):
   envoy shutdown           drain Envoy, run as a preStop hook (contour-shutdown-manager shutdown)
   gateway-provisioner      the GatewayClass provisioner (contour-provisioner)
   cli {cds|eds|lds|rds|sds} [names]   watch xDS resources on a controller (contour-cli)
+  convert [<path>...]      HTTPProxy and Ingress YAML to Gateway API (contour-convert)
   version                  build information
 ";
 
@@ -84,6 +85,7 @@ pub fn dispatch(args: &[OsString]) -> Dispatch {
         "version" => Dispatch::Print(version()),
         "help" | "--help" | "-h" => Dispatch::Print(USAGE.into()),
         "cli" => run("contour-cli", tail()),
+        "convert" => run("contour-convert", tail()),
         other => Dispatch::Usage(format!("unknown command {other:?}")),
     }
 }
@@ -136,6 +138,7 @@ mod tests {
             )
         );
         assert_eq!(run("envoy shutdown-manager"), exec("contour-shutdown-manager", "serve"));
+        assert_eq!(run("convert - --gateway infra/edge"), exec("contour-convert", "- --gateway infra/edge"));
         assert_eq!(
             run("envoy shutdown --check-delay=30s"),
             exec("contour-shutdown-manager", "shutdown --check-delay=30s")
