@@ -1,0 +1,159 @@
+//! The benchmark's objects: per app a Service, an EndpointSlice and a route (a root HTTPProxy,
+//! or an HTTPRoute of the one Gateway), and how to tell they are all accepted.
+
+use std::net::IpAddr;
+
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+
+/// The namespace of every object.
+pub const NAMESPACE: &str = "default";
+/// The Gateway the HTTPRoutes attach to.
+pub const GATEWAY: &str = "bench";
+
+/// Which API the routes are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Routes {
+    /// A root HTTPProxy per app.
+    Httpproxy,
+    /// An HTTPRoute per app, on one Gateway's HTTP listener.
+    Httproute,
+}
+
+impl Routes {
+    /// The kind, for the tables.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Routes::Httpproxy => "HTTPProxy",
+            Routes::Httproute => "HTTPRoute",
+        }
+    }
+
+    /// What "accepted" means for the kind, for the tables.
+    pub fn accepted(self) -> &'static str {
+        match self {
+            Routes::Httpproxy => "every HTTPProxy status valid",
+            Routes::Httproute => "every HTTPRoute Accepted",
+        }
+    }
+
+    /// The route of app `name`.
+    pub fn route(self, name: &str) -> Value {
+        match self {
+            Routes::Httpproxy => json!({"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy",
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {"virtualhost": {"fqdn": host(name)}, "routes": [{"services": [{"name": name, "port": 80}]}]}}),
+            Routes::Httproute => json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {"parentRefs": [{"name": GATEWAY}], "hostnames": [host(name)],
+                    "rules": [{"backendRefs": [{"name": name, "port": 80}]}]}}),
+        }
+    }
+
+    /// A merge patch narrowing app `name`'s route to `/v2` (so `/` answers 404).
+    pub fn narrowed(self, name: &str) -> Value {
+        match self {
+            Routes::Httpproxy => {
+                json!({"spec": {"routes": [{"conditions": [{"prefix": "/v2"}], "services": [{"name": name, "port": 80}]}]}})
+            }
+            Routes::Httproute => json!({"spec": {"rules": [{
+                "matches": [{"path": {"type": "PathPrefix", "value": "/v2"}}],
+                "backendRefs": [{"name": name, "port": 80}]}]}}),
+        }
+    }
+
+    /// Whether a route's status says it is served.
+    fn is_accepted(self, route: &DynamicObject) -> bool {
+        match self {
+            Routes::Httpproxy => route.data["status"]["currentStatus"] == "valid",
+            Routes::Httproute => route.data["status"]["parents"].as_array().is_some_and(|parents| {
+                parents.iter().any(|p| {
+                    p["conditions"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().any(|c| c["type"] == "Accepted" && c["status"] == "True"))
+                })
+            }),
+        }
+    }
+}
+
+/// The Service, EndpointSlice and route of app `name`, sending to `backend`.
+pub fn app(routes: Routes, name: &str, backend: IpAddr) -> [Value; 3] {
+    [
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}),
+        endpoint_slice(name, backend),
+        routes.route(name),
+    ]
+}
+
+pub fn endpoint_slice(name: &str, backend: IpAddr) -> Value {
+    json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4", "ports": [{"name": "http", "port": 8080}],
+        "endpoints": [{"addresses": [backend.to_string()], "conditions": {"ready": true}}]})
+}
+
+/// A GatewayClass of `controller` and the Gateway `bench` of it with one HTTP listener on `port`.
+pub fn gateway(controller: &str, port: u16) -> [Value; 2] {
+    [
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+            "metadata": {"name": GATEWAY}, "spec": {"controllerName": controller}}),
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": GATEWAY, "namespace": NAMESPACE},
+            "spec": {"gatewayClassName": GATEWAY, "listeners": [{"name": "http", "protocol": "HTTP", "port": port,
+                "allowedRoutes": {"namespaces": {"from": "Same"}}}]}}),
+    ]
+}
+
+pub fn host(name: &str) -> String {
+    format!("{name}.bench.test")
+}
+
+pub fn resource(object: &Value) -> ApiResource {
+    let (api_version, kind) = (object["apiVersion"].as_str().unwrap_or(""), object["kind"].as_str().unwrap_or(""));
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let plural = match kind {
+        "Service" => "services",
+        "EndpointSlice" => "endpointslices",
+        "HTTPRoute" => "httproutes",
+        "Gateway" => "gateways",
+        "GatewayClass" => "gatewayclasses",
+        "Namespace" => "namespaces",
+        _ => "httpproxies",
+    };
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: api_version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Creates an object (cluster-scoped when it has no namespace).
+pub async fn create(client: &kube::Client, object: &Value) -> anyhow::Result<()> {
+    let ar = resource(object);
+    let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    };
+    let o: DynamicObject = serde_json::from_value(object.clone())?;
+    api.create(&PostParams::default(), &o).await?;
+    Ok(())
+}
+
+/// How many routes of the kind are accepted.
+pub async fn count_accepted(routes: Routes, api: &Api<DynamicObject>) -> anyhow::Result<usize> {
+    let mut accepted = 0;
+    let mut params = ListParams::default().limit(1000);
+    loop {
+        let page = api.list(&params).await?;
+        accepted += page.items.iter().filter(|r| routes.is_accepted(r)).count();
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(accepted),
+        }
+    }
+}
