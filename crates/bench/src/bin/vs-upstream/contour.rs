@@ -21,7 +21,7 @@ pub async fn start(
     api: &ApiServer,
     dir: &Path,
     routes: Routes,
-    gateway_port: u16,
+    envoy_port: u16,
 ) -> anyhow::Result<Running> {
     let port = testkit::free_port;
     let (xds, http, stats) = (port(), port(), port());
@@ -34,7 +34,7 @@ pub async fn start(
             format!("gateway:\n  gatewayRef: {{namespace: {NAMESPACE}, name: {}}}\n", apps::GATEWAY),
         )?;
         config.push(format!("--config-path={}", file.display()));
-        listener = gateway_port;
+        listener = envoy_port;
     }
     let bootstrap = dir.join("envoy.json");
     let status = tokio::process::Command::new(contour)

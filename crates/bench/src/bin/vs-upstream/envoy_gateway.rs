@@ -30,6 +30,21 @@ const XDS_PORT: u16 = 18000;
 /// Its fixed certificate directory.
 const CERTS: &str = "/certs";
 
+/// The CRD files Envoy Gateway's chart installs from its module `module`: the standard-channel
+/// Gateway API CRDs of its release and its own.
+pub fn crds(module: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let chart = module.join("charts/gateway-crds-helm/templates");
+    let mut files = vec![chart.join("standard-gatewayapi-crds.yaml")];
+    let mut own: Vec<PathBuf> = std::fs::read_dir(chart.join("generated"))
+        .with_context(|| format!("Envoy Gateway's CRDs in {}", chart.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    own.sort();
+    files.extend(own);
+    Ok(files)
+}
+
 pub fn namespace() -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": EG_NAMESPACE}})
 }
@@ -116,7 +131,7 @@ pub async fn start(
     qps: Option<(u32, u32)>,
     api: &ApiServer,
     dir: &Path,
-    gateway_port: u16,
+    envoy_port: u16,
 ) -> anyhow::Result<Running> {
     let home = dir.join("envoy-gateway");
     let status = tokio::process::Command::new(bin)
@@ -164,7 +179,7 @@ pub async fn start(
         process,
         pid,
         envoy,
-        listener: SocketAddr::from(([127, 0, 0, 1], gateway_port)),
+        listener: SocketAddr::from(([127, 0, 0, 1], envoy_port)),
         xds_rx: "cluster.xds_cluster.upstream_cx_rx_bytes_total".into(),
         log,
         _cleanup: Some(cleanup),

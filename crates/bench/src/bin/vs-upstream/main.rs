@@ -5,13 +5,16 @@
 //! `contour bootstrap`. Prints one table per N with medians over the runs and the ratio ours /
 //! upstream. A benchmark, not a test: nothing is asserted.
 //!
-//!   vs-upstream --ours BIN --upstream BIN [--sizes 1000,5000] [--runs 2] [--apps 20] [--idle 60] [--sotw]
-//!               [--routes httpproxy|httproute] [--converge-timeout 600] [--change-timeout 60]
-//!               [--ours-arg ARG]...
+//!   vs-upstream --ours BIN (--upstream BIN --upstream-module DIR | --envoy-gateway BIN
+//!               --envoy-gateway-module DIR) [--sizes 1000,5000] [--runs 2] [--apps 20] [--idle 60]
+//!               [--sotw] [--routes httpproxy,httproute] [--converge-timeout 600]
+//!               [--change-timeout 60] [--without-tuned] [--ours-arg ARG]...
 //!
-//! With HTTPRoutes both controllers run in their static Gateway mode (contour.yaml
+//! With HTTPRoutes both Contours run in their static Gateway mode (contour.yaml
 //! `gateway.gatewayRef`), as upstream's own manifests do: the Gateway's listener is one more
-//! listener of the Envoys of their one configuration.
+//! listener of the Envoys of their one configuration, on the listener's port + 8000. Each
+//! controller's API server holds the Gateway API CRDs its release installs (upstream's from its
+//! module's examples, Envoy Gateway's from its chart, with its own CRDs).
 //!
 //! Each controller's Envoy gets that controller's own bootstrap at its defaults; `--sotw` gives
 //! ours State-of-the-World xDS instead of its default, Delta (upstream's bootstrap has only SotW).
@@ -45,6 +48,9 @@ use table::print_table;
 struct Controller {
     label: &'static str,
     kind: Kind,
+    /// The files of the Gateway API CRDs (and the controller's own) it is built for, as its
+    /// release installs them; none: ours, `CONTOUR_GATEWAY_API_CRDS`.
+    gateway_crds: Vec<PathBuf>,
 }
 
 /// How a controller is started.
@@ -59,6 +65,17 @@ enum Kind {
 }
 
 impl Kind {
+    /// The Gateway listener port the controller has Envoy bind as `envoy_port`: Contour (ours and
+    /// upstream, static Gateway mode) binds a listener's port + 8000 (wrapping past 65535), Envoy
+    /// Gateway binds ports from 1024 on as they are.
+    fn gateway_port(&self, envoy_port: u16) -> anyhow::Result<u16> {
+        let port = match self {
+            Kind::Contour { .. } => (1..=u16::MAX).find(|&p| frontends::gateway_api::container_port(p) == envoy_port),
+            Kind::EnvoyGateway { .. } => (envoy_port >= 1024).then_some(envoy_port),
+        };
+        port.with_context(|| format!("no Gateway listener port maps onto Envoy's port {envoy_port}"))
+    }
+
     /// The objects the controller needs before the HTTPRoutes: a GatewayClass of its own and the
     /// Gateway with its listener on `port` (and Envoy Gateway's namespace).
     fn setup(&self, port: u16) -> Vec<Value> {
@@ -126,11 +143,19 @@ struct Args {
     /// Upstream's `contour` command (hack/install-upstream-contour builds it).
     #[arg(long, value_name = "BIN")]
     upstream: Option<PathBuf>,
+    /// Upstream's Go module (hack/install-upstream-contour prints it): with HTTPRoutes, the
+    /// Gateway API CRDs of its release (`examples/gateway/00-crds.yaml`).
+    #[arg(long, env = "UPSTREAM_CONTOUR_MODULE", value_name = "DIR")]
+    upstream_module: Option<PathBuf>,
     /// Envoy Gateway's `envoy-gateway` command (hack/install-envoy-gateway builds it): compared
     /// on HTTPRoutes, at its client rate limit's default and at QPS 200 (needs root: it reads
     /// its xDS certificates from /certs, bind-mounted in a mount namespace of its own).
     #[arg(long, value_name = "BIN")]
     envoy_gateway: Option<PathBuf>,
+    /// Envoy Gateway's Go module (hack/install-envoy-gateway prints it): the CRDs its chart
+    /// installs, standard-channel Gateway API and its own.
+    #[arg(long, env = "ENVOY_GATEWAY_MODULE", value_name = "DIR")]
+    envoy_gateway_module: Option<PathBuf>,
     /// The numbers of apps (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "1000,5000,10000")]
     sizes: Vec<usize>,
@@ -160,12 +185,16 @@ struct Args {
     change_timeout: Duration,
     /// The routes: a root HTTPProxy per app, or an HTTPRoute per app on one Gateway (both
     /// controllers in static Gateway mode); both, comma-separated, one after the other.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "httpproxy")]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "httpproxy,httproute")]
     routes: Vec<Routes>,
     /// Only the tuned upstream: at its defaults upstream needs about 200 s per 1k proxies to
     /// write statuses.
     #[arg(long)]
     without_upstream_defaults: bool,
+    /// Only the other controllers at their defaults, not also with a client rate limit of QPS
+    /// 200 (the smoke runs: at N = 100 the limit makes no difference).
+    #[arg(long, conflicts_with = "without_upstream_defaults")]
+    without_tuned: bool,
 }
 
 fn seconds(text: &str) -> Result<Duration, String> {
@@ -179,8 +208,12 @@ fn args() -> anyhow::Result<Args> {
     if let Some(upstream) = &a.upstream {
         anyhow::ensure!(upstream.exists(), "--upstream: no contour command at {}", upstream.display());
     }
+    if a.upstream.is_some() && a.routes.contains(&Routes::Httproute) {
+        anyhow::ensure!(a.upstream_module.is_some(), "--routes httproute with --upstream needs --upstream-module");
+    }
     if let Some(eg) = &a.envoy_gateway {
         anyhow::ensure!(eg.exists(), "--envoy-gateway: no envoy-gateway command at {}", eg.display());
+        anyhow::ensure!(a.envoy_gateway_module.is_some(), "--envoy-gateway needs --envoy-gateway-module");
         anyhow::ensure!(
             a.routes == [Routes::Httproute],
             "--envoy-gateway compares HTTPRoutes only: give --routes httproute"
@@ -193,26 +226,34 @@ fn args() -> anyhow::Result<Args> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = args()?;
-    let contour = |label, contour: &PathBuf, extra: Vec<String>, bootstrap_extra| Controller {
+    let contour = |label, contour: &PathBuf, extra: Vec<String>, bootstrap_extra, gateway_crds| Controller {
         label,
         kind: Kind::Contour { contour: contour.clone(), extra, bootstrap_extra },
+        gateway_crds,
     };
     let ours_bootstrap = if args.sotw { vec!["--sotw"] } else { Vec::new() };
-    let mut controllers = vec![contour("contour-rs", &args.ours, args.ours_args.clone(), ours_bootstrap)];
+    let mut controllers = vec![contour("contour-rs", &args.ours, args.ours_args.clone(), ours_bootstrap, Vec::new())];
     if let Some(upstream) = &args.upstream {
+        let crds: Vec<PathBuf> = args.upstream_module.iter().map(|m| m.join("examples/gateway/00-crds.yaml")).collect();
         if !args.without_upstream_defaults {
-            controllers.push(contour("upstream", upstream, Vec::new(), Vec::new()));
+            controllers.push(contour("upstream", upstream, Vec::new(), Vec::new(), crds.clone()));
         }
-        let tuned = vec!["--kubernetes-client-qps=200".into(), "--kubernetes-client-burst=400".into()];
-        controllers.push(contour("upstream QPS 200", upstream, tuned, Vec::new()));
+        if !args.without_tuned {
+            let tuned = vec!["--kubernetes-client-qps=200".into(), "--kubernetes-client-burst=400".into()];
+            controllers.push(contour("upstream QPS 200", upstream, tuned, Vec::new(), crds));
+        }
     }
-    if let Some(bin) = &args.envoy_gateway {
-        controllers
-            .push(Controller { label: "Envoy Gateway", kind: Kind::EnvoyGateway { bin: bin.clone(), qps: None } });
-        controllers.push(Controller {
-            label: "Envoy Gateway QPS 200",
-            kind: Kind::EnvoyGateway { bin: bin.clone(), qps: Some((200, 400)) },
-        });
+    if let (Some(bin), Some(module)) = (&args.envoy_gateway, &args.envoy_gateway_module) {
+        let crds = envoy_gateway::crds(module)?;
+        let eg = |label, qps| Controller {
+            label,
+            kind: Kind::EnvoyGateway { bin: bin.clone(), qps },
+            gateway_crds: crds.clone(),
+        };
+        controllers.push(eg("Envoy Gateway", None));
+        if !args.without_tuned {
+            controllers.push(eg("Envoy Gateway QPS 200", Some((200, 400))));
+        }
     }
     let blue = NetnsBackend::start("blue").await?;
     let green = NetnsBackend::start("green").await?;
@@ -251,11 +292,17 @@ async fn measure(
     let client = api.client().await?;
     let dir = api.dir.join("bench");
     std::fs::create_dir_all(&dir)?;
-    // HTTPRoutes: one Gateway whose HTTP listener Envoy binds as it is (an unprivileged port).
-    let gateway_port = testkit::free_port();
+    // HTTPRoutes: one Gateway whose HTTP listener Envoy binds on a free port.
+    let envoy_port = testkit::free_port();
     if routes == Routes::Httproute {
-        api.install_gateway_api().await?;
-        for o in c.kind.setup(gateway_port) {
+        if c.gateway_crds.is_empty() {
+            api.install_gateway_api().await?;
+        } else {
+            let crds = dir.join("gateway-crds");
+            write_crds(&c.gateway_crds, &crds)?;
+            api.install_crds(&crds).await?;
+        }
+        for o in c.kind.setup(c.kind.gateway_port(envoy_port)?) {
             create(&client, &o).await?;
         }
     }
@@ -263,9 +310,9 @@ async fn measure(
     futures::stream::iter(objects.iter().map(|o| create(&client, o))).buffer_unordered(32).try_collect::<()>().await?;
     let mut run = match &c.kind {
         Kind::Contour { contour, extra, bootstrap_extra } => {
-            contour::start(c.label, contour, extra, bootstrap_extra, &api, &dir, routes, gateway_port).await?
+            contour::start(c.label, contour, extra, bootstrap_extra, &api, &dir, routes, envoy_port).await?
         }
-        Kind::EnvoyGateway { bin, qps } => envoy_gateway::start(bin, *qps, &api, &dir, gateway_port).await?,
+        Kind::EnvoyGateway { bin, qps } => envoy_gateway::start(bin, *qps, &api, &dir, envoy_port).await?,
     };
     let (started, pid, listener) = (run.started, run.pid, run.listener);
     let envoy = &run.envoy;
@@ -396,6 +443,18 @@ async fn measure(
         std::fs::copy(&log, to)?;
     }
     Ok(f)
+}
+
+/// Copies of CRD `files` into `dir`, without the lines of Helm template directives a chart's
+/// files open and close with.
+fn write_crds(files: &[PathBuf], dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (i, file) in files.iter().enumerate() {
+        let text = std::fs::read_to_string(file).with_context(|| format!("CRDs {}", file.display()))?;
+        let plain: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("{{")).collect();
+        std::fs::write(dir.join(format!("{i:03}.yaml")), plain.join("\n"))?;
+    }
+    Ok(())
 }
 
 /// Polls `host` through Envoy every 2 ms until `done` holds; `None` after `timeout`.
