@@ -84,6 +84,21 @@ impl Envoy {
         Ok(Self { admin: stats, dir, child, _permit: permit })
     }
 
+    /// Stops this Envoy (started by [`Envoy::start_file`]) and starts a fresh one from `config`
+    /// with `args`, in the same directory: a cold Envoy against a control plane that already
+    /// holds the configuration. Returns when the fresh one was started.
+    pub async fn restart_file(
+        &mut self,
+        config: &std::path::Path,
+        args: &[&str],
+    ) -> anyhow::Result<std::time::Instant> {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+        let started = std::time::Instant::now();
+        self.child = Self::command(config, &self.dir, args)?.spawn()?;
+        Ok(started)
+    }
+
     fn command(
         config: &std::path::Path,
         dir: &std::path::Path,

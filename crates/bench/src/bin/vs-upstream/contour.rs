@@ -68,6 +68,7 @@ pub async fn start(
     let stats = SocketAddr::from(([127, 0, 0, 1], stats));
     let node = ["--service-cluster", "contour", "--service-node", "bench"];
     let envoy = Envoy::start_file(&bootstrap, stats, &node).await?;
+    let envoy_args = (bootstrap, node.map(String::from).to_vec());
     Ok(Running {
         started,
         process,
@@ -77,6 +78,7 @@ pub async fn start(
         // Both bootstraps name the xDS cluster's stats `<namespace>_contour_<port>`.
         xds_rx: format!("_contour_{xds}.upstream_cx_rx_bytes_total"),
         log,
+        envoy_args,
         _cleanup: None,
     })
 }

@@ -174,6 +174,7 @@ pub async fn start(
     let cluster = format!("{NAMESPACE}/{GATEWAY}");
     let node = ["--service-cluster", cluster.as_str(), "--service-node", "bench"];
     let envoy = Envoy::start_file(&envoy_bootstrap, SocketAddr::from(([127, 0, 0, 1], stats)), &node).await?;
+    let envoy_args = (envoy_bootstrap, node.map(String::from).to_vec());
     Ok(Running {
         started,
         process,
@@ -182,6 +183,7 @@ pub async fn start(
         listener: SocketAddr::from(([127, 0, 0, 1], envoy_port)),
         xds_rx: "cluster.xds_cluster.upstream_cx_rx_bytes_total".into(),
         log,
+        envoy_args,
         _cleanup: Some(cleanup),
     })
 }

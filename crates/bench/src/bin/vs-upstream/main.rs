@@ -38,6 +38,7 @@ use testkit::{ApiServer, Envoy, NetnsBackend, Request};
 mod apps;
 mod contour;
 mod envoy_gateway;
+mod floor;
 mod table;
 
 use apps::{NAMESPACE, Routes, app, create, endpoint_slice, host, resource};
@@ -102,6 +103,8 @@ struct Running {
     xds_rx: String,
     /// The controller's log.
     log: PathBuf,
+    /// Envoy's bootstrap and command-line arguments, to start it again.
+    envoy_args: (PathBuf, Vec<String>),
     /// Removed when the run ends (a directory the run had to create).
     _cleanup: Option<envoy_gateway::CertsMount>,
 }
@@ -109,6 +112,10 @@ struct Running {
 /// What one run measured.
 #[derive(Default, Clone)]
 struct Figures {
+    /// The floor (see [`floor`]): a bare client listing every object, and a cold Envoy against
+    /// the converged control plane.
+    list: Option<Duration>,
+    cold_envoy: Option<Duration>,
     served: Option<Duration>,
     all_valid: Option<Duration>,
     rss_converged: f64,
@@ -195,6 +202,9 @@ struct Args {
     /// 200 (the smoke runs: at N = 100 the limit makes no difference).
     #[arg(long, conflicts_with = "without_upstream_defaults")]
     without_tuned: bool,
+    /// Ours alone, whatever else is given (the 50k runs).
+    #[arg(long)]
+    ours_only: bool,
 }
 
 fn seconds(text: &str) -> Result<Duration, String> {
@@ -233,7 +243,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let ours_bootstrap = if args.sotw { vec!["--sotw"] } else { Vec::new() };
     let mut controllers = vec![contour("contour-rs", &args.ours, args.ours_args.clone(), ours_bootstrap, Vec::new())];
-    if let Some(upstream) = &args.upstream {
+    if let Some(upstream) = args.upstream.as_ref().filter(|_| !args.ours_only) {
         let crds: Vec<PathBuf> = args.upstream_module.iter().map(|m| m.join("examples/gateway/00-crds.yaml")).collect();
         if !args.without_upstream_defaults {
             controllers.push(contour("upstream", upstream, Vec::new(), Vec::new(), crds.clone()));
@@ -243,7 +253,7 @@ async fn main() -> anyhow::Result<()> {
             controllers.push(contour("upstream QPS 200", upstream, tuned, Vec::new(), crds));
         }
     }
-    if let (Some(bin), Some(module)) = (&args.envoy_gateway, &args.envoy_gateway_module) {
+    if let (Some(bin), Some(module), false) = (&args.envoy_gateway, &args.envoy_gateway_module, args.ours_only) {
         let crds = envoy_gateway::crds(module)?;
         let eg = |label, qps| Controller {
             label,
@@ -308,6 +318,7 @@ async fn measure(
     }
     let objects: Vec<Value> = (0..n).flat_map(|i| app(routes, &format!("app-{i}"), blue.addr.ip())).collect();
     futures::stream::iter(objects.iter().map(|o| create(&client, o))).buffer_unordered(32).try_collect::<()>().await?;
+    let list = floor::list_time(&api.client().await?, routes).await?;
     let mut run = match &c.kind {
         Kind::Contour { contour, extra, bootstrap_extra } => {
             contour::start(c.label, contour, extra, bootstrap_extra, &api, &dir, routes, envoy_port).await?
@@ -337,7 +348,7 @@ async fn measure(
         None
     };
     let (served, all_valid) = tokio::join!(served, all_valid);
-    let mut f = Figures { served, all_valid, ..Figures::default() };
+    let mut f = Figures { served, all_valid, list: Some(list), ..Figures::default() };
     f.rss_converged = testkit::usage(pid).1;
 
     // Bytes Envoy receives from the controller for a one-proxy change.
@@ -431,6 +442,9 @@ async fn measure(
     tokio::time::sleep(args.idle).await;
     (f.cpu, _, f.peak_rss) = testkit::usage(pid);
     f.idle_cpu = f.cpu - idle_from;
+
+    // The floor's other half: a cold Envoy against the converged control plane.
+    f.cold_envoy = floor::cold_envoy(&mut run, listener, &last, args.converge_timeout).await;
 
     let _ = run.process.start_kill();
     let _ = run.process.wait().await;

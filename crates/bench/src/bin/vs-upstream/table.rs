@@ -23,6 +23,13 @@ pub fn print_table(n: usize, routes: crate::Routes, args: &Args, results: &[(&st
     let rows: Vec<Row> = vec![
         ("start → the last route served", |f| secs(&f.served), "s"),
         (routes.accepted(), |f| secs(&f.all_valid), "s"),
+        ("floor: a bare client lists every object of the kinds watched", |f| secs(&f.list), "s"),
+        ("floor: a cold Envoy → the last route served, its configuration built", |f| secs(&f.cold_envoy), "s"),
+        (
+            "start → served over the floor (the two together)",
+            |f| secs(&f.served) / (secs(&f.list) + secs(&f.cold_envoy)),
+            "×",
+        ),
         ("controller RSS when converged", |f| f.rss_converged, "MiB"),
         (
             "one more app: create → 200 through Envoy, median",
@@ -88,7 +95,7 @@ pub fn print_table(n: usize, routes: crate::Routes, args: &Args, results: &[(&st
         let mut line = format!("| {name} |");
         for m in &medians {
             line.push_str(&match m {
-                Some(v) => format!(" {} {unit} |", figure(*v)),
+                Some(v) => format!(" {}{}{unit} |", figure(*v), if unit == "×" { "" } else { " " }),
                 None => " timed out |".into(),
             });
         }
