@@ -22,8 +22,8 @@ use crate::apps::Routes;
 /// The collections a bare client lists for `routes`: the apps' own kinds and the small ones
 /// every controller also watches.
 fn collections(routes: Routes) -> Vec<&'static str> {
-    let mut paths = vec!["/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices", "/api/v1/namespaces"];
-    paths.push("/api/v1/secrets");
+    let mut paths =
+        vec!["/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices", "/api/v1/namespaces", "/api/v1/secrets"];
     match routes {
         Routes::Httpproxy => paths.push("/apis/projectcontour.io/v1/httpproxies"),
         Routes::Httproute => paths.extend([

@@ -114,7 +114,7 @@ struct Running {
 struct Figures {
     /// The floor (see [`floor`]): a bare client listing every object, and a cold Envoy against
     /// the converged control plane.
-    list: Option<Duration>,
+    list: Duration,
     cold_envoy: Option<Duration>,
     served: Option<Duration>,
     all_valid: Option<Duration>,
@@ -140,7 +140,7 @@ struct Figures {
     peak_rss: f64,
 }
 
-/// contour-rs and upstream Contour side by side at N HTTPProxies (see the module doc).
+/// contour-rs beside upstream Contour or Envoy Gateway at N apps (see the module doc).
 #[derive(clap::Parser)]
 #[command(name = "vs-upstream")]
 struct Args {
@@ -348,7 +348,7 @@ async fn measure(
         None
     };
     let (served, all_valid) = tokio::join!(served, all_valid);
-    let mut f = Figures { served, all_valid, list: Some(list), ..Figures::default() };
+    let mut f = Figures { served, all_valid, list, ..Figures::default() };
     f.rss_converged = testkit::usage(pid).1;
 
     // Bytes Envoy receives from the controller for a one-proxy change.

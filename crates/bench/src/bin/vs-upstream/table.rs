@@ -23,11 +23,11 @@ pub fn print_table(n: usize, routes: crate::Routes, args: &Args, results: &[(&st
     let rows: Vec<Row> = vec![
         ("start → the last route served", |f| secs(&f.served), "s"),
         (routes.accepted(), |f| secs(&f.all_valid), "s"),
-        ("floor: a bare client lists every object of the kinds watched", |f| secs(&f.list), "s"),
+        ("floor: a bare client lists every object of the kinds watched", |f| f.list.as_secs_f64(), "s"),
         ("floor: a cold Envoy → the last route served, its configuration built", |f| secs(&f.cold_envoy), "s"),
         (
             "start → served over the floor (the two together)",
-            |f| secs(&f.served) / (secs(&f.list) + secs(&f.cold_envoy)),
+            |f| secs(&f.served) / (f.list.as_secs_f64() + secs(&f.cold_envoy)),
             "×",
         ),
         ("controller RSS when converged", |f| f.rss_converged, "MiB"),
