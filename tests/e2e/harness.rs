@@ -248,6 +248,14 @@ impl Harness {
         Self::start_kubernetes_with(client, Vec::new(), GATEWAY, delta).await
     }
 
+    /// [`Harness::start_kubernetes`] on Delta xDS, Envoy connected through a relay the test can
+    /// block ([`Harness::relay`]).
+    pub async fn start_kubernetes_relayed(client: kube::Client) -> anyhow::Result<Self> {
+        let envoy = EnvoySide { relay: true, ..Default::default() };
+        let launch = Launch { delta: true, status_client: Some(client), envoy, ..Launch::default() };
+        Self::watch_cluster(Vec::new(), launch).await
+    }
+
     /// [`Harness::start_kubernetes`] watching only `namespaces`, with Envoy in `fleet`.
     pub async fn start_kubernetes_with(
         client: kube::Client,

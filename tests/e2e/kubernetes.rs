@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use testkit::{ApiServer, NetnsBackend, Request, apply_yaml, delete_yaml, set_status, status_of};
+use testkit::{ApiServer, NetnsBackend, Request, apply_yaml, delete_yaml, set_status, status_history, status_of};
 
 use crate::harness::{Harness, envoy_service_with_address, gateway, http_listener, http_route, service};
 
@@ -172,6 +172,42 @@ async fn objects_applied_through_the_api_reach_envoy_and_get_status() -> anyhow:
     delete_yaml(&client, &route("green")).await?;
     h.until(port, &req, |r| r.status == 404).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
+    h.assert_no_nacks().await
+}
+
+/// The first status the controller writes on a Gateway is Envoy's verdict on its configuration:
+/// no `Programmed: False` while its Envoy has yet to connect and load it, then `True` a moment
+/// later.
+#[tokio::test]
+async fn a_gateways_first_status_is_envoys_verdict_not_pending() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    let client = api.client().await?;
+    let blue = NetnsBackend::start("blue").await?;
+    let port = testkit::free_port();
+    let h = Harness::start_kubernetes_relayed(client.clone()).await?;
+    // The Gateway's Envoy is away when the Gateway is created, and back 1.5 s later.
+    let relay = h.relay.as_ref().expect("a relay");
+    relay.block();
+    let programmed = |s: &Value| condition(&s["conditions"], "Programmed").map(|c| c["status"].clone());
+    let history = tokio::spawn({
+        let client = client.clone();
+        async move {
+            status_history(&client, V1, "Gateway", "default", "gw", Duration::from_secs(30), |s| {
+                programmed(s) == Some(json!("True"))
+            })
+            .await
+        }
+    });
+    let objects = [gateway(&http_listener("http", port)), service("blue", &[blue.addr])].concat();
+    apply_yaml(&client, &objects).await?;
+    apply_yaml(&client, &http_route("app", "  rules: [{backendRefs: [{name: blue, port: 80}]}]")).await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    relay.unblock();
+    let history = history.await??;
+    let said: Vec<_> = history.iter().filter_map(programmed).collect();
+    assert!(!said.contains(&json!("False")), "the Gateway said Programmed: {said:?}");
+    h.until(port, &Request::get("app.example.com", "/"), |r| r.header("x-backend") == Some("blue")).await?;
     h.assert_no_nacks().await
 }
 

@@ -115,6 +115,12 @@ pub const RESYNC: Duration = Duration::from_secs(300);
 /// the fleet's Envoys may all be connected to another one, whose ACKs the leader never sees.
 pub const UNSEEN_GRACE: Duration = Duration::from_secs(3);
 
+/// How long the first write of a leadership may wait for the Envoys connected here to accept or
+/// reject their first configuration. Until then every Gateway would say Pending, and writing
+/// thousands of statuses at once takes the API server's and Envoy's CPU while Envoy loads; once
+/// they have answered, one write says it all.
+pub const FIRST_VERDICT_WAIT: Duration = Duration::from_secs(10);
+
 /// Fleets whose configuration waits while no Envoy of theirs is connected here, since when;
 /// those taken as Programmed that way, until an Envoy connected here gives its verdict; and those
 /// this leader has judged before.
@@ -216,9 +222,12 @@ pub async fn run(
     let mut last_states: Option<(Arc<controller::Published>, BTreeMap<String, Programming>)> = None;
     let mut unseen = Unseen::default();
     let mut leading = false;
+    // Until the first write of this leadership: how long it may still wait for verdicts.
+    let mut first_write: Option<tokio::time::Instant> = None;
     loop {
         let mut only_feedback = false;
-        let wake = unseen.next(tokio::time::Instant::now());
+        let now = tokio::time::Instant::now();
+        let wake = unseen.next(now).into_iter().chain(first_write.filter(|d| *d > now)).min();
         tokio::select! {
             changed = published.changed() => if changed.is_err() { return },
             changed = feedback.changed() => if changed.is_err() { return } else { only_feedback = true },
@@ -235,6 +244,7 @@ pub async fn run(
         if !leading {
             unseen.lead(leadership.took_over());
             leading = true;
+            first_write = Some(tokio::time::Instant::now() + FIRST_VERDICT_WAIT);
         }
         let Some(p) = published.borrow_and_update().clone() else { continue };
         feedback.borrow_and_update();
@@ -249,6 +259,12 @@ pub async fn run(
                 (fleet.to_string(), unseen.judge(fleet, xds.programming(fleet), xds.connected(fleet), now))
             })
             .collect();
+        if first_write.is_some_and(|due| tokio::time::Instant::now() < due)
+            && states.values().any(|s| *s == Programming::Pending)
+        {
+            continue;
+        }
+        first_write = None;
         if only_feedback
             && last_states.as_ref().is_some_and(|(published, last)| Arc::ptr_eq(published, &p) && *last == states)
         {

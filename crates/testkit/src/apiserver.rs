@@ -470,6 +470,41 @@ pub async fn status_of(
     Ok(api.get_status(name).await?.data.get("status").cloned().unwrap_or_default())
 }
 
+/// Every `status` an object is seen with, from now (its current one first) until `done` holds
+/// for one or `timeout` passes: a watch, so no write in between is missed.
+pub async fn status_history(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    timeout: Duration,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    use futures::TryStreamExt;
+    let api = dynamic_api(client, api_version, kind, namespace).await?;
+    let params = kube::api::WatchParams::default().fields(&format!("metadata.name={name}"));
+    let mut events = Box::pin(api.watch(&params, "0").await?);
+    let mut seen = Vec::new();
+    let watching = async {
+        while let Some(event) = events.try_next().await? {
+            if let kube::api::WatchEvent::Added(o) | kube::api::WatchEvent::Modified(o) = event {
+                let status = o.data.get("status").cloned().unwrap_or_default();
+                let finished = done(&status);
+                seen.push(status);
+                if finished {
+                    return Ok(());
+                }
+            }
+        }
+        anyhow::bail!("{kind} {name}: the watch ended")
+    };
+    match tokio::time::timeout(timeout, watching).await {
+        Ok(result) => result.map(|()| seen),
+        Err(_) => anyhow::bail!("{kind} {name}: no status matched in {timeout:?}; seen: {seen:#?}"),
+    }
+}
+
 /// Replaces the `status` of an object (as another controller would write it).
 pub async fn set_status(
     client: &kube::Client,

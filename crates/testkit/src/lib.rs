@@ -19,7 +19,9 @@ mod ratelimit;
 mod relay;
 mod serve;
 
-pub use apiserver::{ApiServer, apply_yaml, delete_yaml, dry_run_yaml, object_of, set_status, status_of};
+pub use apiserver::{
+    ApiServer, apply_yaml, delete_yaml, dry_run_yaml, object_of, set_status, status_history, status_of,
+};
 pub use authz::{AuthServer, basic, serve_test_mode};
 pub use backend::{Backend, serve_echo, tls_acceptor};
 pub use certs::{Ca, Issued};
