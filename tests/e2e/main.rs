@@ -4,6 +4,7 @@ mod admission;
 mod certgen;
 mod config;
 mod convert;
+mod dashboard;
 mod deploy;
 mod dropin;
 mod extensions;

@@ -5,145 +5,193 @@ use serde::Deserialize;
 use crate::services::{GeoIp, GlobalExtAuth, RateLimitService, Tracing};
 
 /// The whole file.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContourConfig {
-    /// Log at debug level (`-d/--debug` overrides it).
+    /// Logs at debug level. As upstream, `true` turns debug logging on whatever the command line says: the
+    /// flag can turn it on, not off. Default: `false`. Flag: -d/--debug.
     #[serde(default)]
     pub debug: Option<bool>,
-    /// Use the in-cluster configuration.
+    /// Connects to the cluster with the in-cluster service account, ignoring any kubeconfig.
+    /// Default: `false`. Flag: --incluster.
     #[serde(default)]
     pub incluster: Option<bool>,
-    /// Path of a kubeconfig.
+    /// Path of the kubeconfig of the cluster to watch. Default: the in-cluster configuration, then
+    /// `$KUBECONFIG`, then `~/.kube/config`. Flag: --kubeconfig (or the environment variable `KUBECONFIG`).
     #[serde(default)]
     pub kubeconfig: Option<String>,
-    /// Client QPS towards the API server.
+    /// Requests a second contour-serve sends the API server, on average: a token bucket in front of every
+    /// request (status writes, watches starting, leader election) lets `kubernetesClientBurst` through at
+    /// once, then this many a second. With only the burst set, client-go's 5 a second applies, as upstream
+    /// passes only what is set. Default: not throttled, unlike upstream (client-go's 5 and 10); the API
+    /// server's priority and fairness still applies. Flag: --kubernetes-client-qps.
     #[serde(default, rename = "kubernetesClientQPS")]
     pub kubernetes_client_qps: Option<f64>,
-    /// Client burst towards the API server.
+    /// Requests contour-serve may send the API server at once, above `kubernetesClientQPS` (the same token
+    /// bucket). With only the QPS set, client-go's burst of 10 applies, as upstream. Default: not throttled.
+    /// Flag: --kubernetes-client-burst.
     #[serde(default, rename = "kubernetesClientBurst")]
     pub kubernetes_client_burst: Option<u32>,
-    /// Server settings: upstream has none left (`xds-server-type` is gone), so only `{}` loads.
+    /// Upstream's server settings. Upstream defines no keys here (there is no `xds-server-type`), so only
+    /// `{}` loads and any key in it stops start-up, as upstream refuses it. Default: `{}`.
+    /// ContourConfiguration: spec.xdsServer.type.
     #[serde(default)]
     pub server: Option<ServerConfig>,
-    /// Gateway settings.
+    /// Gateway API settings: upstream's static Gateway mode. ContourConfiguration: spec.gateway.
     #[serde(default)]
     pub gateway: Option<GatewayConfig>,
-    /// Static addresses for Ingress and HTTPProxy status.
+    /// Addresses written to Ingress and HTTPProxy status instead of the Envoy Service's load-balancer
+    /// address, separated by commas. ContourConfiguration: spec.ingress.statusAddress.
+    /// Flag: --ingress-status-address.
     #[serde(default, rename = "ingress-status-address")]
     pub ingress_status_address: Option<String>,
-    /// Access log format.
+    /// Writes access log lines in Envoy's text format (`envoy`) or as JSON (`json`), on every HTTP, HTTPS and
+    /// TCP-proxy listener. Default: `envoy`. ContourConfiguration: spec.envoy.logging.accessLogFormat.
+    /// Flag: --accesslog-format.
     #[serde(default, rename = "accesslog-format")]
     pub accesslog_format: Option<AccessLogFormat>,
-    /// Envoy access log format string.
+    /// The line of the `envoy` access log format, in Envoy's format-string syntax. It is checked as upstream
+    /// checks it (known operators, their arguments, a trailing newline), and `%REQ_WITHOUT_QUERY%` and
+    /// `%METADATA%` bring their formatters. Default: Envoy's default line.
+    /// ContourConfiguration: spec.envoy.logging.accessLogFormatString.
     #[serde(default, rename = "accesslog-format-string")]
     pub accesslog_format_string: Option<String>,
-    /// JSON access log fields.
+    /// The keys of each `json` access log line: upstream's names (`@timestamp`, `method`,
+    /// `contour_config_name`, ...), simple operators in lower case (`bytes_sent`), or `key=%OPERATOR%`.
+    /// Default: upstream's 23 fields. ContourConfiguration: spec.envoy.logging.accessLogJSONFields.
     #[serde(default, rename = "json-fields")]
     pub json_fields: Option<Vec<String>>,
-    /// Access log level.
+    /// Which requests are logged: `info` every one, `error` those with a status of 300 or above or an Envoy
+    /// response flag, `critical` those with 500 or above or a flag, `disabled` none. Default: `info`.
+    /// ContourConfiguration: spec.envoy.logging.accessLogLevel.
     #[serde(default, rename = "accesslog-level")]
     pub accesslog_level: Option<AccessLogLevel>,
-    /// Which requests the level lets through are logged (a contour-rs extension).
+    /// Which of the requests the level lets through are logged, a contour-rs extension: every condition set
+    /// must hold. Default: none. ContourConfiguration: spec.envoy.logging.accessLogFilter.
     #[serde(default, rename = "accesslog-filter")]
     pub accesslog_filter: Option<AccessLogFilter>,
-    /// Downstream TLS settings.
+    /// Downstream TLS of every fleet's listeners, the fallback certificate, and Envoy's client certificate
+    /// towards backends.
     #[serde(default)]
     pub tls: Option<TlsConfig>,
-    /// Ignore `permitInsecure` on HTTPProxy routes.
+    /// Ignores `permitInsecure` on HTTPProxy routes, so their plain-HTTP requests are redirected to HTTPS as
+    /// on any secure route. Default: `false`. ContourConfiguration: spec.httpproxy.disablePermitInsecure.
     #[serde(default, rename = "disablePermitInsecure")]
     pub disable_permit_insecure: Option<bool>,
-    /// Refuse chunked requests with a Content-Length.
+    /// Refuses a request with both `Content-Length` and chunked encoding instead of serving it with the
+    /// length dropped. Default: `false`. ContourConfiguration: spec.envoy.listener.disableAllowChunkedLength.
     #[serde(default, rename = "disableAllowChunkedLength")]
     pub disable_allow_chunked_length: Option<bool>,
-    /// Keep duplicate slashes in paths.
+    /// Keeps repeated slashes in request paths instead of merging them. Default: `false`.
+    /// ContourConfiguration: spec.envoy.listener.disableMergeSlashes.
     #[serde(default, rename = "disableMergeSlashes")]
     pub disable_merge_slashes: Option<bool>,
-    /// Response compression.
+    /// Response compression. ContourConfiguration: spec.envoy.listener.compression.
     #[serde(default)]
     pub compression: Option<Compression>,
-    /// What Envoy does with the Server header.
+    /// What Envoy does with the `Server` header of responses: `overwrite` sets `Server: envoy`,
+    /// `append_if_absent` sets it only when the backend sent none, `pass_through` keeps the backend's.
+    /// Default: `overwrite`. ContourConfiguration: spec.envoy.listener.serverHeaderTransformation.
     #[serde(default, rename = "serverHeaderTransformation")]
     pub server_header_transformation: Option<ServerHeaderTransformation>,
-    /// Allow ExternalName Services (off by default, as upstream).
+    /// Lets ExternalName Services be backends: each becomes a DNS cluster Envoy resolves itself (logical DNS
+    /// with `cluster.dns-lookup-family: all`, strict DNS otherwise). Off, a route to one is refused with
+    /// upstream's message; `localhost`, `localhost.localdomain` and `local.projectcontour.io` are always
+    /// refused, and so, beyond upstream, are `*.localhost`, loopback, unspecified and link-local addresses.
+    /// Default: `false`, as upstream. ContourConfiguration: spec.enableExternalNameService.
     #[serde(default, rename = "enableExternalNameService")]
     pub enable_external_name_service: Option<bool>,
-    /// Connection and request timeouts.
+    /// Timeouts of the HTTP connection manager and of connecting to backends, as durations (`30s`, `1m`) or
+    /// `infinity`. ContourConfiguration: spec.envoy.timeouts.
     #[serde(default)]
     pub timeouts: Option<Timeouts>,
-    /// Headers set or removed on every route.
+    /// Headers set and removed on every route. ContourConfiguration: spec.policy.
     #[serde(default)]
     pub policy: Option<Policy>,
-    /// Namespace of the Envoy Service whose address goes to status.
+    /// Namespace of the Envoy Service whose load-balancer address goes to Ingress and HTTPProxy status.
+    /// Default: `projectcontour`. ContourConfiguration: spec.envoy.service.namespace.
+    /// Flag: --envoy-service-namespace (or the environment variable `CONTOUR_NAMESPACE`).
     #[serde(default, rename = "envoy-service-namespace")]
     pub envoy_service_namespace: Option<String>,
-    /// Name of that Service.
+    /// Name of the Envoy Service whose load-balancer address goes to Ingress and HTTPProxy status.
+    /// Default: `envoy`. ContourConfiguration: spec.envoy.service.name. Flag: --envoy-service-name.
     #[serde(default, rename = "envoy-service-name")]
     pub envoy_service_name: Option<String>,
-    /// HTTP versions offered upstream and downstream.
+    /// The HTTP versions offered to clients, `HTTP/1.1` and `HTTP/2`: one alone limits both the codec and the
+    /// ALPN offered on TLS. Default: both. ContourConfiguration: spec.envoy.defaultHTTPVersions.
     #[serde(default, rename = "default-http-versions")]
     pub default_http_versions: Option<Vec<HttpVersion>>,
-    /// Upstream cluster settings.
+    /// Settings of Envoy's upstream clusters, the connections to backends.
+    /// ContourConfiguration: spec.envoy.cluster.
     #[serde(default)]
     pub cluster: Option<Cluster>,
-    /// Network settings.
+    /// Network settings of Envoy. ContourConfiguration: spec.envoy.network.
     #[serde(default)]
     pub network: Option<Network>,
-    /// Listener settings.
+    /// Settings of Envoy's traffic listeners, applied to every fleet: the default fleet (HTTPProxy, Ingress)
+    /// and each Gateway's. ContourConfiguration: spec.envoy.listener.
     #[serde(default)]
     pub listener: Option<Listener>,
-    /// The global rate limit service.
+    /// The global rate limit service of the default fleet. Default: off.
+    /// ContourConfiguration: spec.rateLimitService.
     #[serde(default, rename = "rateLimitService")]
     pub rate_limit_service: Option<RateLimitService>,
-    /// The GeoIP databases of HTTPProxy's location rules (as ContourConfiguration `geoIP`).
+    /// The GeoIP databases that HTTPProxy's location rules look clients up in. Default: none.
+    /// ContourConfiguration: spec.geoIP.
     #[serde(default, rename = "geoIP")]
     pub geo_ip: Option<GeoIp>,
-    /// Global external authorization.
+    /// Global external authorization of the default fleet: the authorization server every virtual host uses
+    /// unless it names its own or opts out. Default: off. ContourConfiguration: spec.globalExtAuth.
     #[serde(default, rename = "globalExtAuth")]
     pub global_ext_auth: Option<GlobalExtAuth>,
-    /// Metrics servers.
+    /// The metrics servers of contour-serve and of Envoy.
     #[serde(default)]
     pub metrics: Option<Metrics>,
-    /// Tracing to an OpenTelemetry collector.
+    /// Tracing of the default fleet's requests to an OpenTelemetry collector. Default: off.
+    /// ContourConfiguration: spec.tracing.
     #[serde(default)]
     pub tracing: Option<Tracing>,
-    /// Feature flags (none are defined, as upstream).
+    /// Feature flags. Upstream defines none, so any flag stops start-up, as upstream refuses it.
+    /// Default: none. ContourConfiguration: spec.featureFlags.
     #[serde(default, rename = "featureFlags")]
     pub feature_flags: Option<Vec<String>>,
-    /// A readiness listener the overload manager's connection limit applies to.
+    /// A second readiness listener (`/ready`) that the overload manager's connection limit applies to: it
+    /// stops answering when Envoy is full. Default: none. ContourConfiguration: spec.envoy.omEnforcedHealth.
     #[serde(default, rename = "omEnforcedHealthListener")]
     pub om_enforced_health_listener: Option<Address>,
-    /// Extra Envoy runtime keys: a number, a string or a boolean each.
+    /// Further Envoy runtime keys, each a number, a string or a boolean, in the runtime layer `dynamic`.
+    /// Default: none. ContourConfiguration: spec.envoy.runtimeSettings.
     #[serde(default, rename = "runtime-settings")]
     pub runtime_settings: Option<std::collections::BTreeMap<String, RuntimeValue>>,
 }
 
 /// `server:`, empty as upstream's.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {}
 
 /// `gateway:`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayConfig {
-    /// A specific Gateway to serve.
+    /// Upstream's static Gateway mode: this Gateway alone is served, by the default fleet. Both its namespace
+    /// and its name must be set. ContourConfiguration: spec.gateway.gatewayRef.
     #[serde(default, rename = "gatewayRef")]
     pub gateway_ref: Option<NamespacedName>,
 }
 
 /// A namespace and a name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NamespacedName {
-    /// Name.
+    /// The object's name.
     pub name: String,
-    /// Namespace.
+    /// The object's namespace.
     pub namespace: String,
 }
 
 /// `accesslog-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AccessLogFormat {
     /// Envoy's text format.
@@ -153,7 +201,7 @@ pub enum AccessLogFormat {
 }
 
 /// `accesslog-level`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AccessLogLevel {
     /// Every request.
@@ -167,22 +215,27 @@ pub enum AccessLogLevel {
 }
 
 /// `accesslog-filter` (a contour-rs extension).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccessLogFilter {
-    /// Status codes (`404`) and ranges (`"500-599"`).
+    /// Only requests answered with one of these status codes (`404`) or ranges (`"500-599"`) are logged; each
+    /// within 100-599, a range in ascending order. Default: any status.
+    /// ContourConfiguration: spec.envoy.logging.accessLogFilter.statusCodes.
     #[serde(default, rename = "status-codes")]
     pub status_codes: Option<Vec<StatusCode>>,
-    /// The least duration logged.
+    /// Only requests that took at least this long (a duration such as `500ms`) are logged. Default: any
+    /// duration. ContourConfiguration: spec.envoy.logging.accessLogFilter.minDuration.
     #[serde(default, rename = "min-duration")]
     pub min_duration: Option<String>,
-    /// The percentage logged.
+    /// Of the requests the other conditions keep, this percentage, picked at random, is logged; above 100
+    /// stops start-up. Default: all of them.
+    /// ContourConfiguration: spec.envoy.logging.accessLogFilter.samplePercent.
     #[serde(default, rename = "sample-percent")]
     pub sample_percent: Option<u32>,
 }
 
 /// A status code (a number) or a range of them (`"500-599"`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum StatusCode {
     /// One code.
@@ -202,43 +255,55 @@ impl StatusCode {
 }
 
 /// `tls:`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TlsConfig {
-    /// `1.2` or `1.3`.
+    /// The lowest TLS version clients may use, `1.2` or `1.3`; an HTTPProxy's own range narrows it.
+    /// Default: `1.2`. ContourConfiguration: spec.envoy.listener.tls.minimumProtocolVersion.
     #[serde(default, rename = "minimum-protocol-version")]
     pub minimum_protocol_version: Option<String>,
-    /// `1.2` or `1.3`.
+    /// The highest TLS version clients may use, `1.2` or `1.3`; one below the minimum stops start-up.
+    /// Default: `1.3`. ContourConfiguration: spec.envoy.listener.tls.maximumProtocolVersion.
     #[serde(default, rename = "maximum-protocol-version")]
     pub maximum_protocol_version: Option<String>,
-    /// Cipher suites.
+    /// The TLS 1.2 cipher suites offered to clients, in order of preference: the names upstream allows, and
+    /// bracketed groups of equal preference whose names are separated by a vertical bar. Default: upstream's
+    /// list of ECDHE suites with AEAD. ContourConfiguration: spec.envoy.listener.tls.cipherSuites.
     #[serde(default, rename = "cipher-suites")]
     pub cipher_suites: Option<Vec<String>>,
-    /// ECDH curves.
+    /// The ECDH curves offered to clients, in order of preference. Default: Envoy's.
+    /// ContourConfiguration: spec.envoy.listener.tls.ecdhCurves.
     #[serde(default, rename = "ecdh-curves")]
     pub ecdh_curves: Option<Vec<String>>,
-    /// The fallback certificate.
+    /// The Secret whose certificate Envoy presents to TLS clients that send no SNI, on the HTTPProxies that
+    /// set `tls.enableFallbackCertificate` (without it, those HTTPProxies are refused).
+    /// ContourConfiguration: spec.httpproxy.fallbackCertificate.
     #[serde(default, rename = "fallback-certificate")]
     pub fallback_certificate: Option<NamespacedName>,
-    /// Envoy's client certificate towards backends.
+    /// The Secret (`kubernetes.io/tls`) whose certificate Envoy presents to every backend it speaks TLS to,
+    /// for backends behind mutual TLS; both its namespace and its name must be set.
+    /// ContourConfiguration: spec.envoy.clientCertificate.
     #[serde(default, rename = "envoy-client-certificate")]
     pub envoy_client_certificate: Option<NamespacedName>,
     /// Client fingerprints the TLS inspector computes.
+    /// ContourConfiguration: spec.envoy.listener.tls.fingerprint.
     #[serde(default)]
     pub fingerprint: Option<Fingerprint>,
 }
 
 /// `compression:`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Compression {
-    /// `gzip`, `brotli`, `zstd` or `disabled`.
+    /// The response compressor: `gzip`, `brotli`, `zstd`, or `disabled` for none. It compresses text, JSON,
+    /// JavaScript, SVG and gRPC-Web responses. Default: `gzip`.
+    /// ContourConfiguration: spec.envoy.listener.compression.algorithm.
     #[serde(default)]
     pub algorithm: Option<CompressionAlgorithm>,
 }
 
 /// A compression algorithm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CompressionAlgorithm {
     /// gzip (default).
@@ -252,7 +317,7 @@ pub enum CompressionAlgorithm {
 }
 
 /// `serverHeaderTransformation`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerHeaderTransformation {
     /// Replace it with Envoy's.
@@ -264,61 +329,80 @@ pub enum ServerHeaderTransformation {
 }
 
 /// `timeouts:`; durations as upstream writes them (`30s`, `infinity`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Timeouts {
-    /// Whole-request timeout.
+    /// How long a whole request may take, from its first byte to the response's last. A Go duration, or
+    /// `infinity` to turn it off; empty or `0s` keeps Envoy's default. Default: Envoy's.
+    /// ContourConfiguration: spec.envoy.timeouts.requestTimeout.
     #[serde(default, rename = "request-timeout")]
     pub request_timeout: Option<String>,
-    /// Idle connection timeout.
+    /// How long a client connection with no active stream stays open. A Go duration, or `infinity` to turn it
+    /// off; empty or `0s` keeps Envoy's default. Default: Envoy's.
+    /// ContourConfiguration: spec.envoy.timeouts.connectionIdleTimeout.
     #[serde(default, rename = "connection-idle-timeout")]
     pub connection_idle_timeout: Option<String>,
-    /// Idle stream timeout.
+    /// A stream silent this long is ended by Envoy, with a 504 `stream timeout` while the backend has not
+    /// answered. A Go duration, or `infinity` to turn it off; empty or `0s` keeps Envoy's default.
+    /// Default: Envoy's (5 min). ContourConfiguration: spec.envoy.timeouts.streamIdleTimeout.
     #[serde(default, rename = "stream-idle-timeout")]
     pub stream_idle_timeout: Option<String>,
-    /// Maximum connection duration.
+    /// The longest a client connection lives. A Go duration; as upstream, `infinity` leaves the connection
+    /// duration unlimited, and empty or `0s` keeps Envoy's default. Default: Envoy's.
+    /// ContourConfiguration: spec.envoy.timeouts.maxConnectionDuration.
     #[serde(default, rename = "max-connection-duration")]
     pub max_connection_duration: Option<String>,
-    /// Delayed close timeout.
+    /// How long Envoy waits for the client to close the connection after Envoy's last response before closing
+    /// it itself. A Go duration, or `infinity` to turn it off; empty or `0s` keeps Envoy's default.
+    /// Default: Envoy's. ContourConfiguration: spec.envoy.timeouts.delayedCloseTimeout.
     #[serde(default, rename = "delayed-close-timeout")]
     pub delayed_close_timeout: Option<String>,
-    /// Graceful shutdown period of a connection.
+    /// The time between Envoy's GOAWAY (or `Connection: close`) and its closing the connection. A Go
+    /// duration, or `infinity` to turn it off; empty or `0s` keeps Envoy's default. Default: Envoy's.
+    /// ContourConfiguration: spec.envoy.timeouts.connectionShutdownGracePeriod.
     #[serde(default, rename = "connection-shutdown-grace-period")]
     pub connection_shutdown_grace_period: Option<String>,
-    /// Upstream connect timeout.
+    /// How long Envoy waits to connect to a backend. A duration; `infinity` and `0s` stop start-up, as
+    /// upstream. Default: `2s`. ContourConfiguration: spec.envoy.timeouts.connectTimeout.
     #[serde(default, rename = "connect-timeout")]
     pub connect_timeout: Option<String>,
 }
 
 /// `policy:`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
-    /// Request headers.
+    /// Request headers set and removed on every HTTPProxy service; a bad header name stops start-up.
+    /// Default: none. ContourConfiguration: spec.policy.requestHeaders.
     #[serde(default, rename = "request-headers")]
     pub request_headers: Option<HeadersPolicy>,
-    /// Response headers.
+    /// Response headers set and removed on every HTTPProxy service; a bad header name stops start-up.
+    /// Default: none. ContourConfiguration: spec.policy.responseHeaders.
     #[serde(default, rename = "response-headers")]
     pub response_headers: Option<HeadersPolicy>,
-    /// Apply to Ingress objects too.
+    /// Sets and removes the same headers on Ingress backends too. Default: `false`.
+    /// ContourConfiguration: spec.policy.applyToIngress.
     #[serde(default, rename = "applyToIngress")]
     pub apply_to_ingress: Option<bool>,
 }
 
 /// Headers set and removed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HeadersPolicy {
-    /// Headers set.
+    /// Headers set, by name, with `%CONTOUR_NAMESPACE%` and the other variables filled in; a service's own
+    /// value for the same header wins. ContourConfiguration: spec.policy.requestHeaders.set,
+    /// spec.policy.responseHeaders.set.
     #[serde(default)]
     pub set: Option<std::collections::BTreeMap<String, String>>,
-    /// Headers removed.
+    /// Names of headers removed, in addition to those a service removes itself.
+    /// ContourConfiguration: spec.policy.requestHeaders.remove, spec.policy.responseHeaders.remove.
     #[serde(default)]
     pub remove: Option<Vec<String>>,
 }
 
 /// An HTTP version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub enum HttpVersion {
     /// HTTP/1.1.
     #[serde(rename = "HTTP/1.1", alias = "http/1.1")]
@@ -329,105 +413,133 @@ pub enum HttpVersion {
 }
 
 /// `cluster:`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Cluster {
-    /// `auto`, `v4`, `v6` or `all`.
+    /// The addresses a backend's DNS name resolves to, on every cluster: `auto` (IPv6 first, then IPv4),
+    /// `v4`, `v6` or `all`. Default: `auto`. ContourConfiguration: spec.envoy.cluster.dnsLookupFamily.
     #[serde(default, rename = "dns-lookup-family")]
     pub dns_lookup_family: Option<String>,
-    /// Requests per upstream connection.
+    /// Requests an upstream connection carries before Envoy closes it; 0 stops start-up. Default: unlimited.
+    /// ContourConfiguration: spec.envoy.cluster.maxRequestsPerConnection.
     #[serde(default, rename = "max-requests-per-connection")]
     pub max_requests_per_connection: Option<u32>,
-    /// Buffer limit of each upstream connection.
+    /// The read and write buffer limit of each upstream connection, in bytes; 0 stops start-up.
+    /// Default: Envoy's (1 MiB). ContourConfiguration: spec.envoy.cluster.per-connection-buffer-limit-bytes.
     #[serde(default, rename = "per-connection-buffer-limit-bytes")]
     pub per_connection_buffer_limit_bytes: Option<u32>,
-    /// Limits for clusters whose Service sets none.
+    /// Limits of clusters whose Service sets none: a Service's `projectcontour.io/max-*` annotations win
+    /// field by field, and 0 means unset. Default: Envoy's.
+    /// ContourConfiguration: spec.envoy.cluster.circuitBreakers.
     #[serde(default, rename = "circuit-breakers")]
     pub circuit_breakers: Option<CircuitBreakers>,
-    /// TLS towards backends.
+    /// TLS versions and cipher suites towards backends. ContourConfiguration: spec.envoy.cluster.upstreamTLS.
     #[serde(default, rename = "upstream-tls")]
     pub upstream_tls: Option<ProtocolParameters>,
-    /// Passive health checks of every HTTPProxy service that names none (a contour-rs
-    /// extension).
+    /// Passive health checks of every HTTPProxy service that names none, a contour-rs extension: HTTPProxy's
+    /// `outlierDetection`, its keys dashed. Default: none.
+    /// ContourConfiguration: spec.envoy.cluster.outlierDetection.
     #[serde(default, rename = "outlier-detection")]
     pub outlier_detection: Option<OutlierDetection>,
 }
 
 /// `cluster.outlier-detection` (a contour-rs extension): HTTPProxy's `outlierDetection`, keys
 /// dashed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutlierDetection {
-    /// No passive health checks by default.
+    /// `true` gives services that name none no passive health checks, as without this section.
+    /// Default: `false`. ContourConfiguration: spec.envoy.cluster.outlierDetection.disabled.
     #[serde(default)]
     pub disabled: Option<bool>,
-    /// Server errors in a row that eject an endpoint.
+    /// Server errors in a row (5xx answers; for TCP, connection failures and timeouts) that eject an
+    /// endpoint; 0 turns this check off. Default: `5`.
+    /// ContourConfiguration: spec.envoy.cluster.outlierDetection.consecutiveServerErrors.
     #[serde(default, rename = "consecutive-server-errors")]
     pub consecutive_server_errors: Option<u32>,
-    /// How often endpoints are evaluated.
+    /// How often endpoints are evaluated and ejected ones returned, as a duration; 0 stops start-up.
+    /// Default: `10s`. ContourConfiguration: spec.envoy.cluster.outlierDetection.interval.
     #[serde(default)]
     pub interval: Option<String>,
-    /// The first ejection's length.
+    /// The length of an endpoint's first ejection, multiplied by the number of its ejections. Default: `30s`.
+    /// ContourConfiguration: spec.envoy.cluster.outlierDetection.baseEjectionTime.
     #[serde(default, rename = "base-ejection-time")]
     pub base_ejection_time: Option<String>,
-    /// The longest ejection.
+    /// The longest ejection; never shorter than the first. Default: `300s`.
+    /// ContourConfiguration: spec.envoy.cluster.outlierDetection.maxEjectionTime.
     #[serde(default, rename = "max-ejection-time")]
     pub max_ejection_time: Option<String>,
-    /// Random time added to an ejection.
+    /// A random time, up to this long, added to each ejection. Default: `0s`.
+    /// ContourConfiguration: spec.envoy.cluster.outlierDetection.maxEjectionTimeJitter.
     #[serde(default, rename = "max-ejection-time-jitter")]
     pub max_ejection_time_jitter: Option<String>,
-    /// The most endpoints ejected at once, in percent.
+    /// The most endpoints of a service ejected at once, in percent (one can always be); above 100 stops
+    /// start-up. Default: `10`. ContourConfiguration: spec.envoy.cluster.outlierDetection.maxEjectionPercent.
     #[serde(default, rename = "max-ejection-percent")]
     pub max_ejection_percent: Option<u32>,
-    /// Count failures to reach an endpoint apart from its answers.
+    /// Counts failures to reach an endpoint (connection failures, timeouts, resets) apart from the errors it
+    /// answers with. Default: `false`.
+    /// ContourConfiguration: spec.envoy.cluster.outlierDetection.splitExternalLocalOriginErrors.
     #[serde(default, rename = "split-external-local-origin-errors")]
     pub split_external_local_origin_errors: Option<bool>,
-    /// Failures to reach an endpoint in a row that eject it (with the split).
+    /// Failures to reach an endpoint in a row that eject it, when `split-external-local-origin-errors` counts
+    /// them apart. Default: `5`.
+    /// ContourConfiguration: spec.envoy.cluster.outlierDetection.consecutiveLocalOriginFailure.
     #[serde(default, rename = "consecutive-local-origin-failure")]
     pub consecutive_local_origin_failure: Option<u32>,
 }
 
 /// `cluster.circuit-breakers`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CircuitBreakers {
-    /// Connections at once.
+    /// Connections to a cluster at once. Default: Envoy's (1024).
+    /// ContourConfiguration: spec.envoy.cluster.circuitBreakers.maxConnections.
     #[serde(default, rename = "max-connections")]
     pub max_connections: Option<u32>,
-    /// Pending requests at once.
+    /// Requests waiting for a connection to a cluster at once. Default: Envoy's (1024).
+    /// ContourConfiguration: spec.envoy.cluster.circuitBreakers.maxPendingRequests.
     #[serde(default, rename = "max-pending-requests")]
     pub max_pending_requests: Option<u32>,
-    /// Requests at once.
+    /// Requests to a cluster at once. Default: Envoy's (1024).
+    /// ContourConfiguration: spec.envoy.cluster.circuitBreakers.maxRequests.
     #[serde(default, rename = "max-requests")]
     pub max_requests: Option<u32>,
-    /// Retries at once.
+    /// Retries to a cluster at once. Default: Envoy's (3).
+    /// ContourConfiguration: spec.envoy.cluster.circuitBreakers.maxRetries.
     #[serde(default, rename = "max-retries")]
     pub max_retries: Option<u32>,
-    /// Connections to one host at once.
+    /// Connections to one endpoint of a cluster at once. Default: unlimited.
+    /// ContourConfiguration: spec.envoy.cluster.circuitBreakers.perHostMaxConnections.
     #[serde(default, rename = "per-host-max-connections")]
     pub per_host_max_connections: Option<u32>,
 }
 
 /// TLS versions and cipher suites (`cluster.upstream-tls`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolParameters {
-    /// `1.2` or `1.3`.
+    /// The lowest TLS version towards backends, `1.2` or `1.3`. Default: `1.2`.
+    /// ContourConfiguration: spec.envoy.cluster.upstreamTLS.minimumProtocolVersion.
     #[serde(default, rename = "minimum-protocol-version")]
     pub minimum_protocol_version: Option<String>,
-    /// `1.2` or `1.3`.
+    /// The highest TLS version towards backends, `1.2` or `1.3`; one below the minimum stops start-up.
+    /// Default: `1.3`. ContourConfiguration: spec.envoy.cluster.upstreamTLS.maximumProtocolVersion.
     #[serde(default, rename = "maximum-protocol-version")]
     pub maximum_protocol_version: Option<String>,
-    /// Cipher suites.
+    /// The TLS 1.2 cipher suites offered to backends, in order of preference, named as in
+    /// `tls.cipher-suites`. Default: upstream's list of ECDHE suites with AEAD.
+    /// ContourConfiguration: spec.envoy.cluster.upstreamTLS.cipherSuites.
     #[serde(default, rename = "cipher-suites")]
     pub cipher_suites: Option<Vec<String>>,
-    /// ECDH curves.
+    /// The ECDH curves offered to backends, in order of preference. Default: Envoy's.
+    /// ContourConfiguration: spec.envoy.cluster.upstreamTLS.ecdhCurves.
     #[serde(default, rename = "ecdh-curves")]
     pub ecdh_curves: Option<Vec<String>>,
 }
 
 /// The value of an Envoy runtime key.
-#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum RuntimeValue {
     /// `true` or `false`.
@@ -439,130 +551,170 @@ pub enum RuntimeValue {
 }
 
 /// `tls.fingerprint`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fingerprint {
-    /// JA3.
+    /// The TLS inspector computes each client's JA3 fingerprint, for `%TLS_JA3_FINGERPRINT%` in access logs
+    /// (JSON field `tls_ja3_fingerprint`) and header values. Default: off.
+    /// ContourConfiguration: spec.envoy.listener.tls.fingerprint.ja3.
     #[serde(default)]
     pub ja3: Option<bool>,
-    /// JA4.
+    /// The TLS inspector computes each client's JA4 fingerprint, for `%TLS_JA4_FINGERPRINT%` in access logs
+    /// (JSON field `tls_ja4_fingerprint`) and header values. Default: off.
+    /// ContourConfiguration: spec.envoy.listener.tls.fingerprint.ja4.
     #[serde(default)]
     pub ja4: Option<bool>,
 }
 
 /// `metrics:`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Metrics {
-    /// Contour's own `/metrics`.
+    /// contour-serve's own `/metrics` server. ContourConfiguration: spec.metrics.
     #[serde(default)]
     pub contour: Option<MetricsServer>,
-    /// Envoy's statistics listener.
+    /// Envoy's statistics (`/stats`, `/stats/prometheus`): on their own listener when its address or port
+    /// differs from the readiness listener's, beside `/ready` otherwise.
+    /// ContourConfiguration: spec.envoy.metrics.
     #[serde(default)]
     pub envoy: Option<MetricsServer>,
 }
 
 /// `metrics.contour` and `metrics.envoy`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsServer {
-    /// The IP address to bind.
+    /// The IP address to listen on. Default: `0.0.0.0` for `metrics.contour`; for `metrics.envoy`, the
+    /// readiness listener's (`--stats-address`, `0.0.0.0`). ContourConfiguration: spec.metrics.address,
+    /// spec.envoy.metrics.address. Flag: --http-address (`metrics.contour` only).
     #[serde(default)]
     pub address: Option<String>,
-    /// The port.
+    /// The port to listen on; 0 keeps the default. Default: `8000` for `metrics.contour`; for
+    /// `metrics.envoy`, the readiness listener's (`--stats-port`, `8002`).
+    /// ContourConfiguration: spec.metrics.port, spec.envoy.metrics.port. Flag: --http-port (`metrics.contour`
+    /// only).
     #[serde(default)]
     pub port: Option<u16>,
-    /// Serve HTTPS with this certificate...
+    /// With `server-key-path`, serves over HTTPS (TLS 1.3) with this certificate file; with only one of the
+    /// two, plain HTTP. For `metrics.contour`, contour-serve re-reads the files when they change, and the
+    /// health server (`--health-address`, `--health-port`) must have a port of its own and serves no metrics;
+    /// for `metrics.envoy`, Envoy reads them from its own file system, and a port shared with the readiness
+    /// listener stops start-up. Default: none (plain HTTP). ContourConfiguration: spec.metrics.tls.certFile,
+    /// spec.envoy.metrics.tls.certFile.
     #[serde(default, rename = "server-certificate-path")]
     pub server_certificate_path: Option<String>,
-    /// ...and this key.
+    /// The key of `server-certificate-path`. Default: none (plain HTTP).
+    /// ContourConfiguration: spec.metrics.tls.keyFile, spec.envoy.metrics.tls.keyFile.
     #[serde(default, rename = "server-key-path")]
     pub server_key_path: Option<String>,
-    /// Require client certificates signed by this CA.
+    /// Over HTTPS, scrapers must present a client certificate this CA signed. Default: none (no client
+    /// certificate asked for). ContourConfiguration: spec.metrics.tls.caFile, spec.envoy.metrics.tls.caFile.
     #[serde(default, rename = "ca-certificate-path")]
     pub ca_certificate_path: Option<String>,
 }
 
 /// An address and port (`omEnforcedHealthListener`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Address {
-    /// The IP address to bind.
+    /// The IP address to listen on. Default: `0.0.0.0`.
+    /// ContourConfiguration: spec.envoy.omEnforcedHealth.address.
     #[serde(default)]
     pub address: Option<String>,
-    /// The port.
+    /// The port to listen on; required. ContourConfiguration: spec.envoy.omEnforcedHealth.port.
     #[serde(default)]
     pub port: Option<u16>,
 }
 
 /// `listener:`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Listener {
-    /// `exact`, or empty for Envoy's default.
+    /// `exact` balances accepted connections exactly across Envoy's worker threads; empty keeps Envoy's
+    /// balancing. Default: Envoy's. ContourConfiguration: spec.envoy.listener.connectionBalancer.
     #[serde(default, rename = "connection-balancer")]
     pub connection_balancer: Option<String>,
-    /// Requests per client connection.
+    /// A client connection is closed after this many requests; 0 stops start-up. Default: unlimited.
+    /// ContourConfiguration: spec.envoy.listener.maxRequestsPerConnection.
     #[serde(default, rename = "max-requests-per-connection")]
     pub max_requests_per_connection: Option<u32>,
-    /// Buffer limit of each client connection.
+    /// The read and write buffer limit of each client connection, in bytes; 0 stops start-up.
+    /// Default: Envoy's (1 MiB). ContourConfiguration: spec.envoy.listener.per-connection-buffer-limit-bytes.
     #[serde(default, rename = "per-connection-buffer-limit-bytes")]
     pub per_connection_buffer_limit_bytes: Option<u32>,
-    /// IP socket options of accepted connections.
+    /// IP socket options of accepted connections, beside upstream's TCP keep-alive, which is always on.
+    /// ContourConfiguration: spec.envoy.listener.socketOptions.
     #[serde(default, rename = "socket-options")]
     pub socket_options: Option<SocketOptions>,
-    /// Requests Envoy handles per I/O cycle.
+    /// Requests Envoy handles per I/O cycle: the runtime key `http.max_requests_per_io_cycle`, in the runtime
+    /// layer `dynamic` served over RTDS (upstream's layer). 0 stops start-up. Default: Envoy's.
+    /// ContourConfiguration: spec.envoy.listener.maxRequestsPerIOCycle.
     #[serde(default, rename = "max-requests-per-io-cycle")]
     pub max_requests_per_io_cycle: Option<u32>,
-    /// Concurrent streams of one HTTP/2 client connection.
+    /// Concurrent streams of one HTTP/2 client connection; 0 stops start-up. Default: Envoy's.
+    /// ContourConfiguration: spec.envoy.listener.httpMaxConcurrentStreams.
     #[serde(default, rename = "http2-max-concurrent-streams")]
     pub http2_max_concurrent_streams: Option<u32>,
-    /// Connections each listener accepts at most.
+    /// Connections each traffic listener holds at most, in the same runtime layer; further ones are closed,
+    /// and 0 stops start-up. Default: unlimited.
+    /// ContourConfiguration: spec.envoy.listener.maxConnectionsPerListener.
     #[serde(default, rename = "max-connections-per-listener")]
     pub max_connections_per_listener: Option<u32>,
-    /// Connections accepted per socket event.
+    /// Connections a listener accepts per socket event; 0 stops start-up. Default: Envoy's.
+    /// ContourConfiguration: spec.envoy.listener.maxConnectionsToAcceptPerSocketEvent.
     #[serde(default, rename = "max-connections-to-accept-per-socket-event")]
     pub max_connections_to_accept_per_socket_event: Option<u32>,
-    /// HTTP/3 over QUIC (a contour-rs extension).
+    /// HTTP/3 over QUIC beside the TLS listeners' TCP, a contour-rs extension.
+    /// ContourConfiguration: spec.envoy.listener.http3.
     #[serde(default)]
     pub http3: Option<Http3>,
 }
 
 /// `listener.http3` (a contour-rs extension).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Http3 {
-    /// Every TLS-terminating virtual host serves HTTP/3 too.
+    /// Every TLS-terminating virtual host serves HTTP/3 over QUIC too, unless its own setting (HTTPProxy
+    /// `tls.http3`) says otherwise. Default: off. ContourConfiguration: spec.envoy.listener.http3.enabled.
     #[serde(default)]
     pub enabled: Option<bool>,
-    /// The UDP port `alt-svc` advertises; unset: the listener's own.
+    /// The UDP port `alt-svc` names: the port clients reach, such as a Service's 443 in front of Envoy's
+    /// 8443; 0 stops start-up. Default: the listener's own port.
+    /// ContourConfiguration: spec.envoy.listener.http3.advertisedPort.
     #[serde(default, rename = "advertised-port")]
     pub advertised_port: Option<u16>,
 }
 
 /// `listener.socket-options`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SocketOptions {
-    /// IPv4 TOS (0–255; 0 leaves it alone).
+    /// The IPv4 type of service (IP_TOS) of accepted connections, 0-255; 0 leaves it alone, and a value
+    /// outside stops start-up. Default: unset. ContourConfiguration: spec.envoy.listener.socketOptions.tos.
     #[serde(default)]
     pub tos: Option<i32>,
-    /// IPv6 traffic class (0–255; 0 leaves it alone).
+    /// The IPv6 traffic class (IPV6_TCLASS) of accepted connections, 0-255; 0 leaves it alone, and a value
+    /// outside stops start-up. Default: unset.
+    /// ContourConfiguration: spec.envoy.listener.socketOptions.trafficClass.
     #[serde(default, rename = "traffic-class")]
     pub traffic_class: Option<i32>,
 }
 
 /// `network:`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
-    /// Trusted proxy hops in X-Forwarded-For.
+    /// The number of proxies in front of Envoy whose X-Forwarded-For entries are trusted: the client's
+    /// address is the entry before theirs. Default: `0`.
+    /// ContourConfiguration: spec.envoy.network.numTrustedHops.
     #[serde(default, rename = "num-trusted-hops")]
     pub num_trusted_hops: Option<u32>,
-    /// Envoy's admin port (9001).
+    /// The port of Envoy's read-only admin listener, on loopback. Default: `9001`.
+    /// ContourConfiguration: spec.envoy.network.adminPort.
     #[serde(default, rename = "admin-port")]
     pub admin_port: Option<u16>,
-    /// Strip a trailing dot from hosts.
+    /// Removes a trailing dot from the host before routing, so `www.example.com.` routes as
+    /// `www.example.com`. Default: `false`. ContourConfiguration: spec.envoy.network.stripTrailingHostDot.
     #[serde(default, rename = "strip-trailing-host-dot")]
     pub strip_trailing_host_dot: Option<bool>,
 }
