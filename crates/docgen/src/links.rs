@@ -6,24 +6,27 @@ use std::path::{Path, PathBuf};
 
 /// Every broken link under the book's source directory `src`, as `file: link (why)`.
 pub fn broken(src: &Path) -> Vec<String> {
+    markdown_files(src).iter().flat_map(|file| broken_in(file, src)).collect()
+}
+
+/// Every broken link of one Markdown file, shown by its path from `base`.
+pub fn broken_in(file: &Path, base: &Path) -> Vec<String> {
     let mut problems = Vec::new();
-    for file in markdown_files(src) {
-        let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        let dir = file.parent().unwrap_or(src);
-        for link in links(&text) {
-            if link.contains("://") || link.starts_with("mailto:") {
-                continue;
-            }
-            let (path, anchor) = link.split_once('#').unwrap_or((&link, ""));
-            let target = if path.is_empty() { file.clone() } else { dir.join(path) };
-            let shown = file.strip_prefix(src).unwrap_or(&file).display();
-            if !target.exists() {
-                problems.push(format!("{shown}: {link} (no such file)"));
-            } else if !anchor.is_empty() && target.extension().is_some_and(|e| e == "md") {
-                let ids = std::fs::read_to_string(&target).map(|t| heading_ids(&t)).unwrap_or_default();
-                if !ids.contains(anchor) {
-                    problems.push(format!("{shown}: {link} (no heading with that id)"));
-                }
+    let Ok(text) = std::fs::read_to_string(file) else { return vec![format!("{}: unreadable", file.display())] };
+    let dir = file.parent().unwrap_or(base);
+    let shown = file.strip_prefix(base).unwrap_or(file).display();
+    for link in links(&text) {
+        if link.contains("://") || link.starts_with("mailto:") {
+            continue;
+        }
+        let (path, anchor) = link.split_once('#').unwrap_or((&link, ""));
+        let target = if path.is_empty() { file.to_path_buf() } else { dir.join(path) };
+        if !target.exists() {
+            problems.push(format!("{shown}: {link} (no such file)"));
+        } else if !anchor.is_empty() && target.extension().is_some_and(|e| e == "md") {
+            let ids = std::fs::read_to_string(&target).map(|t| heading_ids(&t)).unwrap_or_default();
+            if !ids.contains(anchor) {
+                problems.push(format!("{shown}: {link} (no heading with that id)"));
             }
         }
     }

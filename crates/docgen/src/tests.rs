@@ -31,6 +31,14 @@ fn every_link_in_the_book_leads_somewhere() {
 }
 
 #[test]
+fn every_link_in_the_readme_and_changelog_leads_somewhere() {
+    let root = crate::book_src().join("../..");
+    let broken: Vec<String> =
+        ["README.md", "CHANGELOG.md"].iter().flat_map(|f| crate::links::broken_in(&root.join(f), &root)).collect();
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
 fn every_chapter_in_the_summary_exists() {
     let src = crate::book_src();
     let summary = std::fs::read_to_string(src.join("SUMMARY.md")).expect("docs/src/SUMMARY.md");
