@@ -39,6 +39,7 @@ mod apps;
 mod contour;
 mod envoy_gateway;
 mod floor;
+mod report;
 mod table;
 
 use apps::{NAMESPACE, Routes, app, create, endpoint_slice, host, resource};
@@ -205,6 +206,10 @@ struct Args {
     /// Ours alone, whatever else is given (the 50k runs).
     #[arg(long)]
     ours_only: bool,
+    /// Also write each size's medians as JSON and, with another controller, a chart of the ratios
+    /// (SVG), into this directory (`httproute-1000.json`, `httproute-1000.svg`, ...).
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 fn seconds(text: &str) -> Result<Duration, String> {
@@ -284,6 +289,12 @@ async fn main() -> anyhow::Result<()> {
                 results.push((c.label, runs));
             }
             print_table(n, routes, &args, &results);
+            if let Some(dir) = &args.report {
+                let labels: Vec<&str> = results.iter().map(|(l, _)| *l).collect();
+                let title = format!("N = {n} {}s", routes.kind());
+                let name = format!("{}-{n}", routes.kind().to_lowercase());
+                report::write(dir, &name, &title, &labels, &table::rows(routes, &results))?;
+            }
         }
     }
     Ok(())

@@ -18,9 +18,17 @@ fn secs(d: &Option<Duration>) -> f64 {
     d.map_or(f64::INFINITY, |d| d.as_secs_f64())
 }
 
-pub fn print_table(n: usize, routes: crate::Routes, args: &Args, results: &[(&str, Vec<Figures>)]) {
-    type Row = (&'static str, fn(&Figures) -> f64, &'static str);
-    let rows: Vec<Row> = vec![
+/// One measure's medians, one per controller (ours first); `None` when every run timed out.
+pub struct Row {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub medians: Vec<Option<f64>>,
+}
+
+/// The measures the tables print, with each controller's median.
+pub fn rows(routes: crate::Routes, results: &[(&str, Vec<Figures>)]) -> Vec<Row> {
+    type Measure = (&'static str, fn(&Figures) -> f64, &'static str);
+    let measures: Vec<Measure> = vec![
         ("start → the last route served", |f| secs(&f.served), "s"),
         (routes.accepted(), |f| secs(&f.all_valid), "s"),
         ("floor: a bare client lists every object of the kinds watched", |f| f.list.as_secs_f64(), "s"),
@@ -64,6 +72,17 @@ pub fn print_table(n: usize, routes: crate::Routes, args: &Args, results: &[(&st
         ("controller CPU while idle", |f| f.idle_cpu, "s"),
         ("peak RSS over the whole run", |f| f.peak_rss, "MiB"),
     ];
+    measures
+        .into_iter()
+        .map(|(name, get, unit)| Row {
+            name,
+            unit,
+            medians: results.iter().map(|(_, runs)| median(runs.iter().map(get).collect())).collect(),
+        })
+        .collect()
+}
+
+pub fn print_table(n: usize, routes: crate::Routes, args: &Args, results: &[(&str, Vec<Figures>)]) {
     println!();
     println!(
         "N = {n} apps (Service + EndpointSlice + {}); medians of {} run(s); {} new apps, {} EndpointSlice changes, {} s idle; timed out: not within {} s (start) or {} s (a change)",
@@ -89,9 +108,7 @@ pub fn print_table(n: usize, routes: crate::Routes, args: &Args, results: &[(&st
         rule.push_str("---|");
     }
     println!("{header}\n{rule}");
-    for (name, get, unit) in rows {
-        let medians: Vec<Option<f64>> =
-            results.iter().map(|(_, runs)| median(runs.iter().map(get).collect())).collect();
+    for Row { name, unit, medians } in rows(routes, results) {
         let mut line = format!("| {name} |");
         for m in &medians {
             line.push_str(&match m {
