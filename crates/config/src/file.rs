@@ -206,9 +206,9 @@ pub enum AccessLogFormat {
 pub enum AccessLogLevel {
     /// Every request.
     Info,
-    /// Responses with status ≥ 400.
+    /// Responses with status ≥ 300, or with an Envoy response flag.
     Error,
-    /// Responses with status ≥ 500.
+    /// Responses with status ≥ 500, or with an Envoy response flag.
     Critical,
     /// None.
     Disabled,
