@@ -4,10 +4,14 @@
 //! start-up with a message naming the key. Keys whose feature does not exist yet are accepted
 //! and kept, so existing files load unchanged.
 
+mod cluster;
 mod file;
+mod listener;
 mod services;
 
+pub use cluster::*;
 pub use file::*;
+pub use listener::*;
 pub use services::*;
 
 /// Why the configuration cannot be used.
