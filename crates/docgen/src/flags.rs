@@ -6,7 +6,7 @@ use std::process::Command;
 use crate::{Error, GENERATED};
 
 /// The binaries the book documents, each with the argument lists whose help it shows.
-pub const BINARIES: &[(&str, &[&[&str]])] = &[
+pub(crate) const BINARIES: &[(&str, &[&[&str]])] = &[
     ("contour", &[&["--help"]]),
     ("contour-serve", &[&["--help"]]),
     ("contour-bootstrap", &[&["--help"]]),

@@ -17,8 +17,6 @@ mod table;
 
 use std::path::{Path, PathBuf};
 
-pub use flags::BINARIES;
-
 /// A generated page of the book.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page {
