@@ -45,12 +45,22 @@ teardown() {
       printf '==> the last lines of %s\n' "$(basename "$f")" >&2
       tail -n 15 "$f" >&2
     done
+    # What failed, and the runner's own summary (failure_summary, when it defines one), last:
+    # CI shows the end of the output.
+    [ ! -s "$WORK/why" ] || log "failed: $(cat "$WORK/why")"
+    if declare -F failure_summary >/dev/null; then failure_summary >&2 || true; fi
     log "logs kept in $FAILURE_LOGS (not committed)"
   fi
   rm -rf "$WORK"
   exit "$rc"
 }
 trap teardown EXIT INT TERM
+# As common.sh's, and the reason is repeated at the end of a failed run's output.
+die() {
+  log "$*"
+  printf '%s\n' "$*" >"$WORK/why"
+  exit 2
+}
 start() {
   local name="$1"; shift
   "$@" >"$WORK/logs/$name.log" 2>&1 &
@@ -63,6 +73,7 @@ wait_for() {
     sleep 0.5
   done
   log "timed out waiting for $what; last log lines:"
+  printf 'timed out waiting for %s\n' "$what" >"$WORK/why"
   tail -n 20 "$WORK"/logs/*.log >&2 || true
   return 1
 }
@@ -70,6 +81,8 @@ wait_for() {
 # The local cluster: certificates, etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, the kwok node and the pod runner.
 local_cluster() {
+  # A failed run's logs are the last failure's alone.
+  [ -z "${FAILURE_LOGS:-}" ] || rm -rf "$FAILURE_LOGS"
   # --- certificates -------------------------------------------------------------------------------
   log "certificates"
   (

@@ -11,7 +11,7 @@ use rustls::server::WebPkiClientVerifier;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::PeerStream;
 
@@ -136,6 +136,15 @@ pub fn accept(listener: TcpListener, tls: Arc<Reloading>) -> mpsc::Receiver<Resu
             }
             let (sender, acceptor) = (tx.clone(), TlsAcceptor::from(tls.config()));
             tokio::spawn(async move {
+                // A TCP probe (upstream's manifest checks the xDS port's readiness that way every
+                // 10 s) connects and closes without a byte: not a failed handshake.
+                let mut first = [0u8; 1];
+                if let Ok(Ok(0)) =
+                    tokio::time::timeout(std::time::Duration::from_secs(10), stream.peek(&mut first)).await
+                {
+                    debug!(%peer, "connection closed before a TLS handshake began (a TCP probe)");
+                    return;
+                }
                 match tokio::time::timeout(std::time::Duration::from_secs(10), acceptor.accept(stream)).await {
                     Ok(Ok(stream)) => {
                         let _ = sender.send(Ok(PeerStream::new(stream))).await;

@@ -137,6 +137,7 @@ pub async fn run(shared: Arc<Shared>, pod: Pod, mut stop: watch::Receiver<Option
             let _ = stop.wait_for(Option::is_some).await;
         }
         terminate(&name, running, &mut stop).await;
+        crate::ports::pod_stopped(running.address);
         if let Some(p) = port_forward {
             p.abort();
         }
