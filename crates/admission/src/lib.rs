@@ -12,7 +12,7 @@ mod server;
 
 use std::sync::Arc;
 
-use ir::{Diagnostic, Severity};
+use ir::{Diagnostic, Severity, reason};
 use objects::{Kind, Object, Snapshot};
 
 pub use server::{Counters, serve};
@@ -21,26 +21,26 @@ pub use server::{Counters, serve};
 /// the object is then partly served until it does. The change is allowed, with a warning.
 const REFERENCE_REASONS: &[&str] = &[
     // HTTPProxy and ExtensionService.
-    "ServiceUnresolvedReference",
-    "ServiceNotFound",
-    "IncludeNotFound",
-    "ExtensionServiceNotFound",
-    "SecretNotValid",
-    "DelegationNotPermitted",
-    "CACertificateNotDelegated",
-    "FallbackNotDelegated",
-    "RemoteJWKSCACertificateNotDelegated",
-    "OIDCClientSecretInvalid",
-    "ErrorPageInvalid",
+    reason::SERVICE_UNRESOLVED_REFERENCE,
+    reason::SERVICE_NOT_FOUND,
+    reason::INCLUDE_NOT_FOUND,
+    reason::EXTENSION_SERVICE_NOT_FOUND,
+    reason::SECRET_NOT_VALID,
+    reason::DELEGATION_NOT_PERMITTED,
+    reason::CA_CERTIFICATE_NOT_DELEGATED,
+    reason::FALLBACK_NOT_DELEGATED,
+    reason::REMOTE_JWKS_CA_CERTIFICATE_NOT_DELEGATED,
+    reason::OIDC_CLIENT_SECRET_INVALID,
+    reason::ERROR_PAGE_INVALID,
     // Gateway API.
-    "BackendNotFound",
-    "RefNotPermitted",
-    "InvalidCertificateRef",
-    "InvalidCACertificateRef",
-    "InvalidClientCertificateRef",
-    "NoValidCACertificate",
-    "TargetNotFound",
-    "NotAllowedByListeners",
+    reason::BACKEND_NOT_FOUND,
+    reason::REF_NOT_PERMITTED,
+    reason::INVALID_CERTIFICATE_REF,
+    reason::INVALID_CA_CERTIFICATE_REF,
+    reason::INVALID_CLIENT_CERTIFICATE_REF,
+    reason::NO_VALID_CA_CERTIFICATE,
+    reason::TARGET_NOT_FOUND,
+    reason::NOT_ALLOWED_BY_LISTENERS,
 ];
 
 /// Condition types whose errors say how the object is used rather than what is wrong with it
@@ -224,7 +224,7 @@ pub fn review(judge: &mut Judge, snapshot: &Arc<Snapshot>, body: &[u8]) -> serde
     let verdict = judge_request(judge, snapshot, request);
     let mut response = serde_json::json!({"uid": request["uid"], "allowed": verdict.allowed});
     if !verdict.allowed {
-        response["status"] = serde_json::json!({"code": 422, "reason": "Invalid", "message": verdict.message});
+        response["status"] = serde_json::json!({"code": 422, "reason": reason::INVALID, "message": verdict.message});
     }
     if !verdict.warnings.is_empty() {
         response["warnings"] = serde_json::json!(verdict.warnings);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use ir::{
     Backend, BackendTarget, Diagnostic, HeaderModifier, HttpFilter, Ir, Origin, Protocol, Severity, TlsMode,
-    UpstreamProtocol,
+    UpstreamProtocol, reason,
 };
 use objects::{Kind, ObjectKey, Reads, Snapshot};
 
@@ -310,7 +310,7 @@ impl Builder<'_> {
                 None => format!("Service {}/{} does not exist", sp.namespace, sp.name),
                 Some(_) => format!("Service {}/{} has no port {}", sp.namespace, sp.name, sp.port),
             };
-            self.error(origin, field, "BackendNotFound", message);
+            self.error(origin, field, reason::BACKEND_NOT_FOUND, message);
         }
     }
 

@@ -385,7 +385,7 @@ fn rules_repeating_an_older_match_are_dropped_and_reported() {
     let dropped: Vec<(&str, &str)> = dag
         .diagnostics
         .iter()
-        .filter(|d| d.reason == ir::RULE_MATCH_CONFLICT)
+        .filter(|d| d.reason == ir::reason::RULE_MATCH_CONFLICT)
         .map(|d| (d.origin.name.as_str(), d.field.as_str()))
         .collect();
     assert_eq!(dropped.len(), 3, "{dropped:?}");

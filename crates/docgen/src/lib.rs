@@ -3,7 +3,8 @@
 //! - every binary's flags, from its own `--help` (clap's text);
 //! - every contour.yaml key, from the file's types and their doc comments;
 //! - every CRD field, from the CRDs `crates/api` generates;
-//! - every metric, from what the metrics endpoints render.
+//! - every metric, from what the metrics endpoints render;
+//! - every status reason, from the registry the code emits them from (`ir::reason`).
 //!
 //! `UPDATE_DOCS=1 cargo test -p docgen` rewrites the committed pages; the same test fails when
 //! one is stale, and another when a link in the book leads nowhere.
@@ -13,6 +14,7 @@ mod crds;
 mod flags;
 pub mod links;
 pub mod metrics;
+mod reasons;
 mod table;
 
 use std::path::{Path, PathBuf};
@@ -51,6 +53,7 @@ pub fn pages(binary: &dyn Fn(&str) -> Option<PathBuf>) -> Result<Vec<Page>, Erro
         Page { path: "reference/configuration.md", text: config::page() },
         Page { path: "reference/crds.md", text: crds::page() },
         Page { path: "reference/metrics.md", text: metrics::page() },
+        Page { path: "reference/status-reasons.md", text: reasons::page() },
     ])
 }
 

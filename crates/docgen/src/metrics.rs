@@ -14,10 +14,40 @@ pub fn contour_serve() -> String {
         xds: xds_server::XdsServer::new(xds_server::Options::default()),
         store: store::Store::new(),
         status: Some(Arc::default()),
-        published: tokio::sync::watch::channel(None).1,
+        published: tokio::sync::watch::channel(Some(Arc::new(proxies()))).1,
         admission: Some(Arc::default()),
     };
     telemetry::render(&serve)
+}
+
+/// A build with an HTTPProxy of each state (a valid root, an invalid root, an orphaned child),
+/// so the HTTPProxy gauges render with their labels.
+fn proxies() -> controller::Published {
+    let proxy = |name: &str, vhost: &str, current_status: &'static str| {
+        Arc::new(controller::ProxyStatus {
+            key: objects::ObjectKey::new("web", name),
+            vhost: vhost.into(),
+            uid: String::new(),
+            generation: 1,
+            current_status,
+            description: String::new(),
+            valid: current_status == "valid",
+            reason: ir::reason::VALID,
+            message: String::new(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        })
+    };
+    controller::Published {
+        snapshot: Arc::default(),
+        dag: Arc::default(),
+        attached: Arc::default(),
+        proxies: Arc::new(vec![
+            proxy("app", "app.example.com", "valid"),
+            proxy("broken", "broken.example.com", "invalid"),
+            proxy("child", "", "orphaned"),
+        ]),
+    }
 }
 
 /// The metric names of a Prometheus text exposition: each one declared (`# HELP`), with or

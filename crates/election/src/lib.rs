@@ -240,7 +240,7 @@ async fn record_event(leases: Api<Lease>, o: Options) {
             resource_version: lease.as_ref().and_then(|l| l.metadata.resource_version.clone()),
             ..Default::default()
         },
-        reason: Some("LeaderElection".into()),
+        reason: Some(ir::reason::LEADER_ELECTION.into()),
         message: Some(format!("{} became leader", o.identity)),
         type_: Some("Normal".into()),
         source: Some(EventSource { component: Some(o.identity.clone()), host: None }),

@@ -22,7 +22,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use ir::{Diagnostic, Origin, Severity};
+use ir::{Diagnostic, Origin, Severity, reason};
 use objects::Snapshot;
 use objects::types::Gateway;
 
@@ -319,7 +319,7 @@ fn attachments(
         };
         let (_, fleet, sources) = &fleets[index];
         let set = (parent.kind == "ListenerSet").then(|| objects::ObjectKey::new(&parent.namespace, &parent.name));
-        let mut reason = "NoMatchingParent";
+        let mut reason = reason::NO_MATCHING_PARENT;
         let mut attached = false;
         for (l, (source, listener)) in sources.iter().zip(fleet.listeners.iter()).enumerate() {
             let spec = &source.spec;
@@ -330,12 +330,12 @@ fn attachments(
                 continue;
             }
             if !listeners::allows(snapshot, &source.namespace, spec, kind, &origin.namespace) {
-                reason = "NotAllowedByListeners";
+                reason = reason::NOT_ALLOWED_BY_LISTENERS;
                 continue;
             }
             let hostname = listener.hostname.as_deref();
             if !hostnames.is_empty() && !hostnames.iter().any(|h| ir::hostname::intersects(hostname, h)) {
-                reason = "NoMatchingListenerHostname";
+                reason = reason::NO_MATCHING_LISTENER_HOSTNAME;
                 continue;
             }
             // Listeners the front end refused (protocol, port, TLS) are kept out of the IR by the
@@ -370,7 +370,7 @@ pub(crate) fn route_hostnames<'a>(
         let h = h.to_ascii_lowercase();
         match ir::hostname::problem(&h) {
             None => out.push(h),
-            Some(message) => diagnostics.push(error(origin, format!("spec.hostnames[{i}]"), "Degraded", message)),
+            Some(message) => diagnostics.push(error(origin, format!("spec.hostnames[{i}]"), reason::DEGRADED, message)),
         }
     }
     out
@@ -412,7 +412,7 @@ pub(crate) fn checked_filter(
     match problem {
         None => Some(filter),
         Some(message) => {
-            diagnostics.push(error(origin, field, "UnsupportedValue", message));
+            diagnostics.push(error(origin, field, reason::UNSUPPORTED_VALUE, message));
             None
         }
     }

@@ -25,7 +25,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use ir::{Diagnostic, HttpRoute, HttpRule, Listener, Origin, Protocol, Severity, TlsMode};
+use ir::{Diagnostic, HttpRoute, HttpRule, Listener, Origin, Protocol, Severity, TlsMode, reason};
 use objects::types::HTTPProxy;
 use objects::{Kind, ObjectKey, Reads, Snapshot};
 
@@ -192,7 +192,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
                 claim.root = None;
                 let message = format!("fqdn {:?} is used in multiple HTTPProxies: {}", claim.fqdn, names.join(", "));
                 let field = "spec.virtualhost.fqdn";
-                error(&mut diagnostics, &claim.proxy, "VirtualHostError", field, "DuplicateVhost", message);
+                error(&mut diagnostics, &claim.proxy, "VirtualHostError", field, reason::DUPLICATE_VHOST, message);
             }
             continue;
         }
@@ -230,7 +230,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
         for (key, proxy) in claims.children.iter().filter_map(|k| snapshot.http_proxies.get_key_value(k)) {
             if unreached.contains(key) {
                 let message = "this HTTPProxy is not part of a delegation chain from a root HTTPProxy".into();
-                error(&mut diagnostics, proxy, "Orphaned", "metadata", "Orphaned", message);
+                error(&mut diagnostics, proxy, "Orphaned", "metadata", reason::ORPHANED, message);
             }
         }
     }
@@ -361,12 +361,18 @@ impl<'a> Translator<'a> {
         let vhost = spec.virtualhost.as_ref().expect("roots have a virtual host");
         if fqdn.is_empty() {
             let message = "Spec.VirtualHost.Fqdn must be specified".into();
-            return self.error(&origin, "VirtualHostError", "spec.virtualhost.fqdn", "FQDNNotSpecified", message);
+            return self.error(
+                &origin,
+                "VirtualHostError",
+                "spec.virtualhost.fqdn",
+                reason::FQDN_NOT_SPECIFIED,
+                message,
+            );
         }
         if !valid_fqdn(fqdn) {
             let message =
                 format!("Spec.VirtualHost.Fqdn {fqdn:?} is not a valid DNS name (a leading \"*.\" is allowed)");
-            return self.error(&origin, "VirtualHostError", "spec.virtualhost.fqdn", "FQDNNotValid", message);
+            return self.error(&origin, "VirtualHostError", "spec.virtualhost.fqdn", reason::FQDN_NOT_VALID, message);
         }
         let roots = &self.options.root_namespaces;
         if !roots.is_empty() && !roots.contains(&key.namespace) {
@@ -375,7 +381,7 @@ impl<'a> Translator<'a> {
                 &origin,
                 "RootNamespaceError",
                 "metadata.namespace",
-                "RootProxyNotAllowedInNamespace",
+                reason::ROOT_PROXY_NOT_ALLOWED_IN_NAMESPACE,
                 message,
             );
         }
@@ -385,7 +391,7 @@ impl<'a> Translator<'a> {
             && spec.tcpproxy.is_none()
         {
             let message = "HTTPProxy.Spec must have at least one Route, Include, or a TCPProxy".into();
-            return self.error(&origin, "SpecError", "spec", "NothingDefined", message);
+            return self.error(&origin, "SpecError", "spec", reason::NOTHING_DEFINED, message);
         }
         let Ok(()) = auth::require_tls(self, &origin, vhost) else { return };
         let Ok(()) = jwt::require_tls(self, &origin, vhost) else { return };
@@ -402,7 +408,7 @@ impl<'a> Translator<'a> {
         if oidc.is_some() && spec.tcpproxy.is_some() {
             // The TCP proxy would forward every connection without the login.
             let message = "Spec.VirtualHost.OIDC cannot be combined with Spec.TCPProxy".into();
-            return self.error(&origin, "OIDCError", "spec.virtualhost.oidc", "OIDCNotPermitted", message);
+            return self.error(&origin, "OIDCError", "spec.virtualhost.oidc", reason::OIDC_NOT_PERMITTED, message);
         }
         self.oidc = oidc.is_some();
         // Only the TLS side checks requests, as upstream: its connection manager has the filters.
@@ -421,7 +427,7 @@ impl<'a> Translator<'a> {
             let Some(tls) = &tls else {
                 let message =
                     "Spec.TCPProxy requires that either Spec.TLS.Passthrough or Spec.TLS.SecretName be set".into();
-                return self.error(&origin, "TCPProxyError", "spec.tcpproxy", "TLSMustBeConfigured", message);
+                return self.error(&origin, "TCPProxyError", "spec.tcpproxy", reason::TLS_MUST_BE_CONFIGURED, message);
             };
             let Ok(listener) = services::tcp_proxy(self, proxy, &origin, tcp, tls, fqdn) else { return };
             self.out.secure.extend(listener);
@@ -505,14 +511,14 @@ impl Translator<'_> {
             let message =
                 "Spec.VirtualHost.IPAllowFilterPolicy and Spec.VirtualHost.IPDenyFilterPolicy cannot both be defined"
                     .into();
-            self.error(origin, "IPFilterError", "spec.virtualhost", "IncompatibleIPAddressFilters", message);
+            self.error(origin, "IPFilterError", "spec.virtualhost", reason::INCOMPATIBLE_IP_ADDRESS_FILTERS, message);
             return Err(());
         }
         let cors = match vhost.cors_policy.as_deref().map(filters::cors).transpose() {
             Ok(c) => c,
             Err(e) => {
                 let message = format!("Spec.VirtualHost.CORSPolicy: {e}");
-                self.error(origin, "CORSError", "spec.virtualhost.corsPolicy", "PolicyDidNotParse", message);
+                self.error(origin, "CORSError", "spec.virtualhost.corsPolicy", reason::POLICY_DID_NOT_PARSE, message);
                 return Err(());
             }
         };
@@ -522,7 +528,7 @@ impl Translator<'_> {
             Err(e) => {
                 let message = format!("Spec.VirtualHost.RateLimitPolicy is invalid: {e}");
                 let field = "spec.virtualhost.rateLimitPolicy";
-                self.error(origin, "VirtualHostError", field, "RateLimitPolicyNotValid", message);
+                self.error(origin, "VirtualHostError", field, reason::RATE_LIMIT_POLICY_NOT_VALID, message);
                 return Err(());
             }
         };
@@ -538,7 +544,7 @@ impl Translator<'_> {
                     Err(e) => {
                         let message = format!("Default Global RateLimit Policy is invalid: {e}");
                         let field = "spec.virtualhost.rateLimitPolicy";
-                        self.error(origin, "VirtualHostError", field, "RateLimitPolicyNotValid", message);
+                        self.error(origin, "VirtualHostError", field, reason::RATE_LIMIT_POLICY_NOT_VALID, message);
                         return Err(());
                     }
                 }
@@ -546,7 +552,7 @@ impl Translator<'_> {
             Err(e) => {
                 let message = format!("Spec.VirtualHost.RateLimitPolicy is invalid: {e}");
                 let field = "spec.virtualhost.rateLimitPolicy";
-                self.error(origin, "VirtualHostError", field, "RateLimitPolicyNotValid", message);
+                self.error(origin, "VirtualHostError", field, reason::RATE_LIMIT_POLICY_NOT_VALID, message);
                 return Err(());
             }
         };

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use ir::{
     Backend, BackendTarget, Diagnostic, HttpMatch, HttpRoute, HttpRule, Listener, ListenerTls, ObjectRef, Origin,
-    PathMatch, Protocol, RetryPolicy, RoutePolicy, ServicePort, Severity, TlsMode, TlsVersion,
+    PathMatch, Protocol, RetryPolicy, RoutePolicy, ServicePort, Severity, TlsMode, TlsVersion, reason,
 };
 use objects::types::{Ingress, IngressClass};
 use objects::{ObjectKey, Snapshot};
@@ -317,7 +317,7 @@ fn tls_hosts(
         let field = format!("spec.tls[{i}].secretName");
         if !delegation::permitted(snapshot, namespace, name, &origin.namespace) {
             let message = format!("Secret {namespace}/{name}: certificate delegation not permitted");
-            diagnostics.push(error(origin, field, "DelegationNotPermitted", message));
+            diagnostics.push(error(origin, field, reason::DELEGATION_NOT_PERMITTED, message));
             continue;
         }
         let secret = snapshot.secrets.get(&ObjectKey::new(namespace, name));
@@ -325,7 +325,7 @@ fn tls_hosts(
             diagnostics.push(error(
                 origin,
                 field,
-                "SecretNotValid",
+                reason::SECRET_NOT_VALID,
                 format!("Secret {namespace}/{name} is invalid: {e}"),
             ));
             continue;
@@ -356,7 +356,7 @@ fn path_match(
         _ if path.contains(['^', '+', '*', '[', ']', '%']) => match crate::shared::regex::check_regex(path.into()) {
             Ok(regex) => PathMatch::Regex(regex),
             Err(e) => {
-                diagnostics.push(error(origin, format!("{field}.path"), "InvalidPath", e));
+                diagnostics.push(error(origin, format!("{field}.path"), reason::INVALID_PATH, e));
                 return None;
             }
         },
@@ -364,7 +364,7 @@ fn path_match(
     };
     if !matches!(path, PathMatch::Regex(_)) && !path_text(&path).starts_with('/') {
         let message = format!("path {:?} must start with /", path_text(&path));
-        diagnostics.push(error(origin, format!("{field}.path"), "InvalidPath", message));
+        diagnostics.push(error(origin, format!("{field}.path"), reason::INVALID_PATH, message));
         return None;
     }
     Some(HttpMatch { path, ..HttpMatch::default() })
@@ -387,13 +387,18 @@ fn backend_of(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Backend> {
     let Some(service) = &backend.service else {
-        diagnostics.push(error(origin, field, "UnsupportedBackend", "only Service backends are supported".into()));
+        diagnostics.push(error(
+            origin,
+            field,
+            reason::UNSUPPORTED_BACKEND,
+            "only Service backends are supported".into(),
+        ));
         return None;
     };
     let name = &service.name;
     let Some(object) = snapshot.services.get(&ObjectKey::new(&origin.namespace, name)) else {
         let message = format!("Service {}/{name} does not exist", origin.namespace);
-        diagnostics.push(error(origin, field, "ServiceNotFound", message));
+        diagnostics.push(error(origin, field, reason::SERVICE_NOT_FOUND, message));
         return None;
     };
     let ports = object.spec.as_ref().and_then(|s| s.ports.as_ref());
@@ -405,7 +410,7 @@ fn backend_of(
     });
     let Some(port) = port.and_then(|p| u16::try_from(p.port).ok()) else {
         let message = format!("Service {}/{name} has no such port", origin.namespace);
-        diagnostics.push(error(origin, format!("{field}.service.port"), "ServicePortInvalid", message));
+        diagnostics.push(error(origin, format!("{field}.service.port"), reason::SERVICE_PORT_INVALID, message));
         return None;
     };
     // The global header policy, when it applies to Ingress (`applyToIngress`); checked at start-up.
@@ -434,6 +439,6 @@ fn error(origin: &Origin, field: String, reason: &'static str, message: String) 
 }
 
 fn warning(origin: &Origin, field: String, message: String) -> Diagnostic {
-    let reason = "InvalidAnnotation";
+    let reason = reason::INVALID_ANNOTATION;
     Diagnostic { origin: origin.clone(), severity: Severity::Warning, condition: "", field, reason, message }
 }

@@ -2,10 +2,6 @@
 
 use crate::Origin;
 
-/// The reason of a Gateway API rule dropped because a match of it repeats an older rule's on
-/// the same virtual host (upstream Contour's): the DAG finds it, the route status reports it.
-pub const RULE_MATCH_CONFLICT: &str = "RuleMatchConflict";
-
 /// How bad a problem is.
 #[derive(Debug, serde::Serialize, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
@@ -27,7 +23,8 @@ pub struct Diagnostic {
     pub condition: &'static str,
     /// The field path, such as `spec.rules[0].backendRefs[1]`.
     pub field: String,
-    /// A machine-readable reason, in the vocabulary of the object's API (such as `BackendNotFound`).
+    /// A machine-readable reason, in the vocabulary of the object's API: one of [`crate::reason`]
+    /// (such as [`crate::reason::BACKEND_NOT_FOUND`]).
     pub reason: &'static str,
     /// A human-readable message.
     pub message: String,

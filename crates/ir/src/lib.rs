@@ -7,8 +7,9 @@ mod diagnostic;
 pub mod hostname;
 mod http;
 mod policy;
+pub mod reason;
 
-pub use diagnostic::{Diagnostic, RULE_MATCH_CONFLICT, Severity};
+pub use diagnostic::{Diagnostic, Severity};
 pub use http::{
     HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRoute, HttpRule, MAX_HEADER_BYTES, MAX_HEADER_CHANGES,
     MAX_QUERY_NAME_BYTES, PathMatch, PathModifier, QueryMatch, Redirect, RequestMirror, StringMatch, UrlRewrite,

@@ -1,6 +1,7 @@
 //! GatewayClass status: Accepted (unless its parameters are wrong), SupportedVersion, and the
 //! features we claim.
 
+use ir::reason;
 use serde_json::{Value, json};
 
 /// The group and kind a GatewayClass's `parametersRef` may name (upstream Contour's).
@@ -40,12 +41,12 @@ pub fn parameters_ref(
 /// The status we want on `class`, without transition times (see [`with_transition_times`]).
 pub fn desired(generation: i64, parameters: &Parameters, supported: &[String]) -> Value {
     let accepted = match parameters {
-        Parameters::Invalid(message) => cond("Accepted", false, "InvalidParameters", message, generation),
+        Parameters::Invalid(message) => cond("Accepted", false, reason::INVALID_PARAMETERS, message, generation),
         Parameters::None | Parameters::Found => {
-            cond("Accepted", true, "Accepted", "GatewayClass accepted by contour-rs", generation)
+            cond("Accepted", true, reason::ACCEPTED, "GatewayClass accepted by contour-rs", generation)
         }
     };
-    let version = cond("SupportedVersion", true, "SupportedVersion", "Gateway API v1 is supported", generation);
+    let version = cond("SupportedVersion", true, reason::SUPPORTED_VERSION, "Gateway API v1 is supported", generation);
     json!({
         "conditions": [accepted, version],
         "supportedFeatures": supported.iter().map(|f| json!({"name": f})).collect::<Vec<_>>(),

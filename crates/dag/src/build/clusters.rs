@@ -19,7 +19,7 @@ impl<'a> Builder<'a> {
             self.error(
                 origin,
                 field,
-                "BackendNotFound",
+                reason::BACKEND_NOT_FOUND,
                 format!("Service {}/{} does not exist", sp.namespace, sp.name),
             );
             return None;
@@ -28,7 +28,12 @@ impl<'a> Builder<'a> {
         let external_name = match objects::services::external_name(service, self.cache.options.external_names) {
             Ok(name) => name,
             Err(why) => {
-                self.error(origin, field, "UnsupportedValue", format!("Service {}/{} {why}", sp.namespace, sp.name));
+                self.error(
+                    origin,
+                    field,
+                    reason::UNSUPPORTED_VALUE,
+                    format!("Service {}/{} {why}", sp.namespace, sp.name),
+                );
                 return None;
             }
         };
@@ -40,7 +45,7 @@ impl<'a> Builder<'a> {
             self.error(
                 origin,
                 field,
-                "BackendNotFound",
+                reason::BACKEND_NOT_FOUND,
                 format!("Service {}/{} has no port {}", sp.namespace, sp.name, sp.port),
             );
             return None;
@@ -73,7 +78,12 @@ impl<'a> Builder<'a> {
             None => None,
             Some(v) => {
                 let Some(bundle) = self.ca_bundle(&v.ca, v.ca_kind) else {
-                    self.error(origin, field, "TLSUpstreamValidation", format!("{} has no PEM CA", ca_source(v)));
+                    self.error(
+                        origin,
+                        field,
+                        reason::TLS_UPSTREAM_VALIDATION,
+                        format!("{} has no PEM CA", ca_source(v)),
+                    );
                     return None;
                 };
                 let key = bundle.name.clone();
@@ -164,7 +174,12 @@ impl<'a> Builder<'a> {
                 // Envoy resolves an ExternalName itself, one name per cluster: it cannot be one
                 // weighted locality among others.
                 let message = format!("Service {}/{} is an ExternalName Service", sp.namespace, sp.name);
-                self.error(&route.origin, field, "InvalidKind", format!("{message}, which a UDPRoute cannot use"));
+                self.error(
+                    &route.origin,
+                    field,
+                    reason::INVALID_KIND,
+                    format!("{message}, which a UDPRoute cannot use"),
+                );
                 continue;
             }
             if backend.weight > 0 {

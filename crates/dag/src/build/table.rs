@@ -235,7 +235,7 @@ impl Builder<'_> {
                 severity: Severity::Error,
                 condition: "",
                 field: format!("spec.rules[{}]", c.rule.1),
-                reason: ir::RULE_MATCH_CONFLICT,
+                reason: ir::reason::RULE_MATCH_CONFLICT,
                 message: format!(
                     "dropped from host {:?}: a match repeats one of {} {}/{} spec.rules[{}], which takes precedence",
                     hostname, kept.origin.kind, kept.origin.namespace, kept.origin.name, c.kept.1

@@ -76,7 +76,7 @@ impl Builder<'_> {
                             self.error(
                                 &route.origin,
                                 "spec.hostnames".into(),
-                                "HostnameConflict",
+                                reason::HOSTNAME_CONFLICT,
                                 format!("SNI {key:?} on port {port} is served by another route"),
                             );
                             continue;
@@ -158,7 +158,7 @@ impl Builder<'_> {
                         self.error(
                             origin,
                             format!("spec.listeners[{index}].tls.certificateRefs[{i}]"),
-                            "InvalidCertificateRef",
+                            reason::INVALID_CERTIFICATE_REF,
                             format!("Secret {name}: {why}"),
                         );
                     }

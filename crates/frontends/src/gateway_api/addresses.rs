@@ -9,6 +9,7 @@
 
 use std::net::IpAddr;
 
+use ir::reason;
 use objects::gateway::AddressRequest;
 use objects::{ObjectKey, Snapshot};
 
@@ -80,7 +81,8 @@ fn decide(
     let untagged = |(type_, value): (&'static str, String)| StatusAddress { type_, value, routability: String::new() };
     if requests.is_empty() {
         let addresses: Vec<StatusAddress> = offered.into_iter().map(untagged).collect();
-        let assigned = (!addresses.is_empty()).then(|| (true, "AddressesAssigned", "Addresses assigned".to_string()));
+        let assigned =
+            (!addresses.is_empty()).then(|| (true, reason::ADDRESSES_ASSIGNED, "Addresses assigned".to_string()));
         return Assignment { addresses, assigned };
     }
     let scoped = requests.iter().any(|r| r.routability.is_some());
@@ -137,7 +139,7 @@ fn decide(
     };
     let definitive = unmet.iter().any(|(_, u)| matches!(u, Unmet::Unsupported(_)));
     let assigned = if unmet.is_empty() {
-        Some((true, "AddressesAssigned", "Addresses assigned".to_string()))
+        Some((true, reason::ADDRESSES_ASSIGNED, "Addresses assigned".to_string()))
     } else if satisfied == 0 && !definitive {
         None
     } else {
@@ -149,7 +151,7 @@ fn decide(
             })
             .collect::<Vec<_>>()
             .join("; ");
-        let reason = if satisfied == 0 { "NotAssigned" } else { "PartiallyAssigned" };
+        let reason = if satisfied == 0 { reason::NOT_ASSIGNED } else { reason::PARTIALLY_ASSIGNED };
         Some((false, reason, message))
     };
     Assignment { addresses, assigned }

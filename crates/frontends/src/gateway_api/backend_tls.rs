@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use ir::{BackendTls, BackendTlsPolicy, CaKind, ObjectRef, UpstreamValidation};
+use ir::{BackendTls, BackendTlsPolicy, CaKind, ObjectRef, UpstreamValidation, reason};
 use objects::types::BackendTLSPolicy;
 use objects::{ObjectKey, Snapshot};
 
@@ -74,13 +74,13 @@ pub fn evaluate(snapshot: &Snapshot) -> Evaluation {
         if conflicted {
             // One policy per target: a policy that loses any of its targets applies to none.
             let message = "an older BackendTLSPolicy targets the same Service and section".to_string();
-            verdict.accepted = (false, "Conflicted", message);
+            verdict.accepted = (false, reason::CONFLICTED, message);
             out.verdicts.insert(key.clone(), verdict);
             continue;
         }
         if targets.is_empty() {
             let message = missing_port.unwrap_or_else(|| "no targetRef names a core Service".to_string());
-            verdict.accepted = (false, "TargetNotFound", message);
+            verdict.accepted = (false, reason::TARGET_NOT_FOUND, message);
             out.verdicts.insert(key.clone(), verdict);
             continue;
         }
@@ -116,18 +116,18 @@ fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -
             CaCertificate::Unusable => {
                 let at = refs::ca_location(&r.kind);
                 let message = format!("{field}: {} {} has no PEM CA certificate {at}", r.kind, r.name);
-                problem.get_or_insert(("InvalidCACertificateRef", message));
+                problem.get_or_insert((reason::INVALID_CA_CERTIFICATE_REF, message));
             }
             CaCertificate::WrongKind => {
                 let message = format!("{field}: {}/{} is not {}", r.group, r.kind, refs::CA_KINDS);
-                problem.get_or_insert(("InvalidKind", message));
+                problem.get_or_insert((reason::INVALID_KIND, message));
             }
         }
     }
-    let accepted = (true, "Accepted", "Accepted".to_string());
+    let accepted = (true, reason::ACCEPTED, "Accepted".to_string());
     let resolved = match &problem {
         Some((reason, message)) => (false, *reason, message.clone()),
-        None => (true, "ResolvedRefs", "Resolved all the object references".to_string()),
+        None => (true, reason::RESOLVED_REFS, "Resolved all the object references".to_string()),
     };
     match v.well_known_ca_certificates.as_deref().filter(|_| usable.is_empty()) {
         None => {}
@@ -135,19 +135,19 @@ fn validation(snapshot: &Snapshot, key: &ObjectKey, policy: &BackendTLSPolicy) -
         Some("System") => usable.push((ObjectRef { namespace: String::new(), name: "system".into() }, CaKind::System)),
         Some(known) => {
             let message = format!("spec.validation.wellKnownCACertificates: {known:?} is not supported (only System)");
-            return (None, PolicyVerdict { accepted: (false, "Invalid", message), resolved });
+            return (None, PolicyVerdict { accepted: (false, reason::INVALID, message), resolved });
         }
     }
     // Several usable CAs: the first one verifies (Envoy takes one bundle per cluster).
     let Some((ca, ca_kind)) = usable.into_iter().next() else {
         let message = "no CA certificate reference resolves".to_string();
-        return (None, PolicyVerdict { accepted: (false, "NoValidCACertificate", message), resolved });
+        return (None, PolicyVerdict { accepted: (false, reason::NO_VALID_CA_CERTIFICATE, message), resolved });
     };
     let hostname = v.hostname.to_ascii_lowercase();
     // The server name sent (SNI), which Envoy takes only as a DNS name of at most 255 bytes.
     if let Some(problem) = ir::hostname::problem(&hostname) {
         let message = format!("spec.validation.hostname: {problem}");
-        return (None, PolicyVerdict { accepted: (false, "Invalid", message), resolved });
+        return (None, PolicyVerdict { accepted: (false, reason::INVALID, message), resolved });
     }
     use gateway_api::backendtlspolicies::BackendTlsPolicyValidationSubjectAltNamesType as SanType;
     let (mut subject_names, mut subject_uris) = (Vec::new(), Vec::new());

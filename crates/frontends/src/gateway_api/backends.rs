@@ -1,6 +1,6 @@
 //! backendRefs of any route kind into IR backends, checking kind, port and ReferenceGrants.
 
-use ir::{Backend, BackendTarget, Diagnostic, Origin, ServicePort};
+use ir::{Backend, BackendTarget, Diagnostic, Origin, ServicePort, reason};
 use objects::Snapshot;
 
 use super::{error, refs};
@@ -44,7 +44,12 @@ pub(super) fn translate(
     let invalid = Backend { target: BackendTarget::Invalid, weight, options: None };
     let (group, kind) = (r.group.unwrap_or(""), r.kind.unwrap_or("Service"));
     if !group.is_empty() || kind != "Service" {
-        diagnostics.push(error(origin, field, "InvalidKind", format!("backend kind {group}/{kind} is not supported")));
+        diagnostics.push(error(
+            origin,
+            field,
+            reason::INVALID_KIND,
+            format!("backend kind {group}/{kind} is not supported"),
+        ));
         return invalid;
     }
     let namespace = r.namespace.unwrap_or(&origin.namespace);
@@ -54,7 +59,7 @@ pub(super) fn translate(
         diagnostics.push(error(
             origin,
             field,
-            "RefNotPermitted",
+            reason::REF_NOT_PERMITTED,
             format!("no ReferenceGrant in {namespace} allows Service {}", r.name),
         ));
         return invalid;
@@ -63,7 +68,7 @@ pub(super) fn translate(
         diagnostics.push(error(
             origin,
             format!("{field}.port"),
-            "UnsupportedValue",
+            reason::UNSUPPORTED_VALUE,
             "a Service backend needs a port".into(),
         ));
         return invalid;

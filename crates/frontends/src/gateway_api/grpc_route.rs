@@ -8,7 +8,7 @@ use gateway_api::grpcroutes::{
     GrpcRouteRulesFilters, GrpcRouteRulesFiltersType as FilterType, GrpcRouteRulesMatches,
     GrpcRouteRulesMatchesHeadersType as HeaderType, GrpcRouteRulesMatchesMethodType as MethodType,
 };
-use ir::{Diagnostic, HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRule, PathMatch, StringMatch};
+use ir::{Diagnostic, HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRule, PathMatch, StringMatch, reason};
 use objects::Snapshot;
 use objects::types::GRPCRoute;
 
@@ -49,7 +49,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &GRPCRoute, diagnostics: &mu
                     diagnostics.push(error(
                         &origin,
                         format!("{field}.filters[{j}]"),
-                        "UnsupportedValue",
+                        reason::UNSUPPORTED_VALUE,
                         format!("filter type {:?} is not supported", f.r#type),
                     ));
                     broken = true;

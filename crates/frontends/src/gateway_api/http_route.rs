@@ -8,7 +8,7 @@ use gateway_api::experimental::httproutes::{
 };
 use ir::{
     Diagnostic, HeaderMatch, HeaderModifier, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, PathModifier,
-    QueryMatch, StringMatch,
+    QueryMatch, StringMatch, reason,
 };
 use objects::Snapshot;
 use objects::types::HTTPRoute;
@@ -74,7 +74,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                             diagnostics.push(error(
                                 &origin,
                                 format!("{field}.filters[{k}]"),
-                                "UnsupportedValue",
+                                reason::UNSUPPORTED_VALUE,
                                 message,
                             ));
                             continue;
@@ -85,7 +85,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                         Some(message) => diagnostics.push(error(
                             &origin,
                             format!("{field}.filters[{k}]"),
-                            "UnsupportedValue",
+                            reason::UNSUPPORTED_VALUE,
                             message,
                         )),
                     }
@@ -110,7 +110,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
                     diagnostics.push(error(
                         &origin,
                         format!("{field}.timeouts.{name}"),
-                        "UnsupportedValue",
+                        reason::UNSUPPORTED_VALUE,
                         format!("{d:?} is not a duration"),
                     ));
                 }
@@ -124,7 +124,7 @@ pub(super) fn translate(snapshot: &Snapshot, route: &HTTPRoute, diagnostics: &mu
             let parsed = parse_duration_ms(d);
             if parsed.is_none() {
                 let message = format!("{d:?} is not a duration");
-                diagnostics.push(error(&origin, format!("{field}.retry.backoff"), "UnsupportedValue", message));
+                diagnostics.push(error(&origin, format!("{field}.retry.backoff"), reason::UNSUPPORTED_VALUE, message));
             }
             parsed
         });
@@ -192,7 +192,12 @@ pub(super) fn rule_matches<'a>(
         match m {
             Ok(m) => matches.push(m),
             Err((sub, message)) => {
-                diagnostics.push(error(origin, format!("{field}.matches[{j}].{sub}"), "UnsupportedValue", message));
+                diagnostics.push(error(
+                    origin,
+                    format!("{field}.matches[{j}].{sub}"),
+                    reason::UNSUPPORTED_VALUE,
+                    message,
+                ));
                 *broken = true;
             }
         }
@@ -346,7 +351,7 @@ fn backend_rewrite(
             super::checked_filter(origin, field.clone(), HttpFilter::UrlRewrite(first.clone()), filters, diagnostics)
         }
         Some((field, message)) => {
-            diagnostics.push(error(origin, field, "UnsupportedValue", message));
+            diagnostics.push(error(origin, field, reason::UNSUPPORTED_VALUE, message));
             None
         }
     }
@@ -363,7 +368,7 @@ fn translate_filter(
         diagnostics.push(error(
             origin,
             field.to_string(),
-            "UnsupportedValue",
+            reason::UNSUPPORTED_VALUE,
             format!("filter type {what} needs its field"),
         ));
         None
@@ -441,7 +446,7 @@ fn translate_filter(
             match cors(c) {
                 Ok(c) => Some(HttpFilter::Cors(c)),
                 Err(message) => {
-                    diagnostics.push(error(origin, format!("{field}.cors"), "UnsupportedValue", message));
+                    diagnostics.push(error(origin, format!("{field}.cors"), reason::UNSUPPORTED_VALUE, message));
                     None
                 }
             }
@@ -450,7 +455,7 @@ fn translate_filter(
             diagnostics.push(error(
                 origin,
                 field.to_string(),
-                "UnsupportedValue",
+                reason::UNSUPPORTED_VALUE,
                 format!("filter type {:?} is not supported", f.r#type),
             ));
             None

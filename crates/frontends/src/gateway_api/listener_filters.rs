@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use gateway_api::experimental::httproutes::HttpRouteRulesFiltersExternalAuthProtocol as AuthProtocol;
-use ir::{Diagnostic, Protocol};
+use ir::{Diagnostic, Protocol, reason};
 use objects::Snapshot;
 use objects::gateway::{ExternalAuth, ListenerFilters};
 
@@ -37,11 +37,11 @@ pub(super) fn apply(
             ("ExternalAuth", Some(auth)) => external_auth(snapshot, owner, auth, &at),
             ("ExtensionRef", _) => Err((
                 format!("{at}.extensionRef"),
-                "Invalid",
+                reason::INVALID,
                 "an ExtensionRef listener filter is not supported; the listener is not served without it".to_string(),
             )),
             (other, _) => {
-                Err((format!("{at}.type"), "Invalid", format!("listener filter type {other:?} is not supported")))
+                Err((format!("{at}.type"), reason::INVALID, format!("listener filter type {other:?} is not supported")))
             }
         };
         match outcome {
@@ -80,7 +80,7 @@ fn external_auth(
     let (group, kind) = (backend.group.as_deref().unwrap_or_default(), backend.kind.as_deref().unwrap_or("Service"));
     if !group.is_empty() || kind != "Service" {
         let message = format!("{group}/{kind} {} is not a Service", backend.name);
-        return Err((field, "InvalidKind", message));
+        return Err((field, reason::INVALID_KIND, message));
     }
     let namespace = owner.namespace.as_str();
     let target = backend.namespace.as_deref().unwrap_or(namespace);
@@ -89,7 +89,7 @@ fn external_auth(
     {
         let message =
             format!("Service {target}/{} is in another namespace and no ReferenceGrant allows it", backend.name);
-        return Err((field, "RefNotPermitted", message));
+        return Err((field, reason::REF_NOT_PERMITTED, message));
     }
     let port = backend.port.and_then(|p| u16::try_from(p).ok()).filter(|p| *p != 0);
     let service = snapshot.services.get(&objects::ObjectKey::new(target, &backend.name));
@@ -104,7 +104,7 @@ fn external_auth(
             (Some(_), None) => format!("Service {target}/{}: a port is required", backend.name),
             (Some(_), Some(p)) => format!("Service {target}/{} has no TCP port {p}", backend.name),
         };
-        return Err((field, "BackendNotFound", message));
+        return Err((field, reason::BACKEND_NOT_FOUND, message));
     };
     let service_port = ir::ServicePort { namespace: target.to_string(), name: backend.name.clone(), port };
     let grpc = matches!(auth.protocol, AuthProtocol::Grpc);

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use gateway_api::gateways::{GatewayAllowedListenersNamespacesFrom as From, GatewayListeners};
-use ir::{Diagnostic, Protocol};
+use ir::{Diagnostic, Protocol, reason};
 use objects::gateway::GatewayBase;
 use objects::types::ListenerSet;
 use objects::{ObjectKey, Snapshot};
@@ -118,11 +118,11 @@ pub(super) fn refuse_conflicts(
         let port = (l.port, l.protocol == Protocol::Udp);
         let before = served.get(&port).map(Vec::as_slice).unwrap_or_default();
         let conflict = if before.iter().any(|&j| listeners[j].protocol.port_family() != l.protocol.port_family()) {
-            Some(("ProtocolConflict", format!("port {} is served with another protocol", l.port)))
+            Some((reason::PROTOCOL_CONFLICT, format!("port {} is served with another protocol", l.port)))
         } else if l.protocol.port_family() == 2 && !before.is_empty() {
-            Some(("ProtocolConflict", format!("another {:?} listener uses port {}", l.protocol, l.port)))
+            Some((reason::PROTOCOL_CONFLICT, format!("another {:?} listener uses port {}", l.protocol, l.port)))
         } else if before.iter().any(|&j| listeners[j].hostname == l.hostname) {
-            Some(("HostnameConflict", format!("another listener on port {} has the same hostname", l.port)))
+            Some((reason::HOSTNAME_CONFLICT, format!("another listener on port {} has the same hostname", l.port)))
         } else {
             None
         };

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use gateway_api::gateways::{
     GatewayListeners, GatewayListenersAllowedRoutesNamespacesFrom as From, GatewayListenersTlsMode,
 };
-use ir::{Diagnostic, ListenerTls, ObjectRef, Protocol, TlsMode};
+use ir::{Diagnostic, ListenerTls, ObjectRef, Protocol, TlsMode, reason};
 use objects::Snapshot;
 use objects::types::Gateway;
 
@@ -56,7 +56,7 @@ pub(super) fn translate_gateway(
             ("IPAddress", Ok(ip)) if host_mode && !ip.is_loopback() => diagnostics.push(error(
                 &origin,
                 field,
-                "AddressNotUsable",
+                reason::ADDRESS_NOT_USABLE,
                 format!("{ip} cannot be bound on this host (host mode uses loopback addresses)"),
             )),
             ("IPAddress", Ok(ip)) => {
@@ -65,19 +65,19 @@ pub(super) fn translate_gateway(
             ("IPAddress", Err(_)) => diagnostics.push(error(
                 &origin,
                 format!("{field}.value"),
-                "UnsupportedAddress",
+                reason::UNSUPPORTED_ADDRESS,
                 format!("{value:?} is not an IP address"),
             )),
             ("Hostname", _) => diagnostics.push(error(
                 &origin,
                 field,
-                "AddressNotUsable",
+                reason::ADDRESS_NOT_USABLE,
                 format!("hostname {value:?} cannot be assigned: only IP addresses are"),
             )),
             (other, _) => diagnostics.push(error(
                 &origin,
                 format!("{field}.type"),
-                "UnsupportedAddress",
+                reason::UNSUPPORTED_ADDRESS,
                 format!("address type {other:?} is not supported"),
             )),
         }
@@ -95,7 +95,7 @@ pub(super) fn translate_gateway(
             diagnostics.push(error(
                 &origin,
                 "spec.infrastructure.parametersRef".into(),
-                "InvalidParameters",
+                reason::INVALID_PARAMETERS,
                 format!("{}/{} {} is not a projectcontour.io/ContourDeployment", p.group, p.kind, p.name),
             ));
         }
@@ -187,7 +187,7 @@ pub(super) fn translate_listener(
         diagnostics.push(error(
             owner,
             format!("{field}.protocol"),
-            "UnsupportedProtocol",
+            reason::UNSUPPORTED_PROTOCOL,
             format!("listener {}: protocol {} is not supported", spec.name, spec.protocol),
         ));
         return listener;
@@ -197,7 +197,7 @@ pub(super) fn translate_listener(
         diagnostics.push(error(
             owner,
             format!("{field}.hostname"),
-            "Invalid",
+            reason::INVALID,
             format!("listener {}: {message}", spec.name),
         ));
         return listener;
@@ -206,7 +206,7 @@ pub(super) fn translate_listener(
         diagnostics.push(error(
             owner,
             format!("{field}.allowedRoutes.kinds"),
-            "InvalidRouteKinds",
+            reason::INVALID_ROUTE_KINDS,
             format!(
                 "listener {}: allowedRoutes.kinds names a kind a {} listener cannot carry",
                 spec.name, spec.protocol
@@ -217,7 +217,7 @@ pub(super) fn translate_listener(
         diagnostics.push(error(
             owner,
             format!("{field}.port"),
-            "PortUnavailable",
+            reason::PORT_UNAVAILABLE,
             format!("port {} is out of range", spec.port),
         ));
         return listener;
@@ -245,21 +245,21 @@ fn flag_conflicts(origin: &ir::Origin, listeners: &mut [ir::Listener], diagnosti
         if indices.iter().any(|&i| listeners[i].protocol.port_family() != first) {
             for &i in indices {
                 let message = "listeners on one port mix protocols that cannot share it (HTTP, HTTPS or TLS, TCP)";
-                refused.push((i, "ProtocolConflict", message.to_string()));
+                refused.push((i, reason::PROTOCOL_CONFLICT, message.to_string()));
             }
             continue;
         }
         for (n, &i) in indices.iter().enumerate() {
             if first == 2 && n > 0 {
                 let message = format!("another {:?} listener uses port {}", listeners[i].protocol, listeners[i].port);
-                refused.push((i, "ProtocolConflict", message));
+                refused.push((i, reason::PROTOCOL_CONFLICT, message));
                 continue;
             }
             let dup = indices[..n].iter().any(|&j| listeners[j].hostname == listeners[i].hostname);
             if dup {
                 refused.push((
                     i,
-                    "HostnameConflict",
+                    reason::HOSTNAME_CONFLICT,
                     format!("another listener on port {} has the same hostname", listeners[i].port),
                 ));
             }
@@ -292,7 +292,7 @@ fn tls(
         diagnostics.push(error(
             origin,
             format!("{field}.tls"),
-            "InvalidTLSConfig",
+            reason::INVALID_TLS_CONFIG,
             format!("listener {}: {:?} needs tls", spec.name, protocol),
         ));
         return Err(());
@@ -306,7 +306,7 @@ fn tls(
             diagnostics.push(error(
                 origin,
                 format!("{field}.tls.mode"),
-                "UnsupportedValue",
+                reason::UNSUPPORTED_VALUE,
                 format!("listener {}: HTTPS cannot pass TLS through", spec.name),
             ));
             return Err(());
@@ -321,7 +321,7 @@ fn tls(
             Ok(r) if certificates.contains(&r) => {}
             Ok(r) => certificates.push(r),
             Err((reason, message)) => {
-                let reason = if reason == "RefNotPermitted" { reason } else { "InvalidCertificateRef" };
+                let reason = if reason == reason::REF_NOT_PERMITTED { reason } else { reason::INVALID_CERTIFICATE_REF };
                 diagnostics.push(error(origin, format!("{field}.tls.certificateRefs[{i}]"), reason, message));
             }
         }
@@ -330,7 +330,7 @@ fn tls(
         diagnostics.push(error(
             origin,
             format!("{field}.tls.certificateRefs"),
-            "InvalidCertificateRef",
+            reason::INVALID_CERTIFICATE_REF,
             format!("listener {}: no usable certificate", spec.name),
         ));
         return Err(());
@@ -426,15 +426,15 @@ fn client_validation(
             || refs::granted(snapshot, super::GROUP, origin.kind, &origin.namespace, group, kind, namespace, name);
         match refs::ca_certificate(snapshot, group, kind, namespace, name) {
             CaCertificate::WrongKind => {
-                problem("InvalidCACertificateKind", format!("{group}/{kind} is not {}", refs::CA_KINDS))
+                problem(reason::INVALID_CA_CERTIFICATE_KIND, format!("{group}/{kind} is not {}", refs::CA_KINDS))
             }
             _ if !permitted => {
-                problem("RefNotPermitted", format!("no ReferenceGrant in {namespace} allows {kind} {name}"))
+                problem(reason::REF_NOT_PERMITTED, format!("no ReferenceGrant in {namespace} allows {kind} {name}"))
             }
             CaCertificate::Unusable => {
                 let object = if cluster_scoped { name.to_string() } else { format!("{namespace}/{name}") };
                 let at = refs::ca_location(kind);
-                problem("InvalidCACertificateRef", format!("{kind} {object} has no PEM CA certificate {at}"))
+                problem(reason::INVALID_CA_CERTIFICATE_REF, format!("{kind} {object} has no PEM CA certificate {at}"))
             }
             CaCertificate::Usable(ca_kind) => {
                 ca.get_or_insert((ObjectRef { namespace: namespace.to_string(), name: name.to_string() }, ca_kind));
@@ -443,7 +443,7 @@ fn client_validation(
     }
     let Some((ca, ca_kind)) = ca else {
         let message = format!("listener {}: no CA certificate of {} resolves", spec.name, validation.field);
-        diagnostics.push(error(origin, format!("{field}.tls"), "NoValidCACertificate", message));
+        diagnostics.push(error(origin, format!("{field}.tls"), reason::NO_VALID_CA_CERTIFICATE, message));
         return Err(());
     };
     // The insecure fallback asks for a certificate but lets clients in without one or with one
@@ -479,7 +479,8 @@ fn backend_certificate(
     match checked {
         Ok(found) => Some(found),
         Err((reason, message)) => {
-            let reason = if reason == "RefNotPermitted" { reason } else { "InvalidClientCertificateRef" };
+            let reason =
+                if reason == reason::REF_NOT_PERMITTED { reason } else { reason::INVALID_CLIENT_CERTIFICATE_REF };
             diagnostics.push(error(origin, field.clone(), reason, format!("{field}: {message}")));
             None
         }
@@ -505,7 +506,7 @@ fn secret_ref(
     if namespace != origin.namespace
         && !refs::granted(snapshot, super::GROUP, origin.kind, &origin.namespace, "", "Secret", namespace, name)
     {
-        return Err(("RefNotPermitted", format!("no ReferenceGrant in {namespace} allows Secret {name}")));
+        return Err((reason::REF_NOT_PERMITTED, format!("no ReferenceGrant in {namespace} allows Secret {name}")));
     }
     Ok(ObjectRef { namespace: namespace.to_string(), name: name.to_string() })
 }

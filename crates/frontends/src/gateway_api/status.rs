@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ir::{Diagnostic, RULE_MATCH_CONFLICT};
+use ir::{Diagnostic, reason};
 use objects::{ObjectKey, Snapshot};
 
 use super::l4_route::L4Kind;
@@ -74,24 +74,30 @@ pub fn compute(
             super::addresses::assign(snapshot, options, key, gateway);
         let mut conditions = Vec::new();
         if valid_listeners == 0 && !gateway.spec.listeners.is_empty() {
-            conditions.push(cond("Accepted", false, "ListenersNotValid", "No listener is valid", generation));
-        } else if let Some(d) = found.iter().find(|d| d.reason == "InvalidParameters") {
-            conditions.push(cond("Accepted", false, "InvalidParameters", d.message.clone(), generation));
-        } else if let Some(d) = found.iter().find(|d| d.reason == "UnsupportedAddress") {
-            conditions.push(cond("Accepted", false, "UnsupportedAddress", d.message.clone(), generation));
+            conditions.push(cond("Accepted", false, reason::LISTENERS_NOT_VALID, "No listener is valid", generation));
+        } else if let Some(d) = found.iter().find(|d| d.reason == reason::INVALID_PARAMETERS) {
+            conditions.push(cond("Accepted", false, reason::INVALID_PARAMETERS, d.message.clone(), generation));
+        } else if let Some(d) = found.iter().find(|d| d.reason == reason::UNSUPPORTED_ADDRESS) {
+            conditions.push(cond("Accepted", false, reason::UNSUPPORTED_ADDRESS, d.message.clone(), generation));
         } else if refused_listeners > 0 {
             let message = format!("{refused_listeners} listener(s) not accepted; the others are served");
-            conditions.push(cond("Accepted", true, "ListenersNotValid", message, generation));
+            conditions.push(cond("Accepted", true, reason::LISTENERS_NOT_VALID, message, generation));
         } else {
-            conditions.push(cond("Accepted", true, "Accepted", "Gateway accepted", generation));
+            conditions.push(cond("Accepted", true, reason::ACCEPTED, "Gateway accepted", generation));
         }
-        let unusable = found.iter().find(|d| d.reason == "AddressNotUsable");
+        let unusable = found.iter().find(|d| d.reason == reason::ADDRESS_NOT_USABLE);
         let programmed = if let Some(d) = unusable {
-            cond("Programmed", false, "AddressNotUsable", format!("{}: {}", d.field, d.message), generation)
+            cond("Programmed", false, reason::ADDRESS_NOT_USABLE, format!("{}: {}", d.field, d.message), generation)
         } else if addresses.is_empty() && !(options.static_gateway.is_some() && no_spec_addresses(gateway)) {
             // A static Gateway that asks for no address is programmed without one, as upstream
             // does: its Envoy Service may have no load balancer at all.
-            cond("Programmed", false, "AddressNotAssigned", "No address assigned to the Gateway yet", generation)
+            cond(
+                "Programmed",
+                false,
+                reason::ADDRESS_NOT_ASSIGNED,
+                "No address assigned to the Gateway yet",
+                generation,
+            )
         } else {
             programmed(fleet(&fleet_id), "Waiting for an Envoy of this Gateway to accept its configuration", generation)
         };
@@ -102,16 +108,22 @@ pub fn compute(
             Some(d) => cond("ResolvedRefs", false, d.reason, d.message.clone(), generation),
             None if unresolved_listeners > 0 => {
                 let message = format!("{unresolved_listeners} listener(s) have unresolved references");
-                cond("ResolvedRefs", false, "ListenersNotResolved", message, generation)
+                cond("ResolvedRefs", false, reason::LISTENERS_NOT_RESOLVED, message, generation)
             }
-            None => cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation),
+            None => cond("ResolvedRefs", true, reason::RESOLVED_REFS, "References resolved", generation),
         });
         if let Some((status, reason, message)) = assigned {
             conditions.push(cond("AddressesAssigned", status, reason, message, generation));
         }
         if super::listeners::insecure_frontend(gateway) {
             let message = "a frontend validation lets clients in without a valid certificate (AllowInsecureFallback)";
-            conditions.push(cond("InsecureFrontendValidationMode", true, "ConfigurationChanged", message, generation));
+            conditions.push(cond(
+                "InsecureFrontendValidationMode",
+                true,
+                reason::CONFIGURATION_CHANGED,
+                message,
+                generation,
+            ));
         }
         let uid = gateway.metadata.uid.clone().unwrap_or_default();
         let attached_listener_sets = gateway.spec.allowed_listeners.is_some().then_some(attached_sets);
@@ -149,7 +161,7 @@ pub fn compute(
         // Rules dropped because their matches repeat an older rule's (the DAG finds them per
         // virtual host): all of them and the route is not accepted, some and it is partly invalid.
         let dropped: BTreeSet<&str> =
-            found.iter().filter(|d| d.reason == RULE_MATCH_CONFLICT).map(|d| d.field.as_str()).collect();
+            found.iter().filter(|d| d.reason == reason::RULE_MATCH_CONFLICT).map(|d| d.field.as_str()).collect();
         let all_dropped = rule_count > 0 && dropped.len() >= rule_count;
         let mut entries = Vec::new();
         for (i, parent) in parents.iter().enumerate() {
@@ -159,23 +171,27 @@ pub fn compute(
             let field = format!("spec.parentRefs[{i}]");
             let accepted = match found.iter().find(|d| d.field == field) {
                 Some(d) => cond("Accepted", false, d.reason, d.message.clone(), generation),
-                None => match found.iter().find(|d| d.reason == "UnsupportedValue") {
-                    Some(d) => {
-                        cond("Accepted", false, "UnsupportedValue", format!("{}: {}", d.field, d.message), generation)
-                    }
+                None => match found.iter().find(|d| d.reason == reason::UNSUPPORTED_VALUE) {
+                    Some(d) => cond(
+                        "Accepted",
+                        false,
+                        reason::UNSUPPORTED_VALUE,
+                        format!("{}: {}", d.field, d.message),
+                        generation,
+                    ),
                     None if all_dropped => {
-                        cond("Accepted", false, RULE_MATCH_CONFLICT, conflict_message(kind), generation)
+                        cond("Accepted", false, reason::RULE_MATCH_CONFLICT, conflict_message(kind), generation)
                     }
-                    None => cond("Accepted", true, "Accepted", "Accepted by the Gateway", generation),
+                    None => cond("Accepted", true, reason::ACCEPTED, "Accepted by the Gateway", generation),
                 },
             };
             let resolved = match found.iter().find(|d| {
                 (d.field.starts_with("spec.rules")
-                    && matches!(d.reason, "BackendNotFound" | "RefNotPermitted" | "InvalidKind"))
+                    && matches!(d.reason, reason::BACKEND_NOT_FOUND | reason::REF_NOT_PERMITTED | reason::INVALID_KIND))
                     || d.field.starts_with("spec.hostnames")
             }) {
                 Some(d) => cond("ResolvedRefs", false, d.reason, format!("{}: {}", d.field, d.message), generation),
-                None => cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation),
+                None => cond("ResolvedRefs", true, reason::RESOLVED_REFS, "References resolved", generation),
             };
             entries.push(RouteParentStatus {
                 parent: ParentRefStatus {
@@ -192,7 +208,7 @@ pub fn compute(
                     let partly = cond(
                         "PartiallyInvalid",
                         true,
-                        RULE_MATCH_PARTIALLY_CONFLICT,
+                        reason::RULE_MATCH_PARTIALLY_CONFLICT,
                         partial_conflict_message(kind),
                         generation,
                     );
@@ -214,11 +230,11 @@ pub fn compute(
 fn programmed(state: FleetState, pending: &str, generation: i64) -> Condition {
     match state {
         FleetState::Programmed => {
-            cond("Programmed", true, "Programmed", "Envoy accepted the configuration", generation)
+            cond("Programmed", true, reason::PROGRAMMED, "Envoy accepted the configuration", generation)
         }
-        FleetState::Pending => cond("Programmed", false, "Pending", pending, generation),
+        FleetState::Pending => cond("Programmed", false, reason::PENDING, pending, generation),
         FleetState::Rejected(error) => {
-            cond("Programmed", false, "Invalid", format!("Envoy rejected the configuration: {error}"), generation)
+            cond("Programmed", false, reason::INVALID, format!("Envoy rejected the configuration: {error}"), generation)
         }
     }
 }
@@ -253,55 +269,60 @@ fn listener_status(
         reasons.iter().find_map(|r| problems.iter().find(|d| d.reason == *r)).map(|d| (d.reason, d.message.clone()))
     };
     let mut conditions = Vec::new();
-    let conflict = reason_of(&["ProtocolConflict", "HostnameConflict"]);
+    let conflict = reason_of(&[reason::PROTOCOL_CONFLICT, reason::HOSTNAME_CONFLICT]);
     // An invalid hostname is upstream's `Programmed=False`, `Invalid`; the spec's reason for not
     // accepting a listener for a field's value is `UnsupportedValue`.
-    let mut unaccepted = reason_of(&["UnsupportedProtocol", "PortUnavailable", "NoValidCACertificate", "Invalid"])
-        .map(|(r, m)| (if r == "Invalid" { "UnsupportedValue" } else { r }, m));
+    let mut unaccepted = reason_of(&[
+        reason::UNSUPPORTED_PROTOCOL,
+        reason::PORT_UNAVAILABLE,
+        reason::NO_VALID_CA_CERTIFICATE,
+        reason::INVALID,
+    ])
+    .map(|(r, m)| (if r == reason::INVALID { reason::UNSUPPORTED_VALUE } else { r }, m));
     if refuse && unaccepted.is_none() {
         unaccepted = conflict.clone();
     }
     let unresolved = reason_of(&[
-        "InvalidRouteKinds",
-        "RefNotPermitted",
-        "BackendNotFound",
-        "InvalidKind",
-        "InvalidCertificateRef",
-        "InvalidCACertificateKind",
-        "InvalidCACertificateRef",
-        "InvalidTLSConfig",
-        "UnsupportedValue",
+        reason::INVALID_ROUTE_KINDS,
+        reason::REF_NOT_PERMITTED,
+        reason::BACKEND_NOT_FOUND,
+        reason::INVALID_KIND,
+        reason::INVALID_CERTIFICATE_REF,
+        reason::INVALID_CA_CERTIFICATE_KIND,
+        reason::INVALID_CA_CERTIFICATE_REF,
+        reason::INVALID_TLS_CONFIG,
+        reason::UNSUPPORTED_VALUE,
     ]);
     match &unaccepted {
         Some((reason, message)) => conditions.push(cond("Accepted", false, reason, message.clone(), generation)),
-        None => conditions.push(cond("Accepted", true, "Accepted", "Listener accepted", generation)),
+        None => conditions.push(cond("Accepted", true, reason::ACCEPTED, "Listener accepted", generation)),
     }
     match &conflict {
         Some((reason, message)) => conditions.push(cond("Conflicted", true, reason, message.clone(), generation)),
-        None => conditions.push(cond("Conflicted", false, "NoConflicts", "No conflicts", generation)),
+        None => conditions.push(cond("Conflicted", false, reason::NO_CONFLICTS, "No conflicts", generation)),
     }
     match &unresolved {
         Some((reason, message)) => {
             let reason = match *reason {
                 // A listener filter's server: the reasons a route's backend gets.
-                "RefNotPermitted"
-                | "InvalidRouteKinds"
-                | "InvalidCACertificateKind"
-                | "InvalidCACertificateRef"
-                | "BackendNotFound"
-                | "InvalidKind" => reason,
-                _ => "InvalidCertificateRef",
+                reason::REF_NOT_PERMITTED
+                | reason::INVALID_ROUTE_KINDS
+                | reason::INVALID_CA_CERTIFICATE_KIND
+                | reason::INVALID_CA_CERTIFICATE_REF
+                | reason::BACKEND_NOT_FOUND
+                | reason::INVALID_KIND => reason,
+                _ => reason::INVALID_CERTIFICATE_REF,
             };
             conditions.push(cond("ResolvedRefs", false, reason, message.clone(), generation));
         }
-        None => conditions.push(cond("ResolvedRefs", true, "ResolvedRefs", "References resolved", generation)),
+        None => conditions.push(cond("ResolvedRefs", true, reason::RESOLVED_REFS, "References resolved", generation)),
     }
     let ok = unaccepted.is_none() && conflict.is_none() && unresolved.is_none();
     if ok {
-        conditions.push(cond("Programmed", true, "Programmed", "Listener programmed", generation));
+        conditions.push(cond("Programmed", true, reason::PROGRAMMED, "Listener programmed", generation));
     } else {
         // A refused conflicting listener says why; others are simply not served.
-        let reason = conflict.as_ref().filter(|_| refuse).map_or("Invalid", |(r, _)| *r);
+        let reason = conflict.as_ref().filter(|_| refuse).map_or(reason::INVALID, |(r, _)| *r);
         conditions.push(cond("Programmed", false, reason, "Listener is not served", generation));
     }
     let verdict =
@@ -331,7 +352,7 @@ fn listener_set_status(
     };
     if !child.allowed {
         let message = "the parent Gateway's allowedListeners does not admit this namespace";
-        let conditions = both(false, "NotAllowed", message);
+        let conditions = both(false, reason::NOT_ALLOWED, message);
         return GatewayStatus {
             key,
             uid,
@@ -353,16 +374,13 @@ fn listener_set_status(
         listeners.push(status);
     }
     let conditions = if valid == 0 {
-        both(false, "ListenersNotValid", "No listener is valid")
+        both(false, reason::LISTENERS_NOT_VALID, "No listener is valid")
     } else {
-        let accepted = cond("Accepted", true, "Accepted", "ListenerSet accepted", generation);
+        let accepted = cond("Accepted", true, reason::ACCEPTED, "ListenerSet accepted", generation);
         vec![accepted, programmed(fleet(), "Waiting for an Envoy of the parent Gateway", generation)]
     };
     GatewayStatus { key, uid, conditions, addresses: Vec::new(), listeners, attached_listener_sets: None }
 }
-
-/// The reason of PartiallyInvalid=True when some rules are dropped, upstream's.
-pub const RULE_MATCH_PARTIALLY_CONFLICT: &str = "RuleMatchPartiallyConflict";
 
 /// Accepted=False's message when every rule is dropped, in upstream's words (tools compare it).
 fn conflict_message(kind: &str) -> String {

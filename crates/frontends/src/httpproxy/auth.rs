@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use api::httpproxy::{AuthorizationPolicy, VirtualHost};
 use ir::{
     Authorization, AuthorizationBody, HeaderNameMatch, HttpAuthorization, Origin, RouteAuthorization, StringMatch,
+    reason,
 };
 use objects::{Kind, ObjectKey};
 
@@ -127,7 +128,7 @@ pub(super) fn require_tls(t: &mut Translator<'_>, origin: &Origin, vhost: &Virtu
         let message =
             "Spec.VirtualHost.Authorization.ExtensionServiceRef can only be defined for root HTTPProxies that terminate TLS"
                 .into();
-        t.error(origin, "AuthError", "spec.virtualhost.authorization", "AuthNotPermitted", message);
+        t.error(origin, "AuthError", "spec.virtualhost.authorization", reason::AUTH_NOT_PERMITTED, message);
         return Err(());
     }
     Ok(())
@@ -178,7 +179,7 @@ fn server(
     let http = match http_settings(auth) {
         Ok(http) => http,
         Err(e) => {
-            t.error(origin, "AuthError", field, "AuthHTTPSettingsInvalid", format!("{field}.{e}"));
+            t.error(origin, "AuthError", field, reason::AUTH_HTTP_SETTINGS_INVALID, format!("{field}.{e}"));
             return Err(());
         }
     };
@@ -187,7 +188,7 @@ fn server(
         let message = format!(
             "Spec.Virtualhost.Authorization.extensionRef specifies an unsupported resource version {version:?}"
         );
-        t.error(origin, "AuthError", field, "AuthBadResourceVersion", message);
+        t.error(origin, "AuthError", field, reason::AUTH_BAD_RESOURCE_VERSION, message);
         return Err(());
     }
     let namespace = reference.namespace.filter(|n| !n.is_empty()).unwrap_or_else(|| origin.namespace.clone());
@@ -202,7 +203,7 @@ fn server(
     let Some(Ok(ext)) = crate::shared::extension_service::resolve(t.snapshot, &namespace, &name) else {
         let message =
             format!("Spec.Virtualhost.Authorization.ServiceRef extension service \"{namespace}/{name}\" not found");
-        t.error(origin, "AuthError", field, "ExtensionServiceNotFound", message);
+        t.error(origin, "AuthError", field, reason::EXTENSION_SERVICE_NOT_FOUND, message);
         return Err(());
     };
     let response_timeout_ms = match auth.response_timeout.as_deref().filter(|s| !s.is_empty()) {
@@ -211,7 +212,7 @@ fn server(
             Ok(ms) => ms,
             Err(e) => {
                 let message = format!("Spec.Virtualhost.Authorization.ResponseTimeout is invalid: {e}");
-                t.error(origin, "AuthError", field, "AuthResponseTimeoutInvalid", message);
+                t.error(origin, "AuthError", field, reason::AUTH_RESPONSE_TIMEOUT_INVALID, message);
                 return Err(());
             }
         },

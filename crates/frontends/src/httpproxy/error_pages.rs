@@ -3,7 +3,7 @@
 //! object's namespace.
 
 use api::httpproxy::ErrorPage;
-use ir::Origin;
+use ir::{Origin, reason};
 
 use super::Translator;
 
@@ -30,7 +30,7 @@ pub(super) fn pages(
         match one(t, origin, page) {
             Ok(p) => out.push(p),
             Err(e) => {
-                t.error(origin, condition, &at, "ErrorPageInvalid", format!("{at}: {e}"));
+                t.error(origin, condition, &at, reason::ERROR_PAGE_INVALID, format!("{at}: {e}"));
                 return Err(());
             }
         }

@@ -10,7 +10,7 @@ use api::httpproxy::{
 };
 use ir::{
     CookieRewrite, Cors, DescriptorEntry, GeoDimension, GeoRule, GlobalRateLimit, IpFilter, IpRule, LocalRateLimit,
-    OriginMatch,
+    OriginMatch, reason,
 };
 
 use crate::shared::headers::{self, Variables};
@@ -110,7 +110,7 @@ pub(super) fn ip_filter(f: &FilterPolicies, geo: GeoContext<'_>) -> Result<Optio
             Ok(Some(IpFilter { allow, rules, geo }))
         }
         (Some(_), Some(_)) => Err(IpFilterError {
-            reason: "IncompatibleIPAndGeoFilters",
+            reason: reason::INCOMPATIBLE_IP_AND_GEO_FILTERS,
             message: "IP and geo rules of one scope must both be allow or both be deny".into(),
             geo: true,
         }),
@@ -144,7 +144,8 @@ fn ip_rules(
     deny: Option<&[IPFilterPolicy]>,
 ) -> Result<Option<(bool, Vec<IpRule>)>, IpFilterError> {
     let fail = |reason, message| Err(IpFilterError { reason, message, geo: false });
-    let Some((is_allow, policies)) = allow_or_deny(allow, deny, "IncompatibleIPAddressFilters", "ip", false)? else {
+    let Some((is_allow, policies)) = allow_or_deny(allow, deny, reason::INCOMPATIBLE_IP_ADDRESS_FILTERS, "ip", false)?
+    else {
         return Ok(None);
     };
     let mut rules = Vec::with_capacity(policies.len());
@@ -154,14 +155,14 @@ fn ip_rules(
             "Peer" => false,
             other => {
                 return fail(
-                    "IPFilterPolicyNotValid",
+                    reason::IP_FILTER_POLICY_NOT_VALID,
                     format!("{:?} is not a valid source: must be Peer or Remote", other),
                 );
             }
         };
         let (address, prefix_len) = match cidr(&p.cidr) {
             Ok(range) => range,
-            Err(e) => return fail("InvalidCIDR", format!("{} failed to parse: {e}", p.cidr)),
+            Err(e) => return fail(reason::INVALID_CIDR, format!("{} failed to parse: {e}", p.cidr)),
         };
         rules.push(IpRule { remote, address, prefix_len });
     }
@@ -177,30 +178,33 @@ fn geo_rules(
     context: GeoContext<'_>,
 ) -> Result<Option<(bool, Vec<GeoRule>)>, IpFilterError> {
     let fail = |reason, message| Err(IpFilterError { reason, message, geo: true });
-    let Some((is_allow, policies)) = allow_or_deny(allow, deny, "IncompatibleGeoFilters", "geo", true)? else {
+    let Some((is_allow, policies)) = allow_or_deny(allow, deny, reason::INCOMPATIBLE_GEO_FILTERS, "geo", true)? else {
         return Ok(None);
     };
     if !context.tls {
         return fail(
-            "GeoFilterNotPermitted",
+            reason::GEO_FILTER_NOT_PERMITTED,
             "geo rules can only be defined for virtual hosts that terminate TLS".into(),
         );
     }
     let Some(databases) = context.databases else {
         let message = "geo rules need the GeoIP databases of ContourConfiguration spec.geoIP, which are not configured";
-        return fail("GeoIPNotConfigured", message.into());
+        return fail(reason::GEO_IP_NOT_CONFIGURED, message.into());
     };
     let mut rules = Vec::with_capacity(policies.len());
     for p in policies {
         let Some(dimension) = GeoDimension::ALL.into_iter().find(|d| d.name() == p.dimension) else {
-            return fail("GeoFilterPolicyNotValid", format!("{:?} is not a valid dimension", p.dimension));
+            return fail(reason::GEO_FILTER_POLICY_NOT_VALID, format!("{:?} is not a valid dimension", p.dimension));
         };
         if p.value.is_empty() || p.value.chars().any(char::is_control) {
-            return fail("GeoFilterPolicyNotValid", format!("{:?} is not a valid {} value", p.value, p.dimension));
+            return fail(
+                reason::GEO_FILTER_POLICY_NOT_VALID,
+                format!("{:?} is not a valid {} value", p.value, p.dimension),
+            );
         }
         if !databases.fills(dimension) {
             let message = format!("no configured GeoIP database provides the {} dimension", p.dimension);
-            return fail("GeoIPNotConfigured", message);
+            return fail(reason::GEO_IP_NOT_CONFIGURED, message);
         }
         rules.push(GeoRule { dimension, value: p.value.clone() });
     }

@@ -2,7 +2,7 @@
 //! (`jwtVerificationPolicy`), with upstream's checks, reasons and messages.
 
 use api::httpproxy::{JWTVerificationPolicy, VirtualHost};
-use ir::{Jwks, JwtProvider, Origin, RemoteJwks};
+use ir::{Jwks, JwtProvider, Origin, RemoteJwks, reason};
 
 use super::Translator;
 
@@ -37,7 +37,7 @@ pub(super) fn require_tls(t: &mut Translator<'_>, origin: &Origin, vhost: &Virtu
             origin,
             "JWTVerificationError",
             "spec.virtualhost.jwtProviders",
-            "JWTVerificationNotPermitted",
+            reason::JWT_VERIFICATION_NOT_PERMITTED,
             message,
         );
         return Err(());
@@ -63,7 +63,7 @@ pub(super) fn providers(
         if out.iter().any(|o| o.name == p.name) {
             return fail(
                 t,
-                "DuplicateProviderName",
+                reason::DUPLICATE_PROVIDER_NAME,
                 format!("Spec.VirtualHost.JWTProviders is invalid: duplicate name {}", p.name),
             );
         }
@@ -71,18 +71,18 @@ pub(super) fn providers(
             if inherited.default.is_some() {
                 let message =
                     "Spec.VirtualHost.JWTProviders is invalid: at most one provider can be set as the default";
-                return fail(t, "MultipleDefaultProvidersSpecified", message.into());
+                return fail(t, reason::MULTIPLE_DEFAULT_PROVIDERS_SPECIFIED, message.into());
             }
             inherited.default = Some(p.name.clone());
         }
         let remote = match (&p.remote_jwks, &p.local_jwks) {
             (Some(_), Some(_)) => {
                 let message = "Spec.VirtualHost.JWTProviders: only one of remoteJWKS and localJWKS can be set".into();
-                return fail(t, "JWKSSourceConflict", message);
+                return fail(t, reason::JWKS_SOURCE_CONFLICT, message);
             }
             (None, None) => {
                 let message = "Spec.VirtualHost.JWTProviders: one of remoteJWKS or localJWKS must be set".into();
-                return fail(t, "JWKSSourceMissing", message);
+                return fail(t, reason::JWKS_SOURCE_MISSING, message);
             }
             (None, Some(local)) => match local_jwks(t, &origin.namespace, &local.secret_name, &local.key) {
                 Ok(jwks) => {
@@ -98,7 +98,7 @@ pub(super) fn providers(
                 Err(e) => {
                     return fail(
                         t,
-                        "LocalJWKSInvalid",
+                        reason::LOCAL_JWKS_INVALID,
                         format!("Spec.VirtualHost.JWTProviders.LocalJWKS is invalid: {e}"),
                     );
                 }
@@ -107,18 +107,18 @@ pub(super) fn providers(
         };
         let Some((tls, host, port)) = parse_uri(&remote.uri) else {
             let message = format!("Spec.VirtualHost.JWTProviders.RemoteJWKS.URI is invalid: {:?}", remote.uri);
-            return fail(t, "RemoteJWKSURIInvalid", message);
+            return fail(t, reason::REMOTE_JWKS_URI_INVALID, message);
         };
         let Some(tls) = tls else {
             let scheme = remote.uri.split("://").next().unwrap_or_default();
             let message = format!(
                 "Spec.VirtualHost.JWTProviders.RemoteJWKS.URI has invalid scheme {scheme:?}, must be http or https"
             );
-            return fail(t, "RemoteJWKSSchemeInvalid", message);
+            return fail(t, reason::REMOTE_JWKS_SCHEME_INVALID, message);
         };
         let Some(port) = port else {
             let message = format!("Spec.VirtualHost.JWTProviders.RemoteJWKS.URI has an invalid port: {:?}", remote.uri);
-            return fail(t, "RemoteJWKSPortInvalid", message);
+            return fail(t, reason::REMOTE_JWKS_PORT_INVALID, message);
         };
         let validation = match &remote.validation {
             None => None,
@@ -126,7 +126,7 @@ pub(super) fn providers(
                 let message =
                     "Spec.VirtualHost.JWTProviders.RemoteJWKS.UpstreamValidation must not be specified when URI scheme is http."
                         .into();
-                return fail(t, "RemoteJWKSUpstreamValidationInvalid", message);
+                return fail(t, reason::REMOTE_JWKS_UPSTREAM_VALIDATION_INVALID, message);
             }
             Some(v) => {
                 let (namespace, name) = crate::delegation::resolve(&v.ca_secret, &origin.namespace);
@@ -134,20 +134,20 @@ pub(super) fn providers(
                     let message = format!(
                         "Spec.VirtualHost.JWTProviders.RemoteJWKS.UpstreamValidation.CACertificate Secret \"{namespace}/{name}\" is not configured for certificate delegation"
                     );
-                    return fail(t, "RemoteJWKSCACertificateNotDelegated", message);
+                    return fail(t, reason::REMOTE_JWKS_CA_CERTIFICATE_NOT_DELEGATED, message);
                 }
                 let secret = t.secret(namespace, name);
                 if let Err(e) = objects::secrets::ca_bundle(secret.map(|s| &**s)) {
                     let message =
                         format!("Spec.VirtualHost.JWTProviders.RemoteJWKS.UpstreamValidation is invalid: {e}");
-                    return fail(t, "RemoteJWKSUpstreamValidationInvalid", message);
+                    return fail(t, reason::REMOTE_JWKS_UPSTREAM_VALIDATION_INVALID, message);
                 }
                 let subject_names = match crate::shared::subject_names(v) {
                     Ok(names) => names,
                     Err(e) => {
                         let message =
                             format!("Spec.VirtualHost.JWTProviders.RemoteJWKS.UpstreamValidation is invalid: {e}");
-                        return fail(t, "RemoteJWKSUpstreamValidationInvalid", message);
+                        return fail(t, reason::REMOTE_JWKS_UPSTREAM_VALIDATION_INVALID, message);
                     }
                 };
                 let ca = ir::ObjectRef { namespace: namespace.into(), name: name.into() };
@@ -172,7 +172,7 @@ pub(super) fn providers(
             Err(e) => {
                 return fail(
                     t,
-                    "RemoteJWKSTimeoutInvalid",
+                    reason::REMOTE_JWKS_TIMEOUT_INVALID,
                     format!("Spec.VirtualHost.JWTProviders.RemoteJWKS.Timeout is invalid: {e}"),
                 );
             }
@@ -181,7 +181,7 @@ pub(super) fn providers(
             Ok(c) => c,
             Err(e) => {
                 let message = format!("Spec.VirtualHost.JWTProviders.RemoteJWKS.CacheDuration is invalid: {e}");
-                return fail(t, "RemoteJWKSCacheDurationInvalid", message);
+                return fail(t, reason::REMOTE_JWKS_CACHE_DURATION_INVALID, message);
             }
         };
         let dns_lookup_family = match remote.dns_lookup_family.as_deref() {
@@ -191,7 +191,7 @@ pub(super) fn providers(
                 let message = format!(
                     "Spec.VirtualHost.JWTProviders.RemoteJWKS.DNSLookupFamily has an invalid value {other:?}, must be auto, all, v4 or v6"
                 );
-                return fail(t, "RemoteJWKSDNSLookupFamilyInvalid", message);
+                return fail(t, reason::REMOTE_JWKS_DNS_LOOKUP_FAMILY_INVALID, message);
             }
         };
         out.push(JwtProvider {

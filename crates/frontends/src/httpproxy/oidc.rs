@@ -2,7 +2,7 @@
 //! (`oidcPolicy`), a contour-rs extension.
 
 use api::httpproxy::VirtualHost;
-use ir::{Oidc, Origin, Redacted, RemoteJwks};
+use ir::{Oidc, Origin, Redacted, RemoteJwks, reason};
 use sha2::{Digest, Sha256};
 
 use super::Translator;
@@ -24,19 +24,19 @@ pub(super) fn virtual_host(
     let terminates = tls.and_then(|t| t.secret_name.as_deref()).is_some_and(|s| !s.is_empty());
     if !terminates || tls.and_then(|t| t.passthrough) == Some(true) {
         let message = "Spec.VirtualHost.OIDC can only be defined for root HTTPProxies that terminate TLS".into();
-        return fail(t, origin, "OIDCNotPermitted", "", message);
+        return fail(t, origin, reason::OIDC_NOT_PERMITTED, "", message);
     }
     if tls.and_then(|t| t.enable_fallback_certificate) == Some(true) {
         // The fallback chain serves clients without SNI, where the login would not run.
         let message = "Spec.Virtualhost.TLS fallback & OIDC are incompatible".into();
-        return fail(t, origin, "OIDCNotPermitted", "", message);
+        return fail(t, origin, reason::OIDC_NOT_PERMITTED, "", message);
     }
     let url = |t: &mut Translator<'_>, field: &str, value: &str| -> Result<(bool, String, u16), ()> {
         match parse_uri(value) {
             Some((Some(tls), host, Some(port))) if !host.is_empty() => Ok((tls, host, port)),
             _ => {
                 let message = format!("Spec.VirtualHost.OIDC.{field} is not an http or https URL: {value:?}");
-                fail(t, origin, "OIDCEndpointInvalid", &format!(".{field}"), message)
+                fail(t, origin, reason::OIDC_ENDPOINT_INVALID, &format!(".{field}"), message)
             }
         }
     };
@@ -47,7 +47,7 @@ pub(super) fn virtual_host(
     }
     if o.client_id.is_empty() || o.client_id.chars().any(char::is_whitespace) {
         let message = format!("Spec.VirtualHost.OIDC.ClientID is invalid: {:?}", o.client_id);
-        return fail(t, origin, "OIDCInvalid", ".clientID", message);
+        return fail(t, origin, reason::OIDC_INVALID, ".clientID", message);
     }
     let name = format!("{}/{}", origin.namespace, o.client_secret_name);
     let secret = t.secret(&origin.namespace, &o.client_secret_name);
@@ -55,18 +55,18 @@ pub(super) fn virtual_host(
         let message = format!(
             "Spec.VirtualHost.OIDC.ClientSecretName: Secret {name:?} not found or has no key {CLIENT_SECRET_KEY:?}"
         );
-        return fail(t, origin, "OIDCClientSecretInvalid", ".clientSecretName", message);
+        return fail(t, origin, reason::OIDC_CLIENT_SECRET_INVALID, ".clientSecretName", message);
     };
     if client_secret.is_empty() {
         let message =
             format!("Spec.VirtualHost.OIDC.ClientSecretName: Secret {name:?} has an empty {CLIENT_SECRET_KEY:?}");
-        return fail(t, origin, "OIDCClientSecretInvalid", ".clientSecretName", message);
+        return fail(t, origin, reason::OIDC_CLIENT_SECRET_INVALID, ".clientSecretName", message);
     }
     let path = |t: &mut Translator<'_>, field: &str, value: Option<&str>, default: &str| -> Result<String, ()> {
         let p = value.filter(|p| !p.is_empty()).unwrap_or(default);
         if !p.starts_with('/') || p.len() > 1024 || p.bytes().any(|b| b.is_ascii_whitespace() || b"?#%".contains(&b)) {
             let message = format!("Spec.VirtualHost.OIDC.{field} is not a plain absolute path: {p:?}");
-            return fail(t, origin, "OIDCInvalid", &format!(".{field}"), message);
+            return fail(t, origin, reason::OIDC_INVALID, &format!(".{field}"), message);
         }
         Ok(p.to_string())
     };
@@ -74,14 +74,14 @@ pub(super) fn virtual_host(
     let logout_path = path(t, "logoutPath", o.logout_path.as_deref(), "/logout")?;
     if redirect_path == logout_path {
         let message = format!("Spec.VirtualHost.OIDC: redirectPath and logoutPath are both {redirect_path:?}");
-        return fail(t, origin, "OIDCInvalid", ".logoutPath", message);
+        return fail(t, origin, reason::OIDC_INVALID, ".logoutPath", message);
     }
     let mut scopes = vec!["openid".to_string()];
     for s in o.scopes.iter().flatten() {
         if s.is_empty() || s.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control() || b == b'"' || b == b'\\')
         {
             let message = format!("Spec.VirtualHost.OIDC.Scopes has an invalid scope {s:?}");
-            return fail(t, origin, "OIDCInvalid", ".scopes", message);
+            return fail(t, origin, reason::OIDC_INVALID, ".scopes", message);
         }
         if !scopes.contains(s) {
             scopes.push(s.clone());

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use api::httpproxy::{HTTPProxy, MatchCondition, Route};
-use ir::{ClusterPolicy, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, PathModifier, RoutePolicy};
+use ir::{ClusterPolicy, HttpFilter, HttpMatch, HttpRule, Origin, PathMatch, PathModifier, RoutePolicy, reason};
 use objects::ObjectKey;
 
 use super::conditions::{self, check_headers, check_paths, check_query};
@@ -44,21 +44,21 @@ pub(super) fn walk(
             check_paths(own).err().map(|e| format!("include: {e}"))
         };
         if let Some(message) = path_error {
-            t.error(origin, "IncludeError", &field, "PathMatchConditionsNotValid", message);
+            t.error(origin, "IncludeError", &field, reason::PATH_MATCH_CONDITIONS_NOT_VALID, message);
             continue;
         }
         if let Err(message) = check_headers(own) {
-            t.error(origin, "RouteError", &field, "HeaderMatchConditionsNotValid", message);
+            t.error(origin, "RouteError", &field, reason::HEADER_MATCH_CONDITIONS_NOT_VALID, message);
             continue;
         }
         if let Err(message) = check_query(own) {
-            t.error(origin, "RouteError", &field, "QueryParameterMatchConditionsNotValid", message);
+            t.error(origin, "RouteError", &field, reason::QUERY_PARAMETER_MATCH_CONDITIONS_NOT_VALID, message);
             continue;
         }
         if let Some(key) = conditions::include_key(own) {
             if include_keys.contains(&key) {
                 let message = "duplicate conditions defined on an include".into();
-                t.error(origin, "IncludeError", &field, "DuplicateMatchConditions", message);
+                t.error(origin, "IncludeError", &field, reason::DUPLICATE_MATCH_CONDITIONS, message);
                 continue;
             }
             include_keys.push(key);
@@ -67,9 +67,9 @@ pub(super) fn walk(
         let key = ObjectKey::new(&namespace, &include.name);
         let target = t.lookup(&key);
         let problem = match target {
-            None => Some(("IncludeNotFound", format!("include {namespace}/{} not found", include.name))),
+            None => Some((reason::INCLUDE_NOT_FOUND, format!("include {namespace}/{} not found", include.name))),
             Some(p) if p.spec.virtualhost.is_some() => Some((
-                "RootIncludesRoot",
+                reason::ROOT_INCLUDES_ROOT,
                 format!("root httpproxy cannot include another root httpproxy ({namespace}/{})", include.name),
             )),
             Some(_) => None,
@@ -92,7 +92,7 @@ pub(super) fn walk(
         if visited.contains(&key) {
             let cycle: Vec<String> = visited.iter().chain([&key]).map(|k| k.to_string()).collect();
             let message = format!("include creates an include cycle: {}", cycle.join(" -> "));
-            t.error(&child_origin, "IncludeError", "spec.includes", "IncludeCreatesCycle", message);
+            t.error(&child_origin, "IncludeError", "spec.includes", reason::INCLUDE_CREATES_CYCLE, message);
             continue;
         }
         t.reach(&key);
@@ -152,45 +152,64 @@ fn route(
     if actions != 1 {
         let message =
             "must set exactly one of route.services or route.requestRedirectPolicy or route.directResponsePolicy";
-        return fail(t, "RouteError", "RouteActionCountNotValid", message.into());
+        return fail(t, "RouteError", reason::ROUTE_ACTION_COUNT_NOT_VALID, message.into());
     }
     let own = r.conditions.as_deref().unwrap_or_default();
     if let Err(e) = check_paths(own) {
-        return fail(t, "RouteError", "PathMatchConditionsNotValid", format!("route: {e}"));
+        return fail(t, "RouteError", reason::PATH_MATCH_CONDITIONS_NOT_VALID, format!("route: {e}"));
     }
     let merged: Vec<&MatchCondition> = chain.iter().copied().chain(own.iter()).collect();
     if let Err(e) = check_headers(merged.iter().copied()) {
-        return fail(t, "RouteError", "HeaderMatchConditionsNotValid", e);
+        return fail(t, "RouteError", reason::HEADER_MATCH_CONDITIONS_NOT_VALID, e);
     }
     if let Err(e) = check_query(merged.iter().copied()) {
-        return fail(t, "RouteError", "QueryParameterMatchConditionsNotValid", e);
+        return fail(t, "RouteError", reason::QUERY_PARAMETER_MATCH_CONDITIONS_NOT_VALID, e);
     }
     let vars = Variables { namespace: &origin.namespace, service: None };
     let request = match headers::headers(r.headers.request_headers_policy.as_ref(), true, &vars) {
         Ok(h) => h,
-        Err(e) => return fail(t, "RouteError", "RequestHeadersPolicyInvalid", format!("{e} on request headers")),
+        Err(e) => {
+            return fail(t, "RouteError", reason::REQUEST_HEADERS_POLICY_INVALID, format!("{e} on request headers"));
+        }
     };
     let response = match headers::headers(r.headers.response_headers_policy.as_ref(), false, &vars) {
         Ok(h) => h,
-        Err(e) => return fail(t, "RouteError", "ResponseHeaderPolicyInvalid", format!("{e} on response headers")),
+        Err(e) => {
+            return fail(t, "RouteError", reason::RESPONSE_HEADER_POLICY_INVALID, format!("{e} on response headers"));
+        }
     };
     let cookie_rewrites = match filters::cookie_rewrites(r.headers.cookie_rewrite_policies.as_deref()) {
         Ok(c) => c,
         Err(e) => {
-            return fail(t, "RouteError", "CookieRewritePoliciesInvalid", format!("{e} on route cookie rewrite rules"));
+            return fail(
+                t,
+                "RouteError",
+                reason::COOKIE_REWRITE_POLICIES_INVALID,
+                format!("{e} on route cookie rewrite rules"),
+            );
         }
     };
     let timeouts = match crate::shared::timeouts::timeouts(r.timeout_policy.as_deref()) {
         Ok(t) => t,
         Err(e) => {
-            return fail(t, "RouteError", "TimeoutPolicyNotValid", format!("route.timeoutPolicy failed to parse: {e}"));
+            return fail(
+                t,
+                "RouteError",
+                reason::TIMEOUT_POLICY_NOT_VALID,
+                format!("route.timeoutPolicy failed to parse: {e}"),
+            );
         }
     };
     let local = r.rate_limit_policy.as_ref().and_then(|p| p.local.as_ref());
     let local_rate_limit = match local.map(|l| filters::local_rate_limit(l, format!("vhost.{fqdn}"))).transpose() {
         Ok(l) => l,
         Err(e) => {
-            return fail(t, "RouteError", "RateLimitPolicyNotValid", format!("route.rateLimitPolicy is invalid: {e}"));
+            return fail(
+                t,
+                "RouteError",
+                reason::RATE_LIMIT_POLICY_NOT_VALID,
+                format!("route.rateLimitPolicy is invalid: {e}"),
+            );
         }
     };
     let ip_filter = match filters::ip_filter(&r.filters, t.geo()) {
@@ -203,33 +222,43 @@ fn route(
     let global_rate_limit = match global.map(filters::global_rate_limit).transpose() {
         Ok(g) => g.flatten(),
         Err(e) => {
-            return fail(t, "RouteError", "RateLimitPolicyNotValid", format!("route.rateLimitPolicy is invalid: {e}"));
+            return fail(
+                t,
+                "RouteError",
+                reason::RATE_LIMIT_POLICY_NOT_VALID,
+                format!("route.rateLimitPolicy is invalid: {e}"),
+            );
         }
     };
     let ignore_host_rate_limits = global.is_some_and(|g| g.disabled == Some(true));
     // A TLS root's routes require its default provider unless they say otherwise.
     let jwt_provider = match t.jwt.as_ref().map(|j| j.route(r.jwt_verification_policy.as_deref())) {
         None => None,
-        Some(Err(e)) => return fail(t, "JWTVerificationError", "InvalidJWTVerificationPolicy", e),
+        Some(Err(e)) => return fail(t, "JWTVerificationError", reason::INVALID_JWT_VERIFICATION_POLICY, e),
         Some(Ok(Some(name))) if !t.jwt.as_ref().is_some_and(|j| j.names.contains(&name)) => {
             let message = format!("Route references an undefined JWT provider {name:?}");
-            return fail(t, "JWTVerificationError", "JWTProviderNotDefined", message);
+            return fail(t, "JWTVerificationError", reason::JWT_PROVIDER_NOT_DEFINED, message);
         }
         Some(Ok(provider)) => provider,
     };
     let (load_balancer, hash_policies, warnings) = policy::load_balancer(r.load_balancer_policy.as_deref());
     for w in warnings {
-        t.warning(origin, "SpecError", &format!("{field}.loadBalancerPolicy"), "IgnoredField", w);
+        t.warning(origin, "SpecError", &format!("{field}.loadBalancerPolicy"), reason::IGNORED_FIELD, w);
     }
     if let Some(p) = &r.request_redirect_policy {
         let invalid = |detail: &str| format!("route.requestRedirectPolicy is invalid: {detail}");
         if p.path.is_some() && p.prefix.is_some() {
             let message = invalid("cannot specify both redirect path and redirect prefix");
-            return fail(t, "RouteError", "RequestRedirectPolicy", message);
+            return fail(t, "RouteError", reason::REQUEST_REDIRECT_POLICY, message);
         }
         let texts = [&p.hostname, &p.path, &p.prefix];
         if texts.iter().any(|v| v.as_deref().is_some_and(|v| !headers::valid_header_value(v))) {
-            return fail(t, "RouteError", "RequestRedirectPolicy", invalid("control characters are not allowed"));
+            return fail(
+                t,
+                "RouteError",
+                reason::REQUEST_REDIRECT_POLICY,
+                invalid("control characters are not allowed"),
+            );
         }
     }
     if let Some(p) = &r.direct_response_policy {
@@ -237,11 +266,11 @@ fn route(
         if !(200..=599).contains(&p.status_code) {
             let message =
                 format!("route.directResponsePolicy is invalid: status code {} is not in 200-599", p.status_code);
-            return fail(t, "RouteError", "DirectResponsePolicyInvalid", message);
+            return fail(t, "RouteError", reason::DIRECT_RESPONSE_POLICY_INVALID, message);
         }
         if p.body.as_ref().is_some_and(|b| b.len() > MAX_DIRECT_BODY) {
             let message = format!("route.directResponsePolicy is invalid: body longer than {MAX_DIRECT_BODY} bytes");
-            return fail(t, "RouteError", "DirectResponsePolicyInvalid", message);
+            return fail(t, "RouteError", reason::DIRECT_RESPONSE_POLICY_INVALID, message);
         }
     }
     let upgrade = r.permit_insecure != Some(true) || t.options.disable_permit_insecure;
@@ -249,7 +278,7 @@ fn route(
     if !upgrade && t.oidc && !oidc_disabled {
         // Plain HTTP has no login: the route would be served without one.
         let message = "route.permitInsecure cannot be set on a virtual host with an OIDC login unless the route sets oidcPolicy.disabled".into();
-        return fail(t, "RouteError", "OIDCNotPermitted", message);
+        return fail(t, "RouteError", reason::OIDC_NOT_PERMITTED, message);
     }
     let mut matcher = conditions::merged_match(&merged);
     if let Some(authority) = crate::wildcard_authority(fqdn) {
@@ -262,11 +291,11 @@ fn route(
     };
     let health_check = match policy::health_check(r.health_check_policy.as_deref()) {
         Ok(h) => h,
-        Err(e) => return fail(t, "RouteError", "HealthCheckPolicyInvalid", e),
+        Err(e) => return fail(t, "RouteError", reason::HEALTH_CHECK_POLICY_INVALID, e),
     };
     let retry = match policy::retry(r.retry_policy.as_deref()) {
         Ok(retry) => retry,
-        Err(e) => return fail(t, "RouteError", "RetryPolicyInvalid", e),
+        Err(e) => return fail(t, "RouteError", reason::RETRY_POLICY_INVALID, e),
     };
     let host = match &request.host {
         Some(Ok(host)) => Some(host.as_str()),
@@ -427,7 +456,7 @@ fn regex_replacement(
         }
     };
     if let Some(message) = problem {
-        t.error(origin, "PathRewriteError", &field, "RegexRewriteInvalid", message);
+        t.error(origin, "PathRewriteError", &field, reason::REGEX_REWRITE_INVALID, message);
         return Err(());
     }
     Ok(Some(PathModifier::Regex { pattern: regex.pattern.clone(), substitution: regex.substitution.clone() }))
@@ -449,7 +478,7 @@ fn prefix_replacement(
     let field = format!("{field}.pathRewritePolicy");
     let PathMatch::StringPrefix(prefix) = path else {
         let message = "cannot specify prefix replacements without a prefix condition".into();
-        t.error(origin, "PrefixReplaceError", &field, "MustHavePrefix", message);
+        t.error(origin, "PrefixReplaceError", &field, reason::MUST_HAVE_PREFIX, message);
         return Err(());
     };
     let mut seen: Vec<&str> = Vec::new();
@@ -457,7 +486,7 @@ fn prefix_replacement(
     for rp in replacements {
         if let Some(problem) = ir::header_value_problem(&rp.replacement) {
             let message = format!("invalid replacement {:?}: {problem}", rp.replacement);
-            t.error(origin, "PrefixReplaceError", &field, "InvalidReplacement", message);
+            t.error(origin, "PrefixReplaceError", &field, reason::INVALID_REPLACEMENT, message);
             return Err(());
         }
         match rp.prefix.as_deref().filter(|p| !p.is_empty()) {
@@ -466,7 +495,7 @@ fn prefix_replacement(
                     origin,
                     "PrefixReplaceError",
                     &field,
-                    "AmbiguousReplacement",
+                    reason::AMBIGUOUS_REPLACEMENT,
                     "ambiguous prefix replacement".into(),
                 );
                 return Err(());
@@ -474,7 +503,7 @@ fn prefix_replacement(
             None => empty = true,
             Some(p) if seen.contains(&p) => {
                 let message = format!("duplicate replacement prefix '{p}'");
-                t.error(origin, "PrefixReplaceError", &field, "DuplicateReplacement", message);
+                t.error(origin, "PrefixReplaceError", &field, reason::DUPLICATE_REPLACEMENT, message);
                 return Err(());
             }
             Some(p) => seen.push(p),

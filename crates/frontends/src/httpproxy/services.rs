@@ -6,7 +6,7 @@ use std::sync::Arc;
 use api::httpproxy::{HTTPProxy, Service, TCPProxy};
 use ir::{
     Backend, BackendOptions, BackendTarget, ListenerTls, LoadBalancer, ObjectRef, Origin, Protocol, ServicePort,
-    SlowStart, TlsMode, TlsRoute, UpstreamProtocol, UpstreamValidation,
+    SlowStart, TlsMode, TlsRoute, UpstreamProtocol, UpstreamValidation, reason,
 };
 use objects::ObjectKey;
 
@@ -80,7 +80,7 @@ pub(super) fn route(
         if s.mirror == Some(true) {
             if out.mirror.is_some() {
                 let message = "only one service per route may be nominated as mirror".into();
-                t.error(origin, "ServiceError", &field, "OnlyOneMirror", message);
+                t.error(origin, "ServiceError", &field, reason::ONLY_ONE_MIRROR, message);
                 return Err(());
             }
             out.mirror = Some(backend);
@@ -108,7 +108,7 @@ fn service(
     let namespace = origin.namespace.as_str();
     let Some(port) = u16::try_from(s.port).ok().filter(|p| *p != 0) else {
         let message = format!("service {:?}: port must be in the range 1-65535", s.name);
-        t.error(origin, "ServiceError", field, "ServicePortInvalid", message);
+        t.error(origin, "ServiceError", field, reason::SERVICE_PORT_INVALID, message);
         return Err(());
     };
     let health_port = s
@@ -120,7 +120,7 @@ fn service(
         .and_then(|()| health_port.map_or(Ok(()), |hp| lookup(t, namespace, &s.name, i32::from(hp))));
     if let Err(e) = checked {
         let message = format!("Spec.Routes unresolved service reference: {e}");
-        t.error(origin, "ServiceError", field, "ServiceUnresolvedReference", message);
+        t.error(origin, "ServiceError", field, reason::SERVICE_UNRESOLVED_REFERENCE, message);
         return Ok(None);
     }
     let protocol = match s.protocol.as_deref() {
@@ -129,7 +129,13 @@ fn service(
         Some("h2c") => Some(UpstreamProtocol::H2c),
         Some("tls") => Some(UpstreamProtocol::Tls),
         Some(other) => {
-            t.error(origin, "ServiceError", field, "UnsupportedProtocol", format!("unsupported protocol: {other}"));
+            t.error(
+                origin,
+                "ServiceError",
+                field,
+                reason::UNSUPPORTED_PROTOCOL,
+                format!("unsupported protocol: {other}"),
+            );
             return Err(());
         }
     };
@@ -162,7 +168,13 @@ fn service(
         None => Ok((h.modifier, None)),
     });
     let (request, host_rewrite) = request.map_err(|e| {
-        t.error(origin, "ServiceError", field, "RequestHeadersPolicyInvalid", format!("{e} on request headers"));
+        t.error(
+            origin,
+            "ServiceError",
+            field,
+            reason::REQUEST_HEADERS_POLICY_INVALID,
+            format!("{e} on request headers"),
+        );
     })?;
     let response = headers::headers(headers.response_headers_policy.as_ref(), false, &vars);
     let response = match defaults {
@@ -170,16 +182,22 @@ fn service(
         None => response,
     };
     let response = response.map_err(|e| {
-        t.error(origin, "ServiceError", field, "ResponseHeadersPolicyInvalid", format!("{e} on response headers"));
+        t.error(
+            origin,
+            "ServiceError",
+            field,
+            reason::RESPONSE_HEADERS_POLICY_INVALID,
+            format!("{e} on response headers"),
+        );
     })?;
     let cookie_rewrites = super::filters::cookie_rewrites(headers.cookie_rewrite_policies.as_deref()).map_err(|e| {
         let message = format!("{e} on service cookie rewrite rules");
-        t.error(origin, "RouteError", field, "CookieRewritePoliciesInvalid", message);
+        t.error(origin, "RouteError", field, reason::COOKIE_REWRITE_POLICIES_INVALID, message);
     })?;
     let slow_start = match &s.slow_start_policy {
         None => None,
         Some(p) => Some(slow_start(p, settings.load_balancer).map_err(|e| {
-            t.error(origin, "ServiceError", field, "SlowStartInvalid", e);
+            t.error(origin, "ServiceError", field, reason::SLOW_START_INVALID, e);
         })?),
     };
     let outlier_detection = match s.outlier_detection.as_ref().filter(|o| o.disabled != Some(true)) {
@@ -187,7 +205,7 @@ fn service(
         None if s.outlier_detection.is_none() => t.options.default_outlier_detection,
         None => None,
         Some(o) => Some(outlier_detection(o).map_err(|e| {
-            t.error(origin, "ServiceError", &format!("{field}.outlierDetection"), "OutlierDetectionInvalid", e);
+            t.error(origin, "ServiceError", &format!("{field}.outlierDetection"), reason::OUTLIER_DETECTION_INVALID, e);
         })?),
     };
     // TLS to the backend names the host it is sent to (the service's Host, else the route's).
@@ -280,12 +298,12 @@ fn validation(
             "service.UpstreamValidation.CACertificate Secret {:?} is not configured for certificate delegation",
             v.ca_secret
         );
-        t.error(origin, "TLSError", field, "CACertificateNotDelegated", message);
+        t.error(origin, "TLSError", field, reason::CA_CERTIFICATE_NOT_DELEGATED, message);
         return Err(());
     }
     let fail = |t: &mut Translator<'_>, detail: String| {
         let message = format!("Service [{}:{port}] TLS upstream validation policy error: {detail}", s.name);
-        t.error(origin, "ServiceError", field, "TLSUpstreamValidation", message);
+        t.error(origin, "ServiceError", field, reason::TLS_UPSTREAM_VALIDATION, message);
         Err(())
     };
     let secret = t.secret(namespace, name);
@@ -358,7 +376,7 @@ fn tcp_backends(
     let services = tcp.services.as_deref().unwrap_or_default();
     if !services.is_empty() && include.is_some() {
         let message = "cannot specify services and include in the same httpproxy".into();
-        t.error(origin, "TCPProxyError", field, "NoServicesAndInclude", message);
+        t.error(origin, "TCPProxyError", field, reason::NO_SERVICES_AND_INCLUDE, message);
         return None;
     }
     if let Some(strategy @ ("Cookie" | "RequestHash")) =
@@ -367,14 +385,14 @@ fn tcp_backends(
         let message = format!(
             "ignoring field \"Spec.TCPProxy.LoadBalancerPolicy\"; {strategy} load balancer policy is not supported for TCPProxies"
         );
-        t.warning(origin, "TCPProxyError", field, "IgnoredField", message);
+        t.warning(origin, "TCPProxyError", field, reason::IGNORED_FIELD, message);
     }
     if !services.is_empty() {
         let mut backends = Vec::new();
         for s in services {
             if let Err(e) = lookup(t, &origin.namespace, &s.name, s.port) {
                 let message = format!("Spec.TCPProxy unresolved service reference: {e}");
-                t.error(origin, "TCPProxyError", field, "ServiceUnresolvedReference", message);
+                t.error(origin, "TCPProxyError", field, reason::SERVICE_UNRESOLVED_REFERENCE, message);
                 return None;
             }
             let port = u16::try_from(s.port).ok()?;
@@ -384,7 +402,7 @@ fn tcp_backends(
                 Some("tls") => true,
                 Some(other) => {
                     let message = format!("unsupported protocol: {other}");
-                    t.error(origin, "ServiceError", field, "UnsupportedProtocol", message);
+                    t.error(origin, "ServiceError", field, reason::UNSUPPORTED_PROTOCOL, message);
                     return None;
                 }
             };
@@ -409,26 +427,26 @@ fn tcp_backends(
     }
     let Some(include) = include else {
         let message = "either services or inclusion must be specified".into();
-        t.error(origin, "TCPProxyError", field, "NothingDefined", message);
+        t.error(origin, "TCPProxyError", field, reason::NOTHING_DEFINED, message);
         return None;
     };
     let namespace = include.namespace.clone().unwrap_or_else(|| origin.namespace.clone());
     let key = ObjectKey::new(&namespace, &include.name);
     let Some(child) = t.lookup(&key) else {
         let message = format!("include {namespace}/{} not found", include.name);
-        t.error(origin, "TCPProxyIncludeError", field, "IncludeNotFound", message);
+        t.error(origin, "TCPProxyIncludeError", field, reason::INCLUDE_NOT_FOUND, message);
         return None;
     };
     if child.spec.virtualhost.is_some() {
         let message = format!("root httpproxy cannot include another root httpproxy ({namespace}/{})", include.name);
-        t.error(origin, "TCPProxyIncludeError", field, "RootIncludesRoot", message);
+        t.error(origin, "TCPProxyIncludeError", field, reason::ROOT_INCLUDES_ROOT, message);
         return None;
     }
     t.reach(&key);
     if visited.contains(&key) {
         let chain: Vec<String> = visited.iter().chain([&key]).map(|k| k.to_string()).collect();
         let message = format!("include creates a cycle: {}", chain.join(" -> "));
-        t.error(origin, "TCPProxyIncludeError", field, "IncludeCreatesCycle", message);
+        t.error(origin, "TCPProxyIncludeError", field, reason::INCLUDE_CREATES_CYCLE, message);
         return None;
     }
     visited.push(key);

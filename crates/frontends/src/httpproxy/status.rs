@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ir::{Diagnostic, Severity};
+use ir::{Diagnostic, Severity, reason};
 use objects::types::HTTPProxy;
 use objects::{ObjectKey, Snapshot};
 
@@ -54,12 +54,12 @@ impl ProxyStatus {
     pub fn reject(&mut self, envoy_error: &str) {
         self.errors.push(SubCondition {
             type_: "EnvoyError",
-            reason: "ConfigurationRejected",
+            reason: reason::CONFIGURATION_REJECTED,
             message: format!("Envoy rejected the configuration: {envoy_error}"),
         });
         self.valid = false;
         self.current_status = "invalid";
-        self.reason = "ErrorPresent";
+        self.reason = reason::ERROR_PRESENT;
         self.message = "At least one error present, see Errors for details".into();
         self.description = self.message.clone();
     }
@@ -186,9 +186,9 @@ fn detailed(
         }
     }
     let (current_status, valid, reason, message) = if errors.is_empty() {
-        ("valid", true, "Valid", valid_message.to_string())
+        ("valid", true, reason::VALID, valid_message.to_string())
     } else {
-        ("invalid", false, "ErrorPresent", "At least one error present, see Errors for details".to_string())
+        ("invalid", false, reason::ERROR_PRESENT, "At least one error present, see Errors for details".to_string())
     };
     ProxyStatus {
         key: key.clone(),

@@ -2,7 +2,7 @@
 //! fallback certificate, checked in upstream's order with upstream's words.
 
 use api::httpproxy::{TLS, VirtualHost};
-use ir::{ClientValidation, ForwardClientCert, ListenerTls, ObjectRef, Origin, TlsMode, TlsVersion};
+use ir::{ClientValidation, ForwardClientCert, ListenerTls, ObjectRef, Origin, TlsMode, TlsVersion, reason};
 
 use super::Translator;
 use crate::delegation;
@@ -25,16 +25,16 @@ pub(super) fn virtual_host(
     let fallback = tls.enable_fallback_certificate.unwrap_or(false);
     if passthrough && fallback {
         let message = "Spec.VirtualHost.TLS: both Passthrough and enableFallbackCertificate were specified".into();
-        t.error(origin, "TLSError", FIELD, "TLSIncompatibleFeatures", message);
+        t.error(origin, "TLSError", FIELD, reason::TLS_INCOMPATIBLE_FEATURES, message);
     }
     match (secret_name, passthrough) {
         (Some(_), true) => {
             let message = "Spec.VirtualHost.TLS: both Passthrough and SecretName were specified".into();
-            return stop(t, "TLSConfigNotValid", message);
+            return stop(t, reason::TLS_CONFIG_NOT_VALID, message);
         }
         (None, false) => {
             let message = "Spec.VirtualHost.TLS: neither Passthrough nor SecretName were specified".into();
-            return stop(t, "TLSConfigNotValid", message);
+            return stop(t, reason::TLS_CONFIG_NOT_VALID, message);
         }
         _ => {}
     }
@@ -52,13 +52,13 @@ pub(super) fn virtual_host(
         };
         if let Some(what) = clash {
             let message = format!("Spec.VirtualHost.TLS http3 cannot be combined with {what}");
-            return stop(t, "TLSIncompatibleFeatures", message);
+            return stop(t, reason::TLS_INCOMPATIBLE_FEATURES, message);
         }
     }
     if passthrough {
         if tls.client_validation.is_some() {
             let message = "Spec.VirtualHost.TLS passthrough cannot be combined with tls.clientValidation".into();
-            return stop(t, "TLSIncompatibleFeatures", message);
+            return stop(t, reason::TLS_INCOMPATIBLE_FEATURES, message);
         }
         return Ok(Some(ListenerTls::new(TlsMode::Passthrough, Vec::new())));
     }
@@ -66,11 +66,11 @@ pub(super) fn virtual_host(
     let (namespace, name) = delegation::resolve(raw, &origin.namespace);
     if !delegation::permitted(t.snapshot, namespace, name, &origin.namespace) {
         let message = format!("Spec.VirtualHost.TLS Secret {raw:?} certificate delegation not permitted");
-        return stop(t, "DelegationNotPermitted", message);
+        return stop(t, reason::DELEGATION_NOT_PERMITTED, message);
     }
     let secret = t.secret(namespace, name);
     if let Err(e) = objects::secrets::tls_pair(secret.map(|s| &**s)) {
-        return stop(t, "SecretNotValid", format!("Spec.VirtualHost.TLS Secret {raw:?} is invalid: {e}"));
+        return stop(t, reason::SECRET_NOT_VALID, format!("Spec.VirtualHost.TLS Secret {raw:?} is invalid: {e}"));
     }
     let certificate = ObjectRef { namespace: namespace.into(), name: name.into() };
     let version = |v: &Option<String>| match v.as_deref() {
@@ -82,37 +82,37 @@ pub(super) fn virtual_host(
     if min.unwrap_or(TlsVersion::V1_2) > max.unwrap_or(TlsVersion::V1_3) {
         let message =
             "Spec.Virtualhost.TLS the minimum protocol version is greater than the maximum protocol version".into();
-        return stop(t, "TLSConfigNotValid", message);
+        return stop(t, reason::TLS_CONFIG_NOT_VALID, message);
     }
     if fallback {
         if tls.client_validation.is_some() {
             let message = "Spec.Virtualhost.TLS fallback & client validation are incompatible".into();
-            return stop(t, "TLSIncompatibleFeatures", message);
+            return stop(t, reason::TLS_INCOMPATIBLE_FEATURES, message);
         }
         if vhost.authorization.is_some() {
             let message = "Spec.Virtualhost.TLS fallback & client authorization are incompatible".into();
-            return stop(t, "TLSIncompatibleFeatures", message);
+            return stop(t, reason::TLS_INCOMPATIBLE_FEATURES, message);
         }
         // The fallback chain serves every fallback virtual host's routes to clients without a
         // known SNI, where one virtual host's JWT providers cannot all apply: a request there
         // could reach a backend without a token. Upstream refuses the combination too.
         if vhost.jwt_providers.as_ref().is_some_and(|p| !p.is_empty()) {
             let message = "Spec.Virtualhost.TLS fallback & JWT providers are incompatible".into();
-            return stop(t, "TLSIncompatibleFeatures", message);
+            return stop(t, reason::TLS_INCOMPATIBLE_FEATURES, message);
         }
         let Some(fallback) = t.options.fallback_certificate.clone() else {
             let message = "Spec.Virtualhost.TLS enabled fallback but the fallback Certificate Secret is not configured in Contour configuration file".into();
-            return stop(t, "FallbackNotPresent", message);
+            return stop(t, reason::FALLBACK_NOT_PRESENT, message);
         };
         let name = format!("{}/{}", fallback.namespace, fallback.name);
         if !delegation::permitted(t.snapshot, &fallback.namespace, &fallback.name, &origin.namespace) {
             let message = format!("Spec.VirtualHost.TLS Secret {name:?} is not configured for certificate delegation");
-            return stop(t, "FallbackNotDelegated", message);
+            return stop(t, reason::FALLBACK_NOT_DELEGATED, message);
         }
         let secret = t.secret(&fallback.namespace, &fallback.name);
         if let Err(e) = objects::secrets::tls_pair(secret.map(|s| &**s)) {
             let message = format!("Spec.Virtualhost.TLS Secret {name:?} fallback certificate is invalid: {e}");
-            return stop(t, "FallbackNotValid", message);
+            return stop(t, reason::FALLBACK_NOT_VALID, message);
         }
     }
     let client_validation = match &tls.client_validation {
@@ -143,7 +143,7 @@ fn delegated<'a>(
     }
     let message =
         format!("Spec.VirtualHost.TLS {what} Secret {raw:?} is invalid: Certificate delegation not permitted");
-    t.error(origin, "TLSError", "spec.virtualhost.tls.clientValidation", "DelegationNotPermitted", message);
+    t.error(origin, "TLSError", "spec.virtualhost.tls.clientValidation", reason::DELEGATION_NOT_PERMITTED, message);
     Err(())
 }
 
@@ -152,7 +152,7 @@ fn client_validation(t: &mut Translator<'_>, origin: &Origin, tls: &TLS) -> Resu
     let field = "spec.virtualhost.tls.clientValidation";
     let invalid = |t: &mut Translator<'_>, detail: String| {
         let message = format!("Spec.VirtualHost.TLS client validation is invalid: {detail}");
-        t.error(origin, "TLSError", field, "ClientValidationInvalid", message);
+        t.error(origin, "TLSError", field, reason::CLIENT_VALIDATION_INVALID, message);
     };
     let skip = cv.skip_client_cert_validation.unwrap_or(false);
     let on = |b: Option<bool>| b.unwrap_or(false);

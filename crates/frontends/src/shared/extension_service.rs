@@ -1,7 +1,7 @@
 //! ExtensionService checks in upstream's order, shared by the ExtensionService front end (its
 //! status and its cluster) and HTTPProxy's authorization (which refers to one).
 
-use ir::{ExtensionService, LoadBalancer, ObjectRef, ServicePort, UpstreamProtocol};
+use ir::{ExtensionService, LoadBalancer, ObjectRef, ServicePort, UpstreamProtocol, reason};
 use objects::{ObjectKey, Snapshot};
 
 /// Something wrong with an ExtensionService: the sub-condition type, field, reason and message
@@ -51,7 +51,7 @@ pub(crate) fn check(
         Ok(t) => t,
         Err(e) => {
             let message = format!("spec.timeoutPolicy failed to parse: {e}");
-            out.errors.push(issue("SpecError", "spec.timeoutPolicy", "TimeoutPolicyNotValid", message));
+            out.errors.push(issue("SpecError", "spec.timeoutPolicy", reason::TIMEOUT_POLICY_NOT_VALID, message));
             Default::default()
         }
     };
@@ -63,7 +63,7 @@ pub(crate) fn check(
             let message = format!(
                 "ignoring field \".Spec.LoadBalancerPolicy\"; {hashing} load balancer policy is not supported for ExtensionClusters"
             );
-            out.warnings.push(issue("SpecError", "spec.loadBalancerPolicy", "IgnoredField", message));
+            out.warnings.push(issue("SpecError", "spec.loadBalancerPolicy", reason::IGNORED_FIELD, message));
             LoadBalancer::RoundRobin
         }
         _ => LoadBalancer::RoundRobin,
@@ -71,7 +71,7 @@ pub(crate) fn check(
     if spec.timeout_policy.as_ref().and_then(|t| t.idle.as_deref()).is_some_and(|i| !i.is_empty()) {
         let message =
             "ignoring field \".Spec.TimeoutPolicy.Idle\"; idle timeouts are not supported for ExtensionClusters";
-        out.warnings.push(issue("SpecError", "spec.timeoutPolicy.idle", "IgnoredField", message.into()));
+        out.warnings.push(issue("SpecError", "spec.timeoutPolicy.idle", reason::IGNORED_FIELD, message.into()));
     }
     // `http/1.1` (upstream main's, what an HTTP authorization server speaks) is HTTP/1.1 in
     // clear text: no protocol option, as a plain Service's cluster.
@@ -81,7 +81,7 @@ pub(crate) fn check(
         Some("http/1.1") => None,
         Some(other) => {
             let message = format!("unsupported protocol {other:?}");
-            out.errors.push(issue("SpecError", "spec.protocol", "UnsupportedProtocol", message));
+            out.errors.push(issue("SpecError", "spec.protocol", reason::UNSUPPORTED_PROTOCOL, message));
             return out;
         }
     };
@@ -94,21 +94,21 @@ pub(crate) fn check(
                     "service.UpstreamValidation.CACertificate Secret {:?} is not configured for certificate delegation",
                     v.ca_secret
                 );
-                out.errors.push(issue("TLSError", "spec.validation", "CACertificateNotDelegated", message));
+                out.errors.push(issue("TLSError", "spec.validation", reason::CA_CERTIFICATE_NOT_DELEGATED, message));
                 return out;
             }
             let subject_names = match crate::shared::subject_names(v) {
                 Ok(names) => names,
                 Err(detail) => {
                     let message = format!("TLS upstream validation policy error: {detail}");
-                    out.errors.push(issue("SpecError", "spec.validation", "TLSUpstreamValidation", message));
+                    out.errors.push(issue("SpecError", "spec.validation", reason::TLS_UPSTREAM_VALIDATION, message));
                     return out;
                 }
             };
             if protocol != Some(UpstreamProtocol::H2) {
                 let name = spec.protocol.as_deref().unwrap_or_default();
                 let message = format!("upstream TLS validation not supported for {name:?} protocol");
-                out.errors.push(issue("SpecError", "spec.validation", "InconsistentProtocol", message));
+                out.errors.push(issue("SpecError", "spec.validation", reason::INCONSISTENT_PROTOCOL, message));
             }
             let ca = ObjectRef { namespace: ca_namespace.into(), name: ca_name.into() };
             Some(ir::UpstreamValidation { ca, ca_kind: ir::CaKind::Secret, subject_names, subject_uris: Vec::new() })
@@ -122,7 +122,12 @@ pub(crate) fn check(
         }
     }
     if spec.services.is_empty() {
-        out.errors.push(issue("ServiceError", "spec.services", "ServiceUnresolvedReference", "no services".into()));
+        out.errors.push(issue(
+            "ServiceError",
+            "spec.services",
+            reason::SERVICE_UNRESOLVED_REFERENCE,
+            "no services".into(),
+        ));
     }
     let cb = spec.circuit_breaker_policy.as_ref();
     out.extension = Some(ExtensionService {
@@ -155,7 +160,7 @@ fn service(
     let unresolved = |why: String| Invalid {
         condition: "ServiceError",
         field: "spec.services",
-        reason: "ServiceUnresolvedReference",
+        reason: reason::SERVICE_UNRESOLVED_REFERENCE,
         message: format!("unresolved service \"{namespace}/{}\": {why}", target.name),
     };
     let Ok(port) = u16::try_from(target.port) else {
@@ -169,7 +174,7 @@ fn service(
         return Err(Invalid {
             condition: "ServiceError",
             field: "spec.services",
-            reason: "UnsupportedServiceType",
+            reason: reason::UNSUPPORTED_SERVICE_TYPE,
             message: format!("Service \"{namespace}/{}\" is of unsupported type \"ExternalName\".", target.name),
         });
     }
