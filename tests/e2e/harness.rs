@@ -73,6 +73,8 @@ pub struct EnvoySide {
     pub resources_dir: Option<PathBuf>,
     /// Connect Envoy to the xDS server through a [`testkit::Relay`] the test can cut.
     pub relay: bool,
+    /// The relay starts blocked ([`testkit::Relay::block`]).
+    pub relay_blocked: bool,
 }
 
 /// Pipeline settings for the default fleet (HTTPProxy, Ingress) on loopback ports.
@@ -249,9 +251,10 @@ impl Harness {
     }
 
     /// [`Harness::start_kubernetes`] on Delta xDS, Envoy connected through a relay the test can
-    /// block ([`Harness::relay`]).
-    pub async fn start_kubernetes_relayed(client: kube::Client) -> anyhow::Result<Self> {
-        let envoy = EnvoySide { relay: true, ..Default::default() };
+    /// block ([`Harness::relay`]); blocked from the start, Envoy cannot connect until it is
+    /// unblocked.
+    pub async fn start_kubernetes_relayed(client: kube::Client, blocked: bool) -> anyhow::Result<Self> {
+        let envoy = EnvoySide { relay: true, relay_blocked: blocked, ..Default::default() };
         let launch = Launch { delta: true, status_client: Some(client), envoy, ..Launch::default() };
         Self::watch_cluster(Vec::new(), launch).await
     }
@@ -366,6 +369,9 @@ impl Harness {
             true => Some(testkit::Relay::start(SocketAddr::from(([127, 0, 0, 1], xds_port))).await?),
             false => None,
         };
+        if let Some(relay) = relay.as_ref().filter(|_| envoy.relay_blocked) {
+            relay.block();
+        }
         let envoy = Envoy::start(bootstrap::Bootstrap {
             xds_address: "127.0.0.1".into(),
             xds_port: relay.as_ref().map_or(xds_port, |r| r.addr.port()),

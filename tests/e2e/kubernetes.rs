@@ -175,9 +175,9 @@ async fn objects_applied_through_the_api_reach_envoy_and_get_status() -> anyhow:
     h.assert_no_nacks().await
 }
 
-/// The first status the controller writes on a Gateway is Envoy's verdict on its configuration:
-/// no `Programmed: False` while its Envoy has yet to connect and load it, then `True` a moment
-/// later.
+/// The first status a starting controller writes on a Gateway is Envoy's verdict on its
+/// configuration: no `Programmed: False` while its Envoy has yet to connect and load it, then
+/// `True` a moment later.
 #[tokio::test]
 async fn a_gateways_first_status_is_envoys_verdict_not_pending() -> anyhow::Result<()> {
     let api = ApiServer::start().await?;
@@ -185,10 +185,6 @@ async fn a_gateways_first_status_is_envoys_verdict_not_pending() -> anyhow::Resu
     let client = api.client().await?;
     let blue = NetnsBackend::start("blue").await?;
     let port = testkit::free_port();
-    let h = Harness::start_kubernetes_relayed(client.clone()).await?;
-    // The Gateway's Envoy is away when the Gateway is created, and back 1.5 s later.
-    let relay = h.relay.as_ref().expect("a relay");
-    relay.block();
     let programmed = |s: &Value| condition(&s["conditions"], "Programmed").map(|c| c["status"].clone());
     let history = tokio::spawn({
         let client = client.clone();
@@ -202,8 +198,10 @@ async fn a_gateways_first_status_is_envoys_verdict_not_pending() -> anyhow::Resu
     let objects = [gateway(&http_listener("http", port)), service("blue", &[blue.addr])].concat();
     apply_yaml(&client, &objects).await?;
     apply_yaml(&client, &http_route("app", "  rules: [{backendRefs: [{name: blue, port: 80}]}]")).await?;
+    // The controller starts with the Gateway there; its Envoy is away, and back 1.5 s later.
+    let h = Harness::start_kubernetes_relayed(client.clone(), true).await?;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    relay.unblock();
+    h.relay.as_ref().expect("a relay").unblock();
     let history = history.await??;
     let said: Vec<_> = history.iter().filter_map(programmed).collect();
     assert!(!said.contains(&json!("False")), "the Gateway said Programmed: {said:?}");
