@@ -4,7 +4,7 @@
 use objects::ObjectKey;
 
 /// One condition, in the Gateway API's vocabulary.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Condition {
     /// The type, such as `Accepted`.
     pub type_: &'static str,
@@ -63,7 +63,7 @@ pub struct RouteStatus {
 }
 
 /// One `status.parents` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RouteParentStatus {
     /// The parentRef as the route wrote it (defaults filled in).
     pub parent: ParentRefStatus,
@@ -72,7 +72,7 @@ pub struct RouteParentStatus {
 }
 
 /// A parentRef in a status entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ParentRefStatus {
     /// Group (`gateway.networking.k8s.io`).
     pub group: String,
