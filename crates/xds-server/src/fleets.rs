@@ -57,6 +57,10 @@ struct Fleet {
     /// no Envoy has accepted yet. Kept up to date as ACKs come, so the fleet's state costs a
     /// look at a few sets, not a pass over every resource.
     pending: BTreeMap<ResourceType, (Arc<Resources>, HashSet<Arc<str>>)>,
+    /// Open streams of this server per type they serve (`None`: ADS, every type). An Envoy
+    /// without ADS (upstream's bootstrap) opens a stream per type, and they may reach different
+    /// replicas: a type served by another replica is not this one's to judge.
+    streams: HashMap<Option<ResourceType>, usize>,
 }
 
 impl Fleet {
@@ -69,6 +73,7 @@ impl Fleet {
             rejected: BTreeMap::new(),
             served,
             pending: BTreeMap::new(),
+            streams: HashMap::new(),
         }
     }
 
@@ -174,9 +179,23 @@ impl Fleets {
     }
 
     /// A receiver of the fleet's served configuration, and whether the fleet is known.
-    pub(crate) fn watch(&mut self, id: &str) -> (watch::Receiver<Arc<FleetResources>>, bool) {
+    /// A stream serving `only` (every type: ADS) follows the fleet's configuration; call
+    /// [`Fleets::unwatch`] when it ends.
+    pub(crate) fn watch(
+        &mut self,
+        id: &str,
+        only: Option<ResourceType>,
+    ) -> (watch::Receiver<Arc<FleetResources>>, bool) {
         let fleet = self.fleets.entry(id.to_string()).or_insert_with(|| Fleet::new(false));
+        *fleet.streams.entry(only).or_default() += 1;
         (fleet.served.subscribe(), fleet.known)
+    }
+
+    /// A stream that [`Fleets::watch`]ed ended.
+    pub(crate) fn unwatch(&mut self, id: &str, only: Option<ResourceType>) {
+        if let Some(count) = self.fleets.get_mut(id).and_then(|f| f.streams.get_mut(&only)) {
+            *count = count.saturating_sub(1);
+        }
     }
 
     pub(crate) fn accepted(&mut self, id: &str, t: ResourceType, resources: &[Resource]) {
@@ -214,10 +233,16 @@ impl Fleets {
         // over VHDS).
         // The runtime layer does not count: an Envoy bootstrapped without one never asks for it,
         // and its routing is complete without it.
+        // With streams of single types here (Envoys without ADS), only their types count: the
+        // others are served, and accepted, by another replica.
+        let open = |only: Option<ResourceType>| fleet.streams.get(&only).is_some_and(|n| *n > 0);
+        let ads = open(None);
+        let single = fleet.streams.iter().any(|(only, n)| only.is_some() && *n > 0);
+        let judged_here = |t: ResourceType| ads || !single || open(Some(t));
         let accepted = [false, true].into_iter().any(|delta| {
             ResourceType::served_by(delta)
                 .iter()
-                .filter(|t| **t != ResourceType::Runtime)
+                .filter(|t| **t != ResourceType::Runtime && judged_here(**t))
                 .all(|t| fleet.pending.get(t).is_none_or(|(_, p)| p.is_empty()))
         });
         if accepted { Programming::Programmed } else { Programming::Pending }

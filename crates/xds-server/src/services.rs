@@ -213,7 +213,8 @@ where
     if ready.wait_for(|r| *r).await.is_err() {
         return;
     }
-    let (mut served, known) = inner.fleets.lock().expect("fleets lock").watch(&fleet);
+    let (mut served, known) = inner.fleets.lock().expect("fleets lock").watch(&fleet, only);
+    let _watching = Watching { inner: Arc::clone(&inner), fleet: fleet.clone(), only };
     if !known {
         inner.stats.unknown_fleet.fetch_add(1, Ordering::Relaxed);
         warn!(node = %node.id, %fleet, "Envoy names a fleet with no configuration; it gets none until the fleet exists");
@@ -329,6 +330,20 @@ fn record(inner: &Inner, fleet: &str, node: &str, feedback: Feedback) {
 }
 
 struct ConnectionGuard(Arc<Inner>);
+
+/// A stream's part in its fleet's state ([`crate::fleets::Fleets::watch`]), given up when the
+/// stream ends.
+struct Watching {
+    inner: Arc<Inner>,
+    fleet: String,
+    only: Option<ResourceType>,
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.inner.fleets.lock().expect("fleets lock").unwatch(&self.fleet, self.only);
+    }
+}
 
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {

@@ -205,6 +205,41 @@ async fn per_type_services_serve_their_type_only() {
     assert!(refused.is_err(), "{refused:?}");
 }
 
+/// An Envoy without ADS may hold its per-type streams on different replicas: a replica judges
+/// the fleet by the types its streams serve, not by types another replica serves (a leader
+/// holding only the clusters stream of an Envoy whose routes come from the other replica would
+/// otherwise report Pending forever).
+#[tokio::test]
+async fn a_replica_judges_a_fleet_by_the_types_its_streams_serve() {
+    use envoy_types::pb::envoy::service::cluster::v3::cluster_discovery_service_client::ClusterDiscoveryServiceClient;
+    let server = vhds_server();
+    server.set_fleets(fleets("f", fleet(&["a"], &["a"], "v1", 1)));
+    server.set_ready();
+    let url = start(&server).await;
+    let mut client = ClusterDiscoveryServiceClient::connect(url).await.unwrap();
+    let node = Some(envoy_types::pb::envoy::config::core::v3::Node {
+        id: "cds-only".into(),
+        cluster: "f".into(),
+        ..Default::default()
+    });
+    let (tx, rx) = mpsc::channel(4);
+    tx.send(DiscoveryRequest { node, type_url: CDS.type_url().into(), ..Default::default() }).await.unwrap();
+    let mut responses = client.stream_clusters(ReceiverStream::new(rx)).await.unwrap().into_inner();
+    let first = tokio::time::timeout(Duration::from_secs(5), responses.message()).await.unwrap().unwrap().unwrap();
+    assert_eq!(server.programming("f"), Programming::Pending, "the clusters are not accepted yet");
+    let ack = DiscoveryRequest {
+        type_url: CDS.type_url().into(),
+        version_info: first.version_info,
+        response_nonce: first.nonce,
+        ..Default::default()
+    };
+    tx.send(ack).await.unwrap();
+    // Listeners, routes and endpoints are no Envoy's here, and none of this replica's to judge.
+    let programmed = within_5s(|| server.programming("f") == Programming::Programmed).await;
+    assert!(programmed, "{:?}", server.programming("f"));
+    drop(tx);
+}
+
 /// Upstream's bootstrap takes each type on a stream of its own and has no ADS: its clusters get
 /// their endpoints from the xDS cluster over gRPC, and its runtime layer comes over RTDS.
 #[tokio::test]
