@@ -177,16 +177,20 @@ async fn nothing_is_served_before_the_first_build() {
     assert_eq!(types(&envoy.settle().await), initial(true));
 }
 
-#[tokio::test]
-async fn per_type_services_serve_their_type_only() {
+/// A State-of-the-World clusters stream of its own (an Envoy without ADS) for fleet `f`: where
+/// requests go, the responses, and the first one.
+async fn clusters_stream(
+    url: &str,
+    node_id: &str,
+) -> (
+    mpsc::Sender<DiscoveryRequest>,
+    tonic::Streaming<envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse>,
+    envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse,
+) {
     use envoy_types::pb::envoy::service::cluster::v3::cluster_discovery_service_client::ClusterDiscoveryServiceClient;
-    let server = vhds_server();
-    server.set_fleets(fleets("f", fleet(&["a", "b"], &["a"], "v1", 1)));
-    server.set_ready();
-    let url = start(&server).await;
-    let mut client = ClusterDiscoveryServiceClient::connect(url).await.unwrap();
+    let mut client = ClusterDiscoveryServiceClient::connect(url.to_string()).await.unwrap();
     let node = Some(envoy_types::pb::envoy::config::core::v3::Node {
-        id: "cds".into(),
+        id: node_id.into(),
         cluster: "f".into(),
         ..Default::default()
     });
@@ -194,6 +198,15 @@ async fn per_type_services_serve_their_type_only() {
     tx.send(DiscoveryRequest { node, type_url: CDS.type_url().into(), ..Default::default() }).await.unwrap();
     let mut responses = client.stream_clusters(ReceiverStream::new(rx)).await.unwrap().into_inner();
     let first = tokio::time::timeout(Duration::from_secs(5), responses.message()).await.unwrap().unwrap().unwrap();
+    (tx, responses, first)
+}
+
+#[tokio::test]
+async fn per_type_services_serve_their_type_only() {
+    let server = vhds_server();
+    server.set_fleets(fleets("f", fleet(&["a", "b"], &["a"], "v1", 1)));
+    server.set_ready();
+    let (tx, mut responses, first) = clusters_stream(&start(&server).await, "cds").await;
     let names: Vec<String> = first.resources.iter().map(|a| name_of(CDS, a)).collect();
     assert_eq!(names, ["a", "b"]);
 
@@ -211,21 +224,10 @@ async fn per_type_services_serve_their_type_only() {
 /// otherwise report Pending forever).
 #[tokio::test]
 async fn a_replica_judges_a_fleet_by_the_types_its_streams_serve() {
-    use envoy_types::pb::envoy::service::cluster::v3::cluster_discovery_service_client::ClusterDiscoveryServiceClient;
     let server = vhds_server();
     server.set_fleets(fleets("f", fleet(&["a"], &["a"], "v1", 1)));
     server.set_ready();
-    let url = start(&server).await;
-    let mut client = ClusterDiscoveryServiceClient::connect(url).await.unwrap();
-    let node = Some(envoy_types::pb::envoy::config::core::v3::Node {
-        id: "cds-only".into(),
-        cluster: "f".into(),
-        ..Default::default()
-    });
-    let (tx, rx) = mpsc::channel(4);
-    tx.send(DiscoveryRequest { node, type_url: CDS.type_url().into(), ..Default::default() }).await.unwrap();
-    let mut responses = client.stream_clusters(ReceiverStream::new(rx)).await.unwrap().into_inner();
-    let first = tokio::time::timeout(Duration::from_secs(5), responses.message()).await.unwrap().unwrap().unwrap();
+    let (tx, _responses, first) = clusters_stream(&start(&server).await, "cds-only").await;
     assert_eq!(server.programming("f"), Programming::Pending, "the clusters are not accepted yet");
     let ack = DiscoveryRequest {
         type_url: CDS.type_url().into(),
