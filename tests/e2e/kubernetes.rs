@@ -150,6 +150,27 @@ async fn objects_applied_through_the_api_reach_envoy_and_get_status() -> anyhow:
     apply_yaml(&client, &ghost_yaml).await?;
     status_until(&client, "HTTPRoute", "ghost", |s| !s["parents"].is_null()).await?;
 
+    // A route that stops naming our Gateway loses our entry; the route beside it keeps its own.
+    let elsewhere = "---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: ghost, namespace: default}
+spec:
+  parentRefs: [{name: other-gw}]
+  hostnames: [ghost.example.com]
+  rules: [{backendRefs: [{name: nowhere, port: 80}]}]
+";
+    apply_yaml(&client, elsewhere).await?;
+    let ours_in = |s: &Value| {
+        s["parents"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|e| e["controllerName"] == "projectcontour.io/gateway-controller"))
+    };
+    status_until(&client, "HTTPRoute", "ghost", |s| !ours_in(s)).await?;
+    assert!(ours_in(&status_of(&client, V1, "HTTPRoute", "default", "app").await?), "app keeps our entry");
+    apply_yaml(&client, &ghost_yaml).await?;
+    status_until(&client, "HTTPRoute", "ghost", ours_in).await?;
+
     // Another controller's conditions on the Gateway and on its listener survive our writes,
     // exactly as they were, also when the Gateway changes and we write its status again.
     let stale = json!({"type": "example.com/Audited", "status": "True", "reason": "Seeded", "message": "theirs",

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use frontends::gateway_api::status::{FleetState, compute};
+use frontends::gateway_api::status::{FleetState, compute_cached};
 use tokio::sync::watch;
 use xds_server::{Programming, XdsServer};
 
@@ -226,6 +226,8 @@ pub async fn run(
     let mut leading = false;
     // Until the first write of this leadership: how long it may still wait for verdicts.
     let mut first_write: Option<tokio::time::Instant> = None;
+    // Route statuses as last computed: a pass computes only the routes that changed.
+    let mut routes = frontends::gateway_api::status::RouteCache::default();
     loop {
         let mut only_feedback = false;
         let now = tokio::time::Instant::now();
@@ -274,13 +276,13 @@ pub async fn run(
         }
         last_states = Some((Arc::clone(&p), states.clone()));
         let clock = std::time::Instant::now();
-        let set = compute(&p.snapshot, &options.gateway_api, &p.dag.diagnostics, &p.attached, |fleet| {
-            match states.get(fleet).cloned().unwrap_or_else(|| xds.programming(fleet)) {
-                Programming::Programmed => FleetState::Programmed,
-                Programming::Pending => FleetState::Pending,
-                Programming::Rejected(e) => FleetState::Rejected(e),
-            }
-        });
+        let fleet = |fleet: &str| match states.get(fleet).cloned().unwrap_or_else(|| xds.programming(fleet)) {
+            Programming::Programmed => FleetState::Programmed,
+            Programming::Pending => FleetState::Pending,
+            Programming::Rejected(e) => FleetState::Rejected(e),
+        };
+        let set =
+            compute_cached(&p.snapshot, &options.gateway_api, &p.dag.diagnostics, &p.attached, fleet, &mut routes);
         let ingresses = load_balancers(&p.snapshot, &options.ingress);
         let mut proxies = Arc::clone(&p.proxies);
         // Envoy refusing the default fleet's configuration shows on every proxy it serves.

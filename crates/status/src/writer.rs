@@ -97,17 +97,9 @@ fn desired_digest(desired: &Desired) -> Option<u64> {
     match desired {
         Desired::Proxy(p, lb) => Some(proxy_digest(p, lb.as_ref().map(address_digest))),
         Desired::Extension(e) => Some(proxy_digest(e, None)),
-        Desired::Route(parents) | Desired::Ancestors(parents) => Some(parents_digest(parents)),
+        Desired::Route(parents) | Desired::Ancestors(parents) => Some(frontends::gateway_api::status::digest(parents)),
         _ => None,
     }
-}
-
-/// A digest of a route's (or a BackendTLSPolicy's) desired entries of ours, as computed.
-fn parents_digest(parents: &[frontends::gateway_api::status::RouteParentStatus]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    parents.hash(&mut h);
-    h.finish()
 }
 
 fn proxy_digest(p: &frontends::httpproxy::status::ProxyStatus, address: Option<u64>) -> u64 {
@@ -222,30 +214,29 @@ impl StatusWriter {
             writes.push(write("ListenerSet", &s.uid, &s.key, Desired::Gateway(s.clone())));
         }
         // Routes and policies whose desired entries are what was last written or found are
-        // passed over without rendering them.
-        for r in &set.routes {
-            if !self.unchanged(r.kind, &r.key, &r.uid, parents_digest(&r.parents)) {
-                writes.push(write(r.kind, &r.uid, &r.key, Desired::Route(r.parents.clone())));
-            }
-        }
-        for p in &set.policies {
-            if !self.unchanged(p.kind, &p.key, &p.uid, parents_digest(&p.parents)) {
-                writes.push(write(p.kind, &p.uid, &p.key, Desired::Ancestors(p.parents.clone())));
+        // passed over without rendering them (their digest is computed with them).
+        for r in set.routes.iter().map(|r| &**r).chain(&set.policies) {
+            if !self.unchanged(r.kind, &r.key, &r.uid, r.digest) {
+                let desired = match r.kind {
+                    "BackendTLSPolicy" => Desired::Ancestors(r.parents.clone()),
+                    _ => Desired::Route(r.parents.clone()),
+                };
+                writes.push(write(r.kind, &r.uid, &r.key, desired));
             }
         }
         for (key, uid, lb) in ingresses {
             writes.push(write("Ingress", uid, key, Desired::LoadBalancer(lb.clone())));
         }
-        // Routes that had our entries and now have none.
-        let parented: std::collections::HashSet<(&str, &ObjectKey)> =
-            set.routes.iter().chain(&set.policies).map(|r| (r.kind, &r.key)).collect();
+        // Routes that had our entries and now have none: neither passed over above (which marks
+        // them with this pass) nor about to be written.
+        let writing: std::collections::HashSet<(&str, &ObjectKey)> = writes.iter().map(|w| (w.kind, &w.key)).collect();
         let mut gone = Vec::new();
         for (kind, objects) in &self.last {
             if matches!(*kind, "Gateway" | "ListenerSet" | "Ingress" | "HTTPProxy" | "ExtensionService") {
                 continue;
             }
             for (key, w) in objects {
-                if w.entries && !parented.contains(&(*kind, key)) {
+                if w.entries && w.pass != pass && !writing.contains(&(*kind, key)) {
                     let desired = if *kind == "BackendTLSPolicy" {
                         Desired::Ancestors(Vec::new())
                     } else {

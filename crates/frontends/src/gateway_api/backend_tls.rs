@@ -288,7 +288,7 @@ pub(super) fn status(snapshot: &Snapshot, gateways: &[&ObjectKey]) -> Vec<RouteS
             })
             .collect();
         let uid = policy.metadata.uid.clone().unwrap_or_default();
-        out.push(RouteStatus { kind: "BackendTLSPolicy", key: key.clone(), uid, parents });
+        out.push(RouteStatus::new("BackendTLSPolicy", key.clone(), uid, parents));
     }
     out
 }

@@ -617,6 +617,7 @@ mod backend_tls;
 mod gateway_tls;
 mod l4;
 mod listener_set;
+mod status_cache;
 
 #[test]
 fn invalid_hostnames_are_left_out_with_upstreams_conditions() {

@@ -79,10 +79,15 @@ impl Routes {
 }
 
 /// The Service, EndpointSlice and route of app `name`, sending to `backend`.
+///
+/// The Service is headless: no controller reads a Service's cluster IP, and kube-apiserver 1.36
+/// allocates one by listing every IPAddress object it holds, so at tens of thousands of Services
+/// each create costs the API server more CPU than the controllers' work the run measures, on the
+/// cores they share.
 pub fn app(routes: Routes, name: &str, backend: IpAddr) -> [Value; 3] {
     [
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}),
+            "spec": {"clusterIP": "None", "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}),
         endpoint_slice(name, backend),
         routes.route(name),
     ]

@@ -1,6 +1,8 @@
 //! What Gateway API status says, as plain data: the Gateway's, its listeners', and each route's
 //! (and BackendTLSPolicy's) parent entries.
 
+use std::sync::Arc;
+
 use objects::ObjectKey;
 
 /// One condition, in the Gateway API's vocabulary.
@@ -60,6 +62,25 @@ pub struct RouteStatus {
     pub uid: String,
     /// One entry per parentRef naming one of our Gateways.
     pub parents: Vec<RouteParentStatus>,
+    /// [`digest`] of `parents`, computed once.
+    pub digest: u64,
+}
+
+impl RouteStatus {
+    /// A route's (or policy's) entries, with their digest.
+    pub fn new(kind: &'static str, key: ObjectKey, uid: String, parents: Vec<RouteParentStatus>) -> Self {
+        let digest = digest(&parents);
+        Self { kind, key, uid, parents, digest }
+    }
+}
+
+/// A digest of a route's (or a BackendTLSPolicy's) entries: the same entries give the same
+/// digest in every process.
+pub fn digest(parents: &[RouteParentStatus]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    parents.hash(&mut h);
+    h.finish()
 }
 
 /// One `status.parents` entry.
@@ -95,8 +116,9 @@ pub struct StatusSet {
     pub gateways: Vec<GatewayStatus>,
     /// ListenerSets whose parent is one of those Gateways (no addresses).
     pub listener_sets: Vec<GatewayStatus>,
-    /// Routes with at least one parentRef to one of those Gateways.
-    pub routes: Vec<RouteStatus>,
+    /// Routes with at least one parentRef to one of those Gateways, in the order of (kind,
+    /// key); a route that did not change keeps its `Arc` from one computation to the next.
+    pub routes: Vec<Arc<RouteStatus>>,
     /// BackendTLSPolicies those Gateways' routes reach: their `status.ancestors` entries (kind
     /// `BackendTLSPolicy`, the ancestors as parents).
     pub policies: Vec<RouteStatus>,
