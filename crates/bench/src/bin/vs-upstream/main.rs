@@ -349,14 +349,8 @@ async fn measure(
     };
     let proxies: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &resource(&routes.route("x")));
     let all_valid = async {
-        let deadline = Instant::now() + args.converge_timeout;
-        while Instant::now() < deadline {
-            if apps::count_accepted(routes, &proxies).await.unwrap_or(0) >= n {
-                return Some(started.elapsed());
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        None
+        let accepted = apps::until_accepted(routes, &proxies, n);
+        tokio::time::timeout(args.converge_timeout, accepted).await.ok().map(|()| started.elapsed())
     };
     let (served, all_valid) = tokio::join!(served, all_valid);
     let mut f = Figures { served, all_valid, list, ..Figures::default() };
