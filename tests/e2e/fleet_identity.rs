@@ -16,7 +16,8 @@ use crate::tls::tls_secret_in as secret;
 
 const DAY: Duration = Duration::from_secs(86_400);
 
-/// A directory of PEM files, removed when dropped.
+/// A directory of PEM files, written as certgen and the provisioner write them
+/// ([`certs::files::write_together`]). Removed when dropped.
 struct Files(PathBuf);
 
 impl Files {
@@ -26,16 +27,14 @@ impl Files {
         Ok(Self(dir))
     }
 
-    /// Writes `text` to `name` as certgen does: aside, then renamed over the old file.
+    /// Writes `text` to `name`, the other files kept.
     fn write(&self, name: &str, text: &str) -> anyhow::Result<String> {
-        let tmp = self.0.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, self.0.join(name))?;
-        Ok(self.path(name))
+        self.write_together(&[(name, text)])?;
+        Ok(self.0.join(name).display().to_string())
     }
 
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).display().to_string()
+    fn write_together(&self, files: &[(&str, &str)]) -> anyhow::Result<()> {
+        Ok(certs::files::write_together(&self.0, files, Some(0o600))?)
     }
 }
 
@@ -263,13 +262,14 @@ async fn a_fleet_certificate_is_rotated_with_traffic_flowing() -> anyhow::Result
     h.assert_no_nacks().await
 }
 
-/// Writes a new CA, the controller's certificate and the fleet's over the old files.
+/// Writes a new CA, the controller's certificate and the fleet's over the old files, all at once.
 fn rotate(files: &Files, installation: &certs::Certificates, fleet: &certs::Issued) -> anyhow::Result<()> {
-    files.write("contourcert.pem", &installation.contour_cert)?;
-    files.write("contourkey.pem", &installation.contour_key)?;
-    files.write("cacert.pem", &installation.ca)?;
-    files.write("envoycert.pem", &fleet.cert)?;
-    files.write("envoykey.pem", &fleet.key)?;
-    files.write("envoyca.pem", &installation.ca)?;
-    Ok(())
+    files.write_together(&[
+        ("contourcert.pem", &installation.contour_cert),
+        ("contourkey.pem", &installation.contour_key),
+        ("cacert.pem", &installation.ca),
+        ("envoycert.pem", &fleet.cert),
+        ("envoykey.pem", &fleet.key),
+        ("envoyca.pem", &installation.ca),
+    ])
 }

@@ -241,25 +241,14 @@ fn write_files(dir: &Path, files: &[(String, &str)], overwrite: bool) -> anyhow:
         println!("{} already exist in {}; left alone (--overwrite replaces them)", existing.join(", "), dir.display());
         return Ok(());
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (name, text) in files {
-        let path = dir.join(name);
-        // Written aside, then renamed over the old file: a reader (Envoy watches these files
-        // for moves, contour-serve re-reads them per handshake) never sees half a certificate.
-        let tmp = dir.join(format!(".{name}.tmp"));
-        let _ = std::fs::remove_file(&tmp);
-        // Keys are private: created readable by the owner only.
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        use std::io::Write;
-        options
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(text.as_bytes()))
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .with_context(|| format!("writing {}", path.display()))?;
-        println!("{} written", path.display());
+    // Written together (a new version directory swapped in with one rename, as the kubelet
+    // writes a Secret volume): a reader (Envoy watches these files for moves, contour-serve
+    // re-reads them per handshake) never finds a new certificate beside an old key. Keys are
+    // private: every file is readable by the owner only.
+    let named: Vec<(&str, &str)> = files.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+    certs::files::write_together(dir, &named, Some(0o600)).with_context(|| format!("writing {}", dir.display()))?;
+    for (name, _) in files {
+        println!("{} written", dir.join(name).display());
     }
     Ok(())
 }

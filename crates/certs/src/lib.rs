@@ -3,6 +3,7 @@
 //! and the Secrets that carry them (upstream's `legacy` and `compact` layouts). Beyond upstream:
 //! fleet certificates ([`fleet`]), which name the one Gateway fleet their Envoys may receive.
 
+pub mod files;
 pub mod fleet;
 
 pub use fleet::{Authority, Claim, DEFAULT_TRUST_DOMAIN, FleetId, Identity, Issued};

@@ -137,8 +137,8 @@ fn authority(dir: &Path) -> Result<certs::Authority, crate::Error> {
     })
 }
 
-/// Issues `fleet` a certificate and writes it, with the CA, into `<dir>/certs` (each file aside,
-/// then renamed over the old one, so Envoy never reads half a file).
+/// Issues `fleet` a certificate and writes it, with the CA, into `<dir>/certs`, the three files
+/// together (see [`certs::files`]): Envoy never reads a new certificate beside an old key.
 fn write_certificate(
     dir: &Path,
     authority: &certs::Authority,
@@ -157,14 +157,12 @@ fn write_certificate(
         certs::fleet::not_after(&issued.cert).map_err(|source| crate::Error::Certificate { what: what(), source })?;
     let certs_dir = dir.join(CERTS);
     std::fs::create_dir_all(&certs_dir).map_err(io(format!("creating {}", certs_dir.display())))?;
-    for (name, text) in
-        [("cacert.pem", authority.cert_pem()), ("envoycert.pem", &issued.cert), ("envoykey.pem", &issued.key)]
-    {
-        let (tmp, path) = (certs_dir.join(format!(".{name}.tmp")), certs_dir.join(name));
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(io(format!("writing {}", path.display())))?;
-    }
+    let files = [
+        ("cacert.pem", authority.cert_pem()),
+        ("envoycert.pem", issued.cert.as_str()),
+        ("envoykey.pem", issued.key.as_str()),
+    ];
+    certs::files::write_together(&certs_dir, &files, None).map_err(io(format!("writing {}", certs_dir.display())))?;
     tracing::info!(%fleet, identity = %id.uri(&issuing.trust_domain), "fleet xDS client certificate written");
     let data = certs::fleet_secret_data(authority.cert_pem(), &issued);
     Ok(crate::cluster::certificate::Kept { ca: authority.cert_pem().to_string(), not_after, data })
