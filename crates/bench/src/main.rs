@@ -7,13 +7,17 @@ use objects::Snapshot;
 use xds::ResourceType;
 use xds_server::stream::{Incoming, Mode, StreamState};
 
-const SERVICES: usize = 1000;
-const HOSTNAMES: usize = 5;
+/// How many Services and hostnames the routes share.
+#[derive(Clone, Copy)]
+struct Shape {
+    services: usize,
+    hostnames: usize,
+}
 
 /// Which front end the generated objects exercise.
 #[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
 enum Kind {
-    /// HTTPRoutes on one Gateway, spread over `HOSTNAMES` hostnames.
+    /// HTTPRoutes on one Gateway, spread over `--hostnames` hostnames.
     #[value(name = "httproute")]
     HttpRoute,
     /// Root HTTPProxies, one fqdn each, in the default fleet.
@@ -32,6 +36,13 @@ struct Args {
     /// Which front end the routes exercise.
     #[arg(value_enum, default_value = "httproute")]
     kind: Kind,
+    /// How many Services the routes share (each with an EndpointSlice of three endpoints).
+    /// `--services N --hostnames N` for N routes is `--vs-upstream`'s shape: one app per route.
+    #[arg(long, default_value_t = 1000)]
+    services: usize,
+    /// How many hostnames the HTTPRoutes share (HTTPProxies have one fqdn each).
+    #[arg(long, default_value_t = 5)]
+    hostnames: usize,
     /// Full builds measured (the best is reported); default 20, 5 above 5k routes.
     #[arg(long, env = "BENCH_RUNS")]
     runs: Option<usize>,
@@ -59,9 +70,11 @@ fn stages() -> bool {
 fn main() -> anyhow::Result<()> {
     let args = <Args as clap::Parser>::parse();
     let (routes, kind) = (args.routes, args.kind);
+    let shape = Shape { services: args.services.max(1), hostnames: args.hostnames.max(1) };
+    let services = shape.services;
     STAGES.store(args.stages, std::sync::atomic::Ordering::Relaxed);
     let fleet_id = if kind == Kind::HttpProxy { ir::DEFAULT_FLEET } else { "default/bench" };
-    let snapshot = generate(routes, kind);
+    let snapshot = generate(routes, kind, shape);
     if stages() {
         println!("  after generate: {:.1} MiB", rss_mib("VmRSS:"));
     }
@@ -82,8 +95,8 @@ fn main() -> anyhow::Result<()> {
     let fleet = &build.fleets[fleet_id];
     let (resources, bytes) = fleet.size();
     match kind {
-        Kind::HttpRoute => println!("routes={routes} services={SERVICES} hostnames={HOSTNAMES}"),
-        Kind::HttpProxy => println!("httpproxies={routes} services={SERVICES} (one fqdn each)"),
+        Kind::HttpRoute => println!("routes={routes} services={services} hostnames={}", shape.hostnames),
+        Kind::HttpProxy => println!("httpproxies={routes} services={services} (one fqdn each)"),
     }
     println!("  full build:      {:>8.2} ms (best of {runs})  resources={resources} bytes={bytes}", ms(best));
 
@@ -101,7 +114,7 @@ fn main() -> anyhow::Result<()> {
     }
     // As a watch event would: the same snapshot with route 0 replaced (pointing at another Service).
     let mut changed = snapshot.clone();
-    for object in objects::parse_documents(&object(kind, 0, 1)) {
+    for object in objects::parse_documents(&object(kind, 0, 1 % services, shape)) {
         changed.insert(object.expect("generated route parses"));
     }
     let next = change(&mut pipeline, &before, &changed, &options, fleet_id, "one-route change");
@@ -130,9 +143,9 @@ fn main() -> anyhow::Result<()> {
     // much as the one-route change.
     let before = next;
     let mut changed = changed.clone();
-    for object in objects::parse_documents(&service(SERVICES))
+    for object in objects::parse_documents(&service(services))
         .into_iter()
-        .chain(objects::parse_documents(&object(kind, routes, SERVICES)))
+        .chain(objects::parse_documents(&object(kind, routes, services, shape)))
     {
         changed.insert(object.expect("generated app parses"));
     }
@@ -141,13 +154,20 @@ fn main() -> anyhow::Result<()> {
     endpoint_change(&mut pipeline, &next, &changed, fleet_id);
     println!("  peak RSS:        {:>8.1} MiB", peak_rss_mib());
     if let Some(reviews) = args.admission {
-        admission_reviews(reviews, kind, routes, &changed, &options);
+        admission_reviews(reviews, kind, routes, shape, &changed, &options);
     }
     Ok(())
 }
 
 /// `--admission N`: the webhook's answer time on the snapshot, new objects and clashing ones.
-fn admission_reviews(reviews: usize, kind: Kind, routes: usize, snapshot: &Snapshot, options: &controller::Options) {
+fn admission_reviews(
+    reviews: usize,
+    kind: Kind,
+    routes: usize,
+    shape: Shape,
+    snapshot: &Snapshot,
+    options: &controller::Options,
+) {
     let snapshot = std::sync::Arc::new(snapshot.clone());
     let mut judge = admission::Judge::new(options.clone());
     let mut times = Vec::with_capacity(reviews);
@@ -156,7 +176,8 @@ fn admission_reviews(reviews: usize, kind: Kind, routes: usize, snapshot: &Snaps
         // One in four takes an existing object's host (an HTTPProxy's fqdn) or path (a route of
         // another namespace's HTTPRoute conflicts by precedence, not validity: allowed).
         let (number, namespace) = if i % 4 == 3 { (i % routes, "other") } else { (routes + 1 + i, "default") };
-        let yaml = object(kind, number, i % SERVICES).replace("namespace: default", &format!("namespace: {namespace}"));
+        let yaml = object(kind, number, i % shape.services, shape)
+            .replace("namespace: default", &format!("namespace: {namespace}"));
         let object = serde_json::to_value(serde_yaml::from_str::<serde_json::Value>(&yaml).expect("generated YAML"))
             .expect("as JSON");
         let (group, name) = match kind {
@@ -227,7 +248,8 @@ fn endpoint_change(
     snapshot: &Snapshot,
     fleet_id: &str,
 ) {
-    let slice = objects::parse_documents(&service(0)).into_iter().nth(1).expect("a slice").expect("it parses");
+    // Service 2: route 2's in every shape (route 0 was moved to Service 1 by the one-route change).
+    let slice = objects::parse_documents(&service(2)).into_iter().nth(1).expect("a slice").expect("it parses");
     let objects::Object::EndpointSlice(mut slice) = slice else { unreachable!("the second document is the slice") };
     if let Some(e) = slice.endpoints.as_mut().and_then(|e| e.first_mut()) {
         e.addresses = vec!["10.9.9.9".into()];
@@ -247,7 +269,7 @@ fn endpoint_change(
     let source = started.elapsed();
     let kinds = snapshot.changed_kinds(&working);
     let compared = started.elapsed();
-    let eds = pipeline.endpoints_changed(&before.dag, snapshot, &working);
+    let eds = pipeline.endpoints(&before.dag, &working);
     let patched = started.elapsed();
     let mut fleet = before.fleets[fleet_id].clone();
     fleet.by_type.insert(ResourceType::Endpoint, std::sync::Arc::clone(&eds[fleet_id]));
@@ -301,9 +323,9 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Generates a Gateway, `SERVICES` Services with three endpoints each, and `routes` HTTPRoutes
-/// spread over `HOSTNAMES` hostnames (or `routes` root HTTPProxies).
-fn generate(routes: usize, kind: Kind) -> Snapshot {
+/// Generates a Gateway, `shape.services` Services with three endpoints each, and `routes` HTTPRoutes
+/// spread over `shape.hostnames` hostnames (or `routes` root HTTPProxies).
+fn generate(routes: usize, kind: Kind, shape: Shape) -> Snapshot {
     let mut snapshot = Snapshot::default();
     // Parsed object by object, so the generator's text never dominates peak memory.
     let mut add = |yaml: &str| {
@@ -316,11 +338,11 @@ fn generate(routes: usize, kind: Kind) -> Snapshot {
          apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: bench, namespace: default}\n\
          spec: {gatewayClassName: contour, listeners: [{name: http, port: 8080, protocol: HTTP}]}\n",
     );
-    for s in 0..SERVICES {
+    for s in 0..shape.services {
         add(&service(s));
     }
     for r in 0..routes {
-        add(&object(kind, r, r % SERVICES));
+        add(&object(kind, r, r % shape.services, shape));
     }
     snapshot
 }
@@ -336,9 +358,9 @@ fn service(s: usize) -> String {
 }
 
 /// Object number `r` of the kind measured, sending its traffic to Service `service`.
-fn object(kind: Kind, r: usize, service: usize) -> String {
+fn object(kind: Kind, r: usize, service: usize, shape: Shape) -> String {
     match kind {
-        Kind::HttpRoute => route(r, service),
+        Kind::HttpRoute => route(r, service, shape.hostnames),
         Kind::HttpProxy => format!(
             "apiVersion: projectcontour.io/v1\nkind: HTTPProxy\nmetadata: {{name: proxy-{r}, namespace: default}}\n\
              spec: {{virtualhost: {{fqdn: host-{r}.example.com}}, routes: [{{conditions: [{{prefix: /app}}], services: [{{name: svc-{service}, port: 80}}]}}]}}\n"
@@ -346,12 +368,12 @@ fn object(kind: Kind, r: usize, service: usize) -> String {
     }
 }
 
-/// HTTPRoute number `r`, on one of `HOSTNAMES` hostnames, sending `/r{r}` to Service `service`.
-fn route(r: usize, service: usize) -> String {
+/// HTTPRoute number `r`, on one of `hostnames` hostnames, sending `/r{r}` to Service `service`.
+fn route(r: usize, service: usize, hostnames: usize) -> String {
     format!(
         "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: route-{r}, namespace: default}}\n\
          spec: {{parentRefs: [{{name: bench}}], hostnames: [host-{}.example.com], rules: [{{matches: [{{path: {{type: PathPrefix, value: /r{r}}}}}], backendRefs: [{{name: svc-{service}, port: 80}}]}}]}}\n",
-        r % HOSTNAMES
+        r % hostnames
     )
 }
 

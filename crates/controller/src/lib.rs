@@ -139,41 +139,34 @@ impl Pipeline {
         Build { dag, fleets, timings, attached }
     }
 
-    /// Each fleet's load assignments for `snapshot`'s EndpointSlices, re-encoding only clusters
-    /// whose addresses changed. The full build and the endpoint-only update both use it.
+    /// Each fleet's load assignments for `snapshot`'s EndpointSlices: the previous ones patched
+    /// with the clusters that changed since the previous call (in the DAG, or by their Services'
+    /// slices), found without a walk over every cluster. The full build and the endpoint-only
+    /// update both use it; a fleet not seen before is computed whole.
     pub fn endpoints(&mut self, dag: &dag::Dag, snapshot: &Snapshot) -> BTreeMap<String, Arc<xds::Resources>> {
         let mut out = BTreeMap::new();
         self.endpoints.begin(snapshot);
         for (id, fleet) in &dag.fleets {
-            let addresses = dag::fleet_endpoints_cached(fleet, snapshot, &mut self.endpoints);
-            out.insert(id.clone(), Arc::new(xds::load_assignments_cached(&addresses, &mut self.load_assignments)));
-        }
-        self.load_assignments.sweep();
-        self.last_eds = out.clone();
-        out
-    }
-
-    /// The load assignments after a change of EndpointSlices alone from `previous` to
-    /// `snapshot` (`dag` built for `previous`): only the clusters of Services whose slices
-    /// changed are looked at; the rest are the previous ones, shared. The same result as
-    /// [`Pipeline::endpoints`], in time proportional to the change.
-    pub fn endpoints_changed(
-        &mut self,
-        dag: &dag::Dag,
-        previous: &Snapshot,
-        snapshot: &Snapshot,
-    ) -> BTreeMap<String, Arc<xds::Resources>> {
-        if dag.fleets.keys().any(|id| !self.last_eds.contains_key(id)) {
-            return self.endpoints(dag, snapshot);
-        }
-        let services = dag::services_with_changed_slices(previous, snapshot);
-        let mut out = BTreeMap::new();
-        for (id, fleet) in &dag.fleets {
-            let mut eds = Arc::clone(&self.last_eds[id]);
-            let changed = dag::cluster_endpoints_of(fleet, snapshot, &services, &mut self.endpoints);
-            xds::update_load_assignments(&mut eds, &changed, &mut self.load_assignments);
+            let previous = self.last_eds.get(id);
+            let changes = dag::fleet_endpoint_changes(fleet, snapshot, &mut self.endpoints, previous.is_none());
+            let eds = match previous {
+                Some(previous) if !changes.whole => {
+                    let mut eds = Arc::clone(previous);
+                    xds::update_load_assignments(&mut eds, &changes.endpoints, &mut self.load_assignments);
+                    if !changes.removed.is_empty() {
+                        let map = Arc::make_mut(&mut eds);
+                        for name in &changes.removed {
+                            map.remove(name.as_str());
+                        }
+                    }
+                    eds
+                }
+                _ => Arc::new(xds::load_assignments_cached(&changes.endpoints, &mut self.load_assignments)),
+            };
             out.insert(id.clone(), eds);
         }
+        self.endpoints.sweep();
+        self.load_assignments.sweep();
         self.last_eds = out.clone();
         out
     }
@@ -261,13 +254,13 @@ impl Controller {
     /// burst, so the route that follows is not held back by the holdoff.
     pub fn apply(&mut self, snapshot: Arc<Snapshot>) -> bool {
         let changed = self.changed_kinds(&snapshot);
-        if let (Some((previous, dag)), Some(changed)) = (&self.last, changed) {
+        if let (Some((_, dag)), Some(changed)) = (&self.last, changed) {
             if changed.is_empty() {
                 return false;
             }
             if changed == BTreeSet::from([Kind::EndpointSlice]) {
                 let started = std::time::Instant::now();
-                for (id, eds) in self.pipeline.endpoints_changed(dag, previous, &snapshot) {
+                for (id, eds) in self.pipeline.endpoints(dag, &snapshot) {
                     self.server.set_endpoints(&id, eds);
                 }
                 debug!(elapsed_us = started.elapsed().as_micros() as u64, "endpoints updated");

@@ -480,8 +480,8 @@ fn endpoint_only_changes_patch_what_a_fresh_pipeline_computes() {
         let mut next = snapshot(yaml);
         next.share_unchanged(&previous);
         assert_eq!(previous.changed_kinds(&next), BTreeSet::from([Kind::EndpointSlice]), "step {i}");
-        let before = pipeline.endpoints_changed(&build.dag, &previous, &previous);
-        let after = pipeline.endpoints_changed(&build.dag, &previous, &next);
+        let before = pipeline.endpoints(&build.dag, &previous);
+        let after = pipeline.endpoints(&build.dag, &next);
         let fresh = Pipeline::default().endpoints(&build.dag, &next);
         assert_eq!(after, fresh, "step {i}: the patched endpoints are the fresh ones");
         if i == 0 {

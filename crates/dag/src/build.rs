@@ -150,7 +150,7 @@ impl Uses {
     /// What a scratch fleet collected while routes were built.
     fn of(fleet: FleetDag) -> Uses {
         Uses {
-            clusters: fleet.clusters.into_values().collect(),
+            clusters: fleet.clusters.values().cloned().collect(),
             validation: fleet.validation.into_values().collect(),
             secrets: fleet.secrets.into_values().collect(),
         }
@@ -262,11 +262,11 @@ impl Builder<'_> {
             return;
         }
         let Some(name) = self.tls_secret(certificate, out) else { return };
-        for cluster in out.clusters.values_mut() {
-            if cluster.speaks_tls() {
-                Arc::make_mut(cluster).client_certificate = Some(name.clone());
-            }
-        }
+        out.clusters.replace_values(|_, cluster| {
+            cluster
+                .speaks_tls()
+                .then(|| Arc::new(Cluster { client_certificate: Some(name.clone()), ..Cluster::clone(cluster) }))
+        });
     }
 
     /// Checks the Services of a listener's routes when the listener is not served.
@@ -568,7 +568,27 @@ fn add_clusters<'a>(clusters: impl Iterator<Item = &'a Arc<Cluster>>, out: &mut 
         out.clusters = all.into_iter().map(|c| (c.name.clone(), Arc::clone(c))).collect();
     } else {
         for c in all {
-            out.clusters.entry(c.name.clone()).or_insert_with(|| Arc::clone(c));
+            if !out.clusters.contains_key(&c.name) {
+                out.clusters.insert(c.name.clone(), Arc::clone(c));
+            }
+        }
+    }
+}
+
+/// Adds a kept table's clusters to a fleet's, the fleet's own winning a name: the table's map
+/// is shared whole (a pointer per chunk) when the fleet has fewer, so a build of a 50k-host
+/// table does not rebuild a 50k-cluster map, and its chunks stay those of the previous build.
+fn add_cluster_map(clusters: &chunkmap::ChunkMap<String, Arc<Cluster>>, out: &mut FleetDag) {
+    if clusters.len() > out.clusters.len() {
+        let own = std::mem::replace(&mut out.clusters, clusters.clone());
+        for (name, c) in own.iter() {
+            out.clusters.insert(name.clone(), Arc::clone(c));
+        }
+    } else {
+        for (name, c) in clusters.iter() {
+            if !out.clusters.contains_key(name) {
+                out.clusters.insert(name.clone(), Arc::clone(c));
+            }
         }
     }
 }

@@ -23,16 +23,6 @@ impl<'a> SliceIndex<'a> {
         Self::of_slices(snapshot.endpoint_slices.iter(), |_, _| true)
     }
 
-    /// Indexes only the slices of `services`: those of their namespaces are looked at, and
-    /// only theirs get a map entry.
-    fn of_services(snapshot: &'a Snapshot, services: &ServiceSet) -> Self {
-        let slices = services.namespaces().into_iter().flat_map(|ns| {
-            let start = objects::ObjectKey::new(ns, "");
-            snapshot.endpoint_slices.range(start..).take_while(move |(k, _)| k.namespace == ns)
-        });
-        Self::of_slices(slices, |ns, service| services.contains(ns, service))
-    }
-
     fn of_slices(
         slices: impl Iterator<Item = (&'a objects::ObjectKey, &'a Arc<EndpointSlice>)>,
         wanted: impl Fn(&str, &str) -> bool,
@@ -124,46 +114,204 @@ pub struct Locality {
 /// The endpoints of every cluster of a fleet, by cluster name.
 pub type FleetEndpoints = std::collections::BTreeMap<String, Arc<[Endpoint]>>;
 
-/// Endpoints kept between builds, per cluster: valid while the cluster is the same and no
-/// EndpointSlice of its Services changed, so a new app's slice computes one cluster's endpoints.
+/// A Service, as a cluster names it and an EndpointSlice's label does: (namespace, name).
+type ServiceKey = (String, String);
+
+/// What the endpoint stage kept from the previous build, so a build costs what changed.
 ///
 /// [`EndpointCache::begin`] starts each build: it finds the Services whose slices changed since
-/// the previous build, in one walk over the two slice maps; a cluster's entry from the previous
-/// build is then reused unless one of its Services is among them.
+/// the previous build by a diff of the two slice maps that skips the chunks they share, and
+/// keeps an index from each Service to its slices up to date with it. Per fleet, the clusters
+/// of the previous build are kept with an index from each Service to the clusters that use it:
+/// [`fleet_endpoint_changes`] then looks at the clusters that differ between the previous map
+/// and this one (again a diff past the shared chunks) and at the clusters of changed Services.
 #[derive(Debug, Default)]
 pub struct EndpointCache {
     /// The slices at the previous build.
     seen: Option<Arc<objects::Objects<EndpointSlice>>>,
-    /// The Services whose slices changed since then (`None`: not known, nothing is reused).
+    /// The Services whose slices changed since then (`None`: not known, every fleet is
+    /// computed whole).
     changed: Option<ServiceSet>,
-    /// Counts builds; an entry is current if used by this build or the previous one.
+    /// Each Service's slices, by key.
+    slices: rustc_hash::FxHashMap<ServiceKey, Vec<objects::ObjectKey>>,
+    fleets: rustc_hash::FxHashMap<String, FleetState>,
+    /// Counts builds; fleets a build did not look at are forgotten.
     epoch: u64,
-    by_cluster: rustc_hash::FxHashMap<String, CachedEndpoints>,
 }
 
-#[derive(Debug)]
-struct CachedEndpoints {
-    cluster: Arc<Cluster>,
-    endpoints: Arc<[Endpoint]>,
-    /// The build that last computed or reused the entry.
+/// One fleet's clusters as the previous build saw them.
+#[derive(Debug, Default)]
+struct FleetState {
+    clusters: chunkmap::ChunkMap<String, Arc<Cluster>>,
+    /// The clusters each Service's endpoints go to.
+    by_service: rustc_hash::FxHashMap<ServiceKey, rustc_hash::FxHashSet<String>>,
     epoch: u64,
+}
+
+impl FleetState {
+    fn add(&mut self, cluster: &Cluster) {
+        for (s, _) in cluster.services() {
+            let key = (s.namespace.clone(), s.name.clone());
+            self.by_service.entry(key).or_default().insert(cluster.name.clone());
+        }
+    }
+
+    fn remove(&mut self, cluster: &Cluster) {
+        for (s, _) in cluster.services() {
+            let key = (s.namespace.clone(), s.name.clone());
+            if let Some(names) = self.by_service.get_mut(&key) {
+                names.remove(&cluster.name);
+                if names.is_empty() {
+                    self.by_service.remove(&key);
+                }
+            }
+        }
+    }
+}
+
+/// What a fleet's load assignments need after a build: every cluster's endpoints (`whole`), or
+/// the endpoints of the clusters that changed and the names of those that went.
+#[derive(Debug, Default, PartialEq)]
+pub struct EndpointChanges {
+    /// Whether `endpoints` holds every cluster's (nothing kept from before).
+    pub whole: bool,
+    /// Endpoints by cluster name.
+    pub endpoints: FleetEndpoints,
+    /// Clusters (names) whose load assignments go.
+    pub removed: Vec<String>,
 }
 
 impl EndpointCache {
-    /// Starts a build over `snapshot`: what changed since the previous one, and entries no build
-    /// used since then dropped (their clusters' slices may have changed unseen).
+    /// Starts a build over `snapshot`: which Services' slices changed since the previous one.
     pub fn begin(&mut self, snapshot: &Snapshot) {
         let slices = &snapshot.endpoint_slices;
         self.changed = match &self.seen {
             Some(seen) if Arc::ptr_eq(seen, slices) => Some(ServiceSet::default()),
-            Some(seen) => Some(ServiceSet::from(changed_services(seen, slices))),
-            None => None,
+            Some(seen) => {
+                let mut changed = ServiceSet::default();
+                let index = &mut self.slices;
+                seen.diff(
+                    slices,
+                    |a, b| Arc::ptr_eq(a, b) || a == b,
+                    |key, before, after| {
+                        for (slice, present) in [(before, false), (after, true)] {
+                            let Some(service) = slice.and_then(|s| slice_service(s)) else { continue };
+                            changed.insert(&key.namespace, service);
+                            let keys = index.entry((key.namespace.clone(), service.to_string())).or_default();
+                            keys.retain(|k| k != key);
+                            if present {
+                                keys.push(key.clone());
+                            }
+                        }
+                        std::ops::ControlFlow::Continue(())
+                    },
+                );
+                self.slices.retain(|_, keys| !keys.is_empty());
+                Some(changed)
+            }
+            None => {
+                self.slices.clear();
+                for (key, slice) in slices.iter() {
+                    if let Some(service) = slice_service(slice) {
+                        self.slices.entry((key.namespace.clone(), service.to_string())).or_default().push(key.clone());
+                    }
+                }
+                None
+            }
         };
         self.seen = Some(Arc::clone(slices));
         self.epoch += 1;
-        let epoch = self.epoch;
-        self.by_cluster.retain(|_, e| e.epoch + 1 >= epoch);
     }
+
+    /// Ends a build: fleets it did not look at are forgotten.
+    pub fn sweep(&mut self) {
+        let epoch = self.epoch;
+        self.fleets.retain(|_, f| f.epoch == epoch);
+    }
+
+    /// The slices of `services`, by the kept index.
+    fn index<'a>(&self, snapshot: &'a Snapshot, services: impl Iterator<Item = ServiceKey>) -> SliceIndex<'a> {
+        let mut by_service: HashMap<(&'a str, &'a str), Vec<&'a EndpointSlice>> = HashMap::new();
+        for service in services {
+            for key in self.slices.get(&service).into_iter().flatten() {
+                if let Some((k, slice)) = snapshot.endpoint_slices.get_key_value(key)
+                    && let Some(name) = slice_service(slice)
+                {
+                    by_service.entry((k.namespace.as_str(), name)).or_default().push(slice);
+                }
+            }
+        }
+        SliceIndex { by_service }
+    }
+}
+
+/// What `fleet`'s load assignments need since the previous build that [`EndpointCache::begin`]
+/// started (`whole`: compute every cluster's, as for a fleet not seen before). ExternalName
+/// clusters resolve their name themselves: they have no load assignment.
+pub fn fleet_endpoint_changes(
+    fleet: &crate::FleetDag,
+    snapshot: &Snapshot,
+    cache: &mut EndpointCache,
+    whole: bool,
+) -> EndpointChanges {
+    let epoch = cache.epoch;
+    let eds = |c: &Arc<Cluster>| c.external_name.is_none();
+    let kept = cache.fleets.remove(&fleet.id).filter(|_| !whole && cache.changed.is_some());
+    let Some(mut state) = kept else {
+        let mut state = FleetState { clusters: fleet.clusters.clone(), epoch, ..Default::default() };
+        let clusters: Vec<&Arc<Cluster>> = fleet.clusters.values().filter(|c| eds(c)).collect();
+        for c in &clusters {
+            state.add(c);
+        }
+        let index = if clusters.len() <= 64 {
+            cache.index(
+                snapshot,
+                clusters.iter().flat_map(|c| c.services()).map(|(s, _)| (s.namespace.clone(), s.name.clone())),
+            )
+        } else {
+            SliceIndex::new(snapshot)
+        };
+        let endpoints = clusters.iter().map(|c| (c.name.clone(), index.endpoints(c).into())).collect();
+        cache.fleets.insert(fleet.id.clone(), state);
+        return EndpointChanges { whole: true, endpoints, removed: Vec::new() };
+    };
+    let mut affected: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let mut removed = Vec::new();
+    let before = std::mem::take(&mut state.clusters);
+    before.diff(
+        &fleet.clusters,
+        |a, b| Arc::ptr_eq(a, b) || a == b,
+        |name, was, now| {
+            if let Some(was) = was.filter(|c| eds(c)) {
+                state.remove(was);
+            }
+            match now.filter(|c| eds(c)) {
+                Some(now) => {
+                    state.add(now);
+                    affected.insert(name.clone());
+                }
+                None => removed.push(name.clone()),
+            }
+            std::ops::ControlFlow::Continue(())
+        },
+    );
+    if let Some(changed) = &cache.changed {
+        for service in changed.iter() {
+            if let Some(names) = state.by_service.get(&service) {
+                affected.extend(names.iter().cloned());
+            }
+        }
+    }
+    let clusters: Vec<&Arc<Cluster>> = affected.iter().filter_map(|name| fleet.clusters.get(name.as_str())).collect();
+    let index = cache.index(
+        snapshot,
+        clusters.iter().flat_map(|c| c.services()).map(|(s, _)| (s.namespace.clone(), s.name.clone())),
+    );
+    let endpoints = clusters.iter().map(|c| (c.name.clone(), index.endpoints(c).into())).collect();
+    state.clusters = fleet.clusters.clone();
+    state.epoch = epoch;
+    cache.fleets.insert(fleet.id.clone(), state);
+    EndpointChanges { whole: false, endpoints, removed }
 }
 
 /// A set of Services (namespace, name), looked up without building owned keys: a few (a new
@@ -184,13 +332,12 @@ impl ServiceSet {
             || (!self.many.is_empty() && self.many.get(namespace).is_some_and(|names| names.contains(name)))
     }
 
-    /// The namespaces of the Services, each once.
-    fn namespaces(&self) -> Vec<&str> {
-        let mut out: Vec<&str> =
-            self.few.iter().map(|(ns, _)| ns.as_str()).chain(self.many.keys().map(String::as_str)).collect();
-        out.sort_unstable();
-        out.dedup();
-        out
+    /// Every Service of the set.
+    fn iter(&self) -> impl Iterator<Item = ServiceKey> + '_ {
+        self.few
+            .iter()
+            .cloned()
+            .chain(self.many.iter().flat_map(|(ns, names)| names.iter().map(move |n| (ns.clone(), n.clone()))))
     }
 
     fn insert(&mut self, namespace: &str, name: &str) {
@@ -206,131 +353,6 @@ impl ServiceSet {
         }
         self.many.entry(namespace.to_string()).or_default().insert(name.to_string());
     }
-}
-
-impl From<HashSet<(String, String)>> for ServiceSet {
-    fn from(services: HashSet<(String, String)>) -> Self {
-        let mut out = Self::default();
-        for (namespace, name) in &services {
-            out.insert(namespace, name);
-        }
-        out
-    }
-}
-
-/// The Services (namespace, name) whose EndpointSlices differ between two snapshots: those of
-/// slices added, removed or changed, by the slices' `kubernetes.io/service-name` labels before
-/// and after. A walk over both maps comparing pointers, past the chunks they share.
-pub fn services_with_changed_slices(previous: &Snapshot, snapshot: &Snapshot) -> HashSet<(String, String)> {
-    changed_services(&previous.endpoint_slices, &snapshot.endpoint_slices)
-}
-
-fn changed_services(
-    previous: &objects::Objects<EndpointSlice>,
-    snapshot: &objects::Objects<EndpointSlice>,
-) -> HashSet<(String, String)> {
-    let mut out = HashSet::new();
-    previous.diff(
-        snapshot,
-        |a, b| Arc::ptr_eq(a, b) || a == b,
-        |key, before, after| {
-            for slice in before.into_iter().chain(after) {
-                if let Some(service) = slice_service(slice) {
-                    out.insert((key.namespace.clone(), service.to_string()));
-                }
-            }
-            std::ops::ControlFlow::Continue(())
-        },
-    );
-    out
-}
-
-/// The endpoints of a fleet's clusters whose Service is in `services`, updating `cache`: the
-/// endpoint-only change, which leaves every other cluster as it was.
-pub fn cluster_endpoints_of(
-    fleet: &crate::FleetDag,
-    snapshot: &Snapshot,
-    services: &HashSet<(String, String)>,
-    cache: &mut EndpointCache,
-) -> FleetEndpoints {
-    let mut out = FleetEndpoints::new();
-    if services.is_empty() {
-        return out;
-    }
-    // Looked up by reference: at 10k slices and clusters, a pair of Strings cloned per lookup
-    // was most of an endpoint change's time.
-    let mut wanted = ServiceSet::default();
-    for (ns, name) in services {
-        wanted.insert(ns, name);
-    }
-    // A cluster of several Services (a UDPRoute's, an ExtensionService's) takes the endpoints of
-    // all of them, changed or not.
-    let affected: Vec<&Arc<Cluster>> = fleet
-        .clusters
-        .values()
-        .filter(|c| c.external_name.is_none() && c.services().any(|(s, _)| wanted.contains(&s.namespace, &s.name)))
-        .collect();
-    for (s, _) in affected.iter().flat_map(|c| c.services()) {
-        wanted.insert(&s.namespace, &s.name);
-    }
-    let index = SliceIndex::of_services(snapshot, &wanted);
-    for c in affected {
-        let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
-        let entry = CachedEndpoints { cluster: Arc::clone(c), endpoints: Arc::clone(&endpoints), epoch: cache.epoch };
-        cache.by_cluster.insert(c.name.clone(), entry);
-        out.insert(c.name.clone(), endpoints);
-    }
-    out
-}
-
-/// The endpoints of every cluster of a fleet, reusing what `cache` computed for clusters whose
-/// slices did not change since the previous build ([`EndpointCache::begin`] starts each build;
-/// without it nothing is reused).
-pub fn fleet_endpoints_cached(
-    fleet: &crate::FleetDag,
-    snapshot: &Snapshot,
-    cache: &mut EndpointCache,
-) -> FleetEndpoints {
-    let EndpointCache { changed, epoch, by_cluster, .. } = cache;
-    let epoch = *epoch;
-    // In cluster-name order, as the fleet's clusters: made into a map in one pass at the end.
-    let mut out: Vec<(String, Arc<[Endpoint]>)> = Vec::with_capacity(fleet.clusters.len());
-    let mut fresh = Vec::new();
-    // An ExternalName Service's cluster resolves its name itself: no load assignment over EDS.
-    for c in fleet.clusters.values().filter(|c| c.external_name.is_none()) {
-        let current =
-            changed.as_ref().is_some_and(|changed| !c.services().any(|(s, _)| changed.contains(&s.namespace, &s.name)));
-        let cached = by_cluster
-            .get_mut(&c.name)
-            .filter(|e| current && e.epoch + 1 >= epoch && (Arc::ptr_eq(&e.cluster, c) || e.cluster == *c));
-        match cached {
-            Some(e) => {
-                e.epoch = epoch;
-                out.push((c.name.clone(), Arc::clone(&e.endpoints)));
-            }
-            None => fresh.push(c),
-        }
-    }
-    if fresh.is_empty() {
-        return out.into_iter().collect();
-    }
-    // A few clusters (a new app's): index only their Services' slices.
-    let index = if fresh.len() <= 64 {
-        let mut services = ServiceSet::default();
-        for (s, _) in fresh.iter().flat_map(|c| c.services()) {
-            services.insert(&s.namespace, &s.name);
-        }
-        SliceIndex::of_services(snapshot, &services)
-    } else {
-        SliceIndex::new(snapshot)
-    };
-    for c in fresh {
-        let endpoints: Arc<[Endpoint]> = index.endpoints(c).into();
-        let entry = CachedEndpoints { cluster: Arc::clone(c), endpoints: Arc::clone(&endpoints), epoch };
-        by_cluster.insert(c.name.clone(), entry);
-        out.push((c.name.clone(), endpoints));
-    }
-    out.into_iter().collect()
 }
 
 #[cfg(test)]

@@ -19,8 +19,7 @@ use std::net::IpAddr;
 pub use build::{Cache, Options, build, build_cached, jwks_cluster_name};
 pub use dot::to_dot;
 pub use endpoints::{
-    Endpoint, EndpointCache, FleetEndpoints, Locality, SliceIndex, cluster_endpoints_of, fleet_endpoints_cached,
-    services_with_changed_slices,
+    Endpoint, EndpointCache, EndpointChanges, FleetEndpoints, Locality, SliceIndex, fleet_endpoint_changes,
 };
 pub use ir::{
     ClusterPolicy, Diagnostic, HeaderModifier, HttpMatch, Origin, Redirect, RoutePolicy, ServicePort, UpstreamProtocol,
@@ -48,8 +47,11 @@ pub struct FleetDag {
     /// One listener per port, sorted by port.
     pub listeners: Vec<DagListener>,
     /// Upstream clusters by name. Shared: the same cluster sits in the build caches (per route
-    /// and per virtual host), here, and in the xDS and endpoint caches.
-    pub clusters: BTreeMap<String, std::sync::Arc<Cluster>>,
+    /// and per virtual host), here, and in the xDS and endpoint caches. In shared chunks: a
+    /// build patches the map a kept route table holds, and the compiler and the endpoints find
+    /// what changed since the previous build by a diff that skips the chunks both share.
+    #[serde(serialize_with = "as_map")]
+    pub clusters: chunkmap::ChunkMap<String, std::sync::Arc<Cluster>>,
     /// TLS certificates by name.
     pub secrets: BTreeMap<String, TlsSecret>,
     /// CA bundles for verifying peers' certificates, by name (`namespace/name`).
@@ -58,6 +60,14 @@ pub struct FleetDag {
     /// that name one by configuration (tracing) call.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, std::sync::Arc<ir::ExtensionService>>,
+}
+
+/// A chunked map, serialized as a map.
+fn as_map<S: serde::Serializer, K: serde::Serialize, V: serde::Serialize>(
+    map: &chunkmap::ChunkMap<K, V>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(map.iter())
 }
 
 /// PEM CA certificates (and optionally revoked ones) used to verify a peer.

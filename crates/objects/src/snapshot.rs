@@ -8,10 +8,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::types::*;
 use compact::Compact;
 
-mod chunks;
 mod compact;
 
-pub use chunks::ChunkMap;
+pub use chunkmap::ChunkMap;
 
 /// The identity of an object within its kind. Cluster-scoped objects have an empty namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

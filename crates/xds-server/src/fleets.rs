@@ -7,8 +7,6 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use xds::{FleetResources, Resource, ResourceType, Resources};
 
-use crate::stream::order;
-
 /// Whether a fleet's Envoys run the configuration they are served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Programming {
@@ -114,23 +112,28 @@ impl Fleet {
                 Some((seen, _)) if Arc::ptr_eq(seen, map) => continue,
                 _ => self.pending.remove(t),
             };
-            let mut pending = HashSet::new();
-            // The old map walked beside the new one (both in name order), not searched per name.
-            let mut previous = old.as_ref().map(|(m, _)| m.iter().peekable());
-            for (name, r) in map.iter() {
-                let before = previous.as_mut().and_then(|p| {
-                    while p.next_if(|(o, _)| order(o, name).is_lt()).is_some() {}
-                    p.next_if(|(o, _)| order(o, name).is_eq()).map(|(_, o)| o)
-                });
-                let unchanged = before.is_some_and(|o| Arc::ptr_eq(&o.version, &r.version) || o.version == r.version);
-                let waiting = match &old {
-                    Some((_, was)) if unchanged => !was.is_empty() && was.contains(name),
-                    _ => self.accepted.get(&(*t, Arc::clone(name))).is_none_or(|a| a.version != r.version),
-                };
-                if waiting {
-                    pending.insert(Arc::clone(name));
+            let waiting = |accepted: &HashMap<(ResourceType, Arc<str>), Resource>, name: &Arc<str>, r: &Resource| {
+                accepted.get(&(*t, Arc::clone(name))).is_none_or(|a| a.version != r.version)
+            };
+            let pending = match old {
+                // Only what changed since the map worked out last: the chunks both share are
+                // skipped, and a name that kept its version keeps its state.
+                Some((before, mut pending)) => {
+                    before.diff(map, same_version, |name, _, now| {
+                        pending.remove(name);
+                        if now.is_some_and(|r| waiting(&self.accepted, name, r)) {
+                            pending.insert(Arc::clone(name));
+                        }
+                        std::ops::ControlFlow::Continue(())
+                    });
+                    pending
                 }
-            }
+                None => map
+                    .iter()
+                    .filter(|(name, r)| waiting(&self.accepted, name, r))
+                    .map(|(n, _)| Arc::clone(n))
+                    .collect(),
+            };
             self.pending.insert(*t, (Arc::clone(map), pending));
         }
     }
@@ -289,7 +292,18 @@ fn same_versions(a: &FleetResources, b: &FleetResources) -> bool {
         && a.by_type.iter().all(|(t, resources)| {
             let other = b.of(*t);
             b.shared(*t).is_some_and(|o| Arc::ptr_eq(o, resources))
-                || resources.len() == other.len()
-                    && resources.iter().zip(other).all(|((n1, r1), (n2, r2))| n1 == n2 && r1.version == r2.version)
+                || resources.len() == other.len() && {
+                    let mut same = true;
+                    resources.diff(other, same_version, |_, _, _| {
+                        same = false;
+                        std::ops::ControlFlow::Break(())
+                    });
+                    same
+                }
         })
+}
+
+/// Whether two resources of a name carry the same content.
+fn same_version(a: &Resource, b: &Resource) -> bool {
+    Arc::ptr_eq(&a.version, &b.version) || a.version == b.version
 }

@@ -6,6 +6,7 @@
 //! longer wanted removed only after listeners and routes stopped using them.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -292,7 +293,9 @@ impl StreamState {
             if keep_stale && !Arc::ptr_eq(&want, &ts.sent) && added(&want, &ts.sent).next().is_some() {
                 let wanted = Arc::make_mut(&mut want);
                 for (name, r) in ts.sent.iter() {
-                    wanted.entry(Arc::clone(name)).or_insert_with(|| r.clone());
+                    if !wanted.contains_key(name) {
+                        wanted.insert(Arc::clone(name), r.clone());
+                    }
                 }
             }
             let forced: BTreeSet<Arc<str>> = if t == ResourceType::Endpoint {
@@ -466,7 +469,7 @@ impl StreamState {
 
 /// The resources of a rejected response that Envoy most likely refused: those that changed, and
 /// of those, the ones its message names (when it names any).
-fn suspects(flight: &InFlight, acked: &BTreeMap<Arc<str>, Resource>, error: &str) -> Vec<Resource> {
+fn suspects(flight: &InFlight, acked: &Resources, error: &str) -> Vec<Resource> {
     let changed: Vec<Resource> = flight
         .resources
         .iter()
@@ -482,7 +485,7 @@ fn namespace(name: &str) -> &str {
     name.rfind('/').map_or("", |i| &name[..i])
 }
 
-fn set_version(resources: &BTreeMap<Arc<str>, Resource>) -> String {
+fn set_version(resources: &Resources) -> String {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for (n, r) in resources {
@@ -492,40 +495,47 @@ fn set_version(resources: &BTreeMap<Arc<str>, Resource>) -> String {
     format!("{:016x}", h.finish())
 }
 
-/// The names `new` has and `old` does not, in one walk over both (sorted) maps.
+/// The names `new` has and `old` does not, in key order: a walk over the chunks the two maps do
+/// not share.
 fn added<'a>(old: &'a Resources, new: &'a Resources) -> impl Iterator<Item = &'a str> + 'a {
-    let mut old = old.keys().peekable();
-    new.keys()
-        .filter(move |name| {
-            while old.next_if(|o| order(o, name).is_lt()).is_some() {}
-            old.next_if(|o| order(o, name).is_eq()).is_none()
-        })
-        .map(|name| &**name)
-}
-
-/// Names in order, comparing pointers first: maps built from the same configuration share their
-/// names, so at 10k resources most comparisons of a walk need no look at the bytes.
-pub(crate) fn order(a: &Arc<str>, b: &Arc<str>) -> std::cmp::Ordering {
-    if Arc::ptr_eq(a, b) { std::cmp::Ordering::Equal } else { a.cmp(b) }
+    let mut names = Vec::new();
+    old.diff(
+        new,
+        |_, _| true,
+        |name, before, _| {
+            if before.is_none() {
+                names.push(&**name);
+            }
+            ControlFlow::Continue(())
+        },
+    );
+    names.into_iter()
 }
 
 /// What a stream must send to go from `sent` to `want`: the resources that are new, of another
-/// version, or `forced`; and the names that went away. One walk over both (sorted) maps.
+/// version, or `forced`; and the names that went away, each in key order. A walk over the
+/// chunks the two maps do not share: a build patches the map it served before, so a one-route
+/// change at 50k clusters looks at one chunk.
 fn difference(sent: &Resources, want: &Resources, forced: &BTreeSet<Arc<str>>) -> (Vec<Resource>, Vec<Arc<str>>) {
     let (mut changed, mut removed) = (Vec::new(), Vec::new());
-    let mut sent = sent.iter().peekable();
-    for (name, r) in want {
-        while let Some((gone, _)) = sent.next_if(|(s, _)| order(s, name).is_lt()) {
-            removed.push(Arc::clone(gone));
+    let same_version = |s: &Resource, r: &Resource| Arc::ptr_eq(&s.version, &r.version) || s.version == r.version;
+    sent.diff(want, same_version, |name, _, now| {
+        match now {
+            Some(r) => changed.push(r.clone()),
+            None => removed.push(Arc::clone(name)),
         }
-        let same = sent
-            .next_if(|(s, _)| order(s, name).is_eq())
-            .is_some_and(|(_, s)| Arc::ptr_eq(&s.version, &r.version) || s.version == r.version);
-        if !same || (!forced.is_empty() && forced.contains(name)) {
-            changed.push(r.clone());
-        }
+        ControlFlow::Continue(())
+    });
+    let extra: Vec<Resource> = forced
+        .iter()
+        .filter_map(|name| want.get(name))
+        .filter(|r| sent.get(&r.name).is_some_and(|s| same_version(s, r)))
+        .cloned()
+        .collect();
+    if !extra.is_empty() {
+        changed.extend(extra);
+        changed.sort_by(|a, b| a.name.cmp(&b.name));
     }
-    removed.extend(sent.map(|(gone, _)| Arc::clone(gone)));
     (changed, removed)
 }
 

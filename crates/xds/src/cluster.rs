@@ -308,8 +308,8 @@ pub fn update_load_assignments(
         return;
     }
     let map = Arc::make_mut(resources);
-    for resource in load_assignments_cached(changed, cache).into_values() {
-        map.insert(Arc::clone(&resource.name), resource);
+    for (name, resource) in load_assignments_cached(changed, cache).iter() {
+        map.insert(Arc::clone(name), resource.clone());
     }
 }
 

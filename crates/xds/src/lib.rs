@@ -175,8 +175,9 @@ impl Resource {
     }
 }
 
-/// Resources of one type, by name.
-pub type Resources = BTreeMap<Arc<str>, Resource>;
+/// Resources of one type, by name, in shared chunks: a build patches the previous map, and a
+/// stream finds what changed without walking the chunks both share.
+pub type Resources = chunkmap::ChunkMap<Arc<str>, Resource>;
 
 /// Every resource of one fleet, by type.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -189,7 +190,7 @@ pub struct FleetResources {
 impl FleetResources {
     /// The resources of one type (empty if none).
     pub fn of(&self, t: ResourceType) -> &Resources {
-        static EMPTY: Resources = BTreeMap::new();
+        static EMPTY: Resources = Resources::new();
         self.by_type.get(&t).map_or(&EMPTY, |r| r)
     }
 
@@ -334,49 +335,92 @@ pub fn compile(dag: &dag::Dag, options: &CompileOptions) -> BTreeMap<String, Fle
 #[derive(Debug, Default)]
 pub struct Cache {
     routes: route::RouteCache,
-    /// Encoded clusters, with the build that last used each.
-    clusters: rustc_hash::FxHashMap<String, (Arc<dag::Cluster>, Resource, u64)>,
+    /// Each fleet's clusters as last compiled, by fleet id.
+    clusters: rustc_hash::FxHashMap<String, CompiledClusters>,
     builds: u64,
 }
 
-/// [`compile`], re-encoding only the routes and virtual hosts the DAG did not share with the
-/// previous build.
+/// A fleet's clusters as the last build compiled them: the DAG's map and the resources made
+/// from it. The next build patches the resources with what differs between the two DAG maps.
+#[derive(Debug)]
+struct CompiledClusters {
+    options: ClusterOptions,
+    dag: chunkmap::ChunkMap<String, Arc<dag::Cluster>>,
+    resources: Arc<Resources>,
+    used: u64,
+}
+
+/// [`compile`], re-encoding only the routes, virtual hosts and clusters the DAG did not share
+/// with the previous build.
 pub fn compile_cached(dag: &dag::Dag, options: &CompileOptions, cache: &mut Cache) -> BTreeMap<String, FleetResources> {
     cache.routes.set_metadata(options.listener.access_log.uses_route_metadata());
     cache.builds += 1;
     let out: BTreeMap<String, FleetResources> =
         dag.fleets.iter().map(|(id, fleet)| (id.clone(), compile_fleet(fleet, options, cache))).collect();
     cache.routes.sweep();
-    // Clusters no fleet has any more: marked by the build, not looked up in every fleet.
     let build = cache.builds;
-    cache.clusters.retain(|_, (_, _, used)| *used == build);
+    cache.clusters.retain(|_, c| c.used == build);
     out
+}
+
+/// A fleet's cluster resources: the previous build's patched with the clusters that differ
+/// between its DAG map and this one (the chunks both share are skipped), or all encoded.
+fn fleet_clusters(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Cache) -> Arc<Resources> {
+    let build = cache.builds;
+    if let Some(kept) = cache.clusters.get_mut(&fleet.id)
+        && kept.options == options.cluster
+    {
+        let mut changes = Vec::new();
+        kept.dag.diff(
+            &fleet.clusters,
+            |a, b| Arc::ptr_eq(a, b) || a == b,
+            |name, _, now| {
+                changes.push((name, now));
+                std::ops::ControlFlow::Continue(())
+            },
+        );
+        if !changes.is_empty() {
+            let resources = Arc::make_mut(&mut kept.resources);
+            for (name, now) in changes {
+                match now {
+                    Some(c) => {
+                        let r = cluster::cluster(c, &options.cluster);
+                        resources.insert(Arc::clone(&r.name), r);
+                    }
+                    None => {
+                        resources.remove(name.as_str());
+                    }
+                }
+            }
+        }
+        kept.dag = fleet.clusters.clone();
+        kept.used = build;
+        return Arc::clone(&kept.resources);
+    }
+    let resources: Resources = fleet
+        .clusters
+        .values()
+        .map(|c| {
+            let r = cluster::cluster(c, &options.cluster);
+            (Arc::clone(&r.name), r)
+        })
+        .collect();
+    let kept = CompiledClusters {
+        options: options.cluster.clone(),
+        dag: fleet.clusters.clone(),
+        resources: Arc::new(resources),
+        used: build,
+    };
+    let resources = Arc::clone(&kept.resources);
+    cache.clusters.insert(fleet.id.clone(), kept);
+    resources
 }
 
 fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Cache) -> FleetResources {
     let mut out = FleetResources::default();
-    let build = cache.builds;
-    // In name order, as the fleet's: the map is built at once, not searched per cluster.
-    let clusters: Resources = fleet
-        .clusters
-        .values()
-        .map(|c| {
-            let resource = match cache.clusters.get_mut(&c.name) {
-                Some((cached, r, used)) if Arc::ptr_eq(cached, c) || cached == c => {
-                    *used = build;
-                    r.clone()
-                }
-                _ => {
-                    let r = cluster::cluster(c, &options.cluster);
-                    cache.clusters.insert(c.name.clone(), (Arc::clone(c), r.clone(), build));
-                    r
-                }
-            };
-            (Arc::clone(&resource.name), resource)
-        })
-        .collect();
+    let clusters = fleet_clusters(fleet, options, cache);
     if !clusters.is_empty() {
-        out.by_type.insert(ResourceType::Cluster, Arc::new(clusters));
+        out.by_type.insert(ResourceType::Cluster, clusters);
     }
     for s in fleet.secrets.values() {
         out.insert(ResourceType::Secret, secret::secret(s));

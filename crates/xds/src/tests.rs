@@ -157,7 +157,7 @@ spec:
 "#;
     let fleet = compiled_proxies(yaml);
     let clusters = fleet.of(ResourceType::Cluster);
-    assert_eq!(clusters.len(), 2, "{:?}", clusters.keys());
+    assert_eq!(clusters.len(), 2, "{:?}", clusters.keys().collect::<Vec<_>>());
     let decode = |name: &str| Cluster::decode(clusters[name].body.value.as_slice()).unwrap();
     let plain = decode("apps/web/80/da39a3ee5e");
     assert_eq!(plain.lb_policy, cluster::LbPolicy::RoundRobin as i32);

@@ -147,7 +147,9 @@ impl<'a> Builder<'a> {
         };
         cluster.name = format!("{}/{}", cluster.name, settings_hash(&settings));
         let name = cluster.name.clone();
-        out.clusters.entry(name.clone()).or_insert_with(|| Arc::new(cluster));
+        if !out.clusters.contains_key(&name) {
+            out.clusters.insert(name.clone(), Arc::new(cluster));
+        }
         Some(name)
     }
 

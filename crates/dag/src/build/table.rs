@@ -35,8 +35,10 @@ pub(crate) struct Kept {
     routes: FxHashMap<usize, KeptRoute>,
     /// The virtual hosts, sorted by hostname.
     hosts: Vec<Host>,
-    /// Every virtual host's clusters by name, with the number of hosts using each.
-    clusters: BTreeMap<String, (Arc<Cluster>, usize)>,
+    /// Every virtual host's clusters by name, shared with the fleet built from it.
+    clusters: chunkmap::ChunkMap<String, Arc<Cluster>>,
+    /// How many hosts use each of `clusters`.
+    uses: FxHashMap<String, usize>,
     /// The last build that used it.
     pub(super) used: u64,
 }
@@ -61,13 +63,25 @@ fn reached(listener: &ir::Listener, route: &ir::HttpRoute) -> Vec<String> {
     hosts
 }
 
-fn count(clusters: &mut BTreeMap<String, (Arc<Cluster>, usize)>, host: &Host, added: bool) {
+/// Counts a host's clusters in or out of a kept table's; a cluster joins with its first user
+/// and leaves with its last.
+fn count(
+    kept: (&mut chunkmap::ChunkMap<String, Arc<Cluster>>, &mut FxHashMap<String, usize>),
+    host: &Host,
+    added: bool,
+) {
+    let (clusters, uses) = kept;
     for c in &host.uses.clusters {
         if added {
-            clusters.entry(c.name.clone()).or_insert_with(|| (Arc::clone(c), 0)).1 += 1;
-        } else if let Some(entry) = clusters.get_mut(&c.name) {
-            entry.1 -= 1;
-            if entry.1 == 0 {
+            let n = uses.entry(c.name.clone()).or_insert(0);
+            if *n == 0 {
+                clusters.insert(c.name.clone(), Arc::clone(c));
+            }
+            *n += 1;
+        } else if let Some(n) = uses.get_mut(&c.name) {
+            *n -= 1;
+            if *n == 0 {
+                uses.remove(&c.name);
                 clusters.remove(&c.name);
             }
         }
@@ -88,9 +102,10 @@ impl Builder<'_> {
                 (Arc::as_ptr(route) as usize, kept)
             })
             .collect();
-        let mut clusters = BTreeMap::new();
+        let mut clusters = chunkmap::ChunkMap::new();
+        let mut uses = FxHashMap::default();
         for host in &hosts {
-            count(&mut clusters, host, true);
+            count((&mut clusters, &mut uses), host, true);
         }
         let kept = Kept {
             listener: self.listener,
@@ -98,6 +113,7 @@ impl Builder<'_> {
             routes,
             hosts,
             clusters,
+            uses,
             used: generation,
         };
         self.cache.tables.insert(key, kept);
@@ -157,7 +173,7 @@ impl Builder<'_> {
         for host in &kept.hosts {
             self.merge(&host.uses, &host.diagnostics, out);
         }
-        add_clusters(kept.clusters.values().map(|(c, _)| c), out);
+        add_cluster_map(&kept.clusters, out);
         let table = RouteTable {
             name: name.to_string(),
             virtual_hosts: kept.hosts.iter().map(|h| Arc::clone(&h.vhost)).collect(),
@@ -296,7 +312,7 @@ impl Builder<'_> {
         for (hostname, routes) in members {
             let at = kept.hosts.binary_search_by(|h| h.vhost.hostname.as_str().cmp(&hostname));
             if let Ok(i) = at {
-                count(&mut kept.clusters, &kept.hosts[i], false);
+                count((&mut kept.clusters, &mut kept.uses), &kept.hosts[i], false);
             }
             if routes.is_empty() {
                 if let Ok(i) = at {
@@ -308,7 +324,7 @@ impl Builder<'_> {
                 continue;
             }
             let host = self.host(name, Cow::Owned(hostname), &routes);
-            count(&mut kept.clusters, &host, true);
+            count((&mut kept.clusters, &mut kept.uses), &host, true);
             match at {
                 Ok(i) => kept.hosts[i] = host,
                 Err(i) => kept.hosts.insert(i, host),

@@ -105,40 +105,41 @@ fn a_udp_listener_sends_sessions_to_one_cluster_weighted_by_locality() {
 }
 
 #[test]
-fn an_endpoint_change_of_one_backend_keeps_the_other_backends_endpoints() {
-    let (s, dag) = built();
-    let fleet = &dag.fleets["infra/gw"];
-    let mut cache = EndpointCache::default();
-    let all = fleet_endpoints_cached(fleet, &s, &mut cache);
-    assert_eq!(all["udproute/infra/dns"].len(), 3);
-    // Only `other`'s slices changed: the cluster still holds `dns`'s endpoints too.
-    let changed = std::collections::HashSet::from([("infra".to_string(), "other".to_string())]);
-    let update = cluster_endpoints_of(fleet, &s, &changed, &mut cache);
-    assert_eq!(update["udproute/infra/dns"].len(), 3, "{:?}", update["udproute/infra/dns"]);
-    assert!(!update.contains_key("infra/dns/53/da39a3ee5e"), "a cluster of unchanged Services is left alone");
-}
-
-#[test]
-fn a_build_recomputes_the_endpoints_of_changed_slices_and_of_clusters_it_did_not_use() {
+fn an_endpoint_change_of_one_backend_recomputes_the_clusters_of_that_backend_only() {
     let (mut s, dag) = built();
     let fleet = &dag.fleets["infra/gw"];
     let mut cache = EndpointCache::default();
     cache.begin(&s);
-    let first = fleet_endpoints_cached(fleet, &s, &mut cache);
+    let all = fleet_endpoint_changes(fleet, &s, &mut cache, false);
+    assert!(all.whole, "a fleet not seen before is computed whole");
+    assert_eq!(all.endpoints["udproute/infra/dns"].len(), 3);
+    cache.begin(&s);
+    let same = fleet_endpoint_changes(fleet, &s, &mut cache, false);
+    assert_eq!(same, EndpointChanges::default(), "nothing changed, nothing to compute");
+
+    // Only `other`'s slice changes: the UDP cluster takes it, with `dns`'s endpoints beside it.
     let other = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: other-1, namespace: infra, labels: {kubernetes.io/service-name: other}}\naddressType: IPv4\nports: [{name: dns, port: 6000, protocol: UDP}]\nendpoints: [{addresses: [10.0.0.3]}, {addresses: [10.0.0.4]}]\n";
     s.upsert(objects::parse_documents(other).remove(0).expect("parses"));
     cache.begin(&s);
-    let second = fleet_endpoints_cached(fleet, &s, &mut cache);
-    assert_eq!(second["udproute/infra/dns"].len(), 4, "the cluster with `other` follows its slice");
+    let update = fleet_endpoint_changes(fleet, &s, &mut cache, false);
+    assert!(!update.whole);
+    assert_eq!(update.endpoints["udproute/infra/dns"].len(), 4, "{:?}", update.endpoints);
     let tcp = "infra/dns/53/da39a3ee5e";
-    assert!(std::sync::Arc::ptr_eq(&first[tcp], &second[tcp]), "a cluster of unchanged Services is reused");
+    assert!(!update.endpoints.contains_key(tcp), "a cluster of unchanged Services is left alone");
 
-    // A build that does not use the fleet, while `dns`'s slice changes: the next one that does
-    // computes it afresh.
-    let dns = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: dns-1, namespace: infra, labels: {kubernetes.io/service-name: dns}}\naddressType: IPv4\nports: [{name: dns-tcp, port: 5353}, {name: dns, port: 5354, protocol: UDP}]\nendpoints: [{addresses: [10.0.0.1]}]\n";
-    s.upsert(objects::parse_documents(dns).remove(0).expect("parses"));
+    // `dns`'s slice goes: both clusters of `dns` follow.
+    let key = objects::ObjectKey::new("infra", "dns-1");
+    assert!(s.remove(objects::Kind::EndpointSlice, &key));
     cache.begin(&s);
+    let update = fleet_endpoint_changes(fleet, &s, &mut cache, false);
+    assert_eq!(update.endpoints[tcp].len(), 0, "{:?}", update.endpoints);
+    assert_eq!(update.endpoints["udproute/infra/dns"].len(), 2, "{:?}", update.endpoints);
+
+    // A fleet whose cluster went: its load assignment goes.
+    let mut smaller = fleet.clone();
+    smaller.clusters.remove(tcp);
     cache.begin(&s);
-    let fourth = fleet_endpoints_cached(fleet, &s, &mut cache);
-    assert_eq!(fourth[tcp].len(), 1, "{:?}", fourth[tcp]);
+    let update = fleet_endpoint_changes(&smaller, &s, &mut cache, false);
+    assert_eq!(update.removed, [tcp]);
+    assert!(update.endpoints.is_empty());
 }

@@ -4,7 +4,11 @@
 //! Each kind's objects live in one of these behind the snapshot's `Arc`. With a `BTreeMap` there,
 //! a watch event on one of 10k HTTPProxies copied (and later dropped) the whole map, and every
 //! comparison of two snapshots walked every key: a tenth of the controller's CPU per new app.
+//! The pipeline's outputs (a fleet's clusters, its xDS resources by type) are kept in them too:
+//! a stage patches the previous map with what changed, and the next stage, or an xDS stream,
+//! finds the change by [`ChunkMap::diff`] without walking the shared chunks.
 
+use std::borrow::Borrow;
 use std::ops::{Bound, ControlFlow, RangeBounds};
 use std::sync::Arc;
 
@@ -32,10 +36,21 @@ impl<K: std::fmt::Debug, V: std::fmt::Debug> std::fmt::Debug for ChunkMap<K, V> 
 }
 
 impl<K: PartialEq, V: PartialEq> PartialEq for ChunkMap<K, V> {
+    /// Chunk by chunk where both are laid out alike, shared chunks compared by pointer.
     fn eq(&self, other: &Self) -> bool {
-        self.len == other.len && self.iter().eq(other.iter())
+        if self.len != other.len {
+            return false;
+        }
+        if self.chunks.len() == other.chunks.len()
+            && self.chunks.iter().zip(&other.chunks).all(|(a, b)| Arc::ptr_eq(a, b) || a.len() == b.len())
+        {
+            return self.chunks.iter().zip(&other.chunks).all(|(a, b)| Arc::ptr_eq(a, b) || a == b);
+        }
+        self.iter().eq(other.iter())
     }
 }
+
+impl<K: Eq, V: Eq> Eq for ChunkMap<K, V> {}
 
 /// Iterates over the entries of a [`ChunkMap`], in key order.
 pub type Iter<'a, K, V> = std::iter::Map<
@@ -46,6 +61,11 @@ type ChunkEntries<K, V> = for<'b> fn(&'b Arc<Vec<(K, V)>>) -> &'b [(K, V)];
 type EntryRefs<K, V> = for<'b> fn(&'b (K, V)) -> (&'b K, &'b V);
 
 impl<K, V> ChunkMap<K, V> {
+    /// An empty map.
+    pub const fn new() -> Self {
+        Self { chunks: Vec::new(), len: 0 }
+    }
+
     /// How many entries there are.
     pub fn len(&self) -> usize {
         self.len
@@ -77,35 +97,61 @@ impl<K, V> ChunkMap<K, V> {
 impl<K: Ord + Clone, V: Clone> ChunkMap<K, V> {
     /// The chunk that holds `key` or would: the first whose last key is not below it (the last
     /// chunk for a key above all).
-    fn chunk_of(&self, key: &K) -> usize {
-        let i = self.chunks.partition_point(|c| c.last().is_some_and(|(last, _)| last < key));
+    fn chunk_of<Q: Ord + ?Sized>(&self, key: &Q) -> usize
+    where
+        K: Borrow<Q>,
+    {
+        let i = self.chunks.partition_point(|c| c.last().is_some_and(|(last, _)| last.borrow() < key));
         i.min(self.chunks.len().saturating_sub(1))
     }
 
     /// Where `key` is: its chunk, and its place in the chunk or where it would go.
-    fn find(&self, key: &K) -> Option<(usize, Result<usize, usize>)> {
+    fn find<Q: Ord + ?Sized>(&self, key: &Q) -> Option<(usize, Result<usize, usize>)>
+    where
+        K: Borrow<Q>,
+    {
         if self.chunks.is_empty() {
             return None;
         }
         let c = self.chunk_of(key);
-        Some((c, self.chunks[c].binary_search_by(|(k, _)| k.cmp(key))))
+        Some((c, self.chunks[c].binary_search_by(|(k, _)| k.borrow().cmp(key))))
     }
 
     /// The value at `key`.
-    pub fn get(&self, key: &K) -> Option<&V> {
+    pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+    {
         self.get_key_value(key).map(|(_, v)| v)
     }
 
     /// The entry at `key`.
-    pub fn get_key_value(&self, key: &K) -> Option<(&K, &V)> {
+    pub fn get_key_value<Q: Ord + ?Sized>(&self, key: &Q) -> Option<(&K, &V)>
+    where
+        K: Borrow<Q>,
+    {
         match self.find(key)? {
             (c, Ok(i)) => self.chunks[c].get(i).map(|(k, v)| (k, v)),
             _ => None,
         }
     }
 
+    /// The value at `key`, to change in place (its chunk is copied first if shared).
+    pub fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
+    where
+        K: Borrow<Q>,
+    {
+        match self.find(key)? {
+            (c, Ok(i)) => Arc::make_mut(&mut self.chunks[c]).get_mut(i).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
     /// Whether there is an entry at `key`.
-    pub fn contains_key(&self, key: &K) -> bool {
+    pub fn contains_key<Q: Ord + ?Sized>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
         matches!(self.find(key), Some((_, Ok(_))))
     }
 
@@ -130,7 +176,10 @@ impl<K: Ord + Clone, V: Clone> ChunkMap<K, V> {
     }
 
     /// Removes the entry at `key`; returns its value.
-    pub fn remove(&mut self, key: &K) -> Option<V> {
+    pub fn remove<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         let (c, Ok(i)) = self.find(key)? else { return None };
         let chunk = Arc::make_mut(&mut self.chunks[c]);
         let (_, value) = chunk.remove(i);
@@ -173,6 +222,19 @@ impl<K: Ord + Clone, V: Clone> ChunkMap<K, V> {
                 Bound::Included(e) => *k <= e,
                 Bound::Excluded(e) => *k < e,
             })
+    }
+
+    /// Keeps the entries for which `keep` holds; chunks that keep every entry stay shared.
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &V) -> bool) {
+        for chunk in &mut self.chunks {
+            let kept: Vec<bool> = chunk.iter().map(|(k, v)| keep(k, v)).collect();
+            if kept.contains(&false) {
+                let entries = chunk.iter().zip(&kept).filter(|(_, k)| **k).map(|(e, _)| e.clone());
+                *chunk = Arc::new(entries.collect());
+            }
+        }
+        self.chunks.retain(|c| !c.is_empty());
+        self.len = self.chunks.iter().map(|c| c.len()).sum();
     }
 
     /// Replaces values for which `replace` gives a new one; chunks with none to replace stay
@@ -274,20 +336,49 @@ impl<'a, K, V> Cursor<'a, K, V> {
 }
 
 impl<K: Ord + Clone, V: Clone> FromIterator<(K, V)> for ChunkMap<K, V> {
+    /// The map of the entries; of entries with the same key, the last. Sorted input (a
+    /// `BTreeMap`'s, another map's) is laid into chunks in one pass.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let mut map = Self::default();
-        for (k, v) in iter {
-            map.insert(k, v);
+        let mut entries: Vec<(K, V)> = iter.into_iter().collect();
+        if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
+            // Stable: of equal keys, the last one given stays last, and is the one kept.
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut deduped: Vec<(K, V)> = Vec::with_capacity(entries.len());
+            for e in entries {
+                match deduped.last_mut() {
+                    Some(last) if last.0 == e.0 => *last = e,
+                    _ => deduped.push(e),
+                }
+            }
+            entries = deduped;
         }
-        map
+        let len = entries.len();
+        let mut chunks = Vec::with_capacity(len.div_ceil(CHUNK));
+        let mut rest = entries.into_iter();
+        loop {
+            let chunk: Vec<(K, V)> = rest.by_ref().take(CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            chunks.push(Arc::new(chunk));
+        }
+        Self { chunks, len }
     }
 }
 
-impl<K: Ord + Clone, V: Clone> std::ops::Index<&K> for ChunkMap<K, V> {
+impl<K: Ord + Clone, V: Clone> Extend<(K, V)> for ChunkMap<K, V> {
+    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+impl<K: Ord + Clone + Borrow<Q>, V: Clone, Q: Ord + ?Sized> std::ops::Index<&Q> for ChunkMap<K, V> {
     type Output = V;
 
     /// The value at `key`; panics if there is none, as a `BTreeMap` does.
-    fn index(&self, key: &K) -> &V {
+    fn index(&self, key: &Q) -> &V {
         self.get(key).expect("no entry for the key")
     }
 }
@@ -402,6 +493,48 @@ mod tests {
         }
         assert_eq!(diff_keys(&before, &grown).len(), 300);
         assert_eq!(diff_keys(&grown, &before).len(), 300);
+    }
+
+    #[test]
+    fn built_from_entries_in_any_order_keeps_the_last_of_a_key() {
+        let keys = sequence(7, 1000);
+        let mut reference = BTreeMap::new();
+        let mut entries = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            // Every key twice, the second value wins, as inserting one by one.
+            entries.push((k % 300, i as u64));
+            reference.insert(k % 300, i as u64);
+        }
+        let map: ChunkMap<u64, u64> = entries.into_iter().collect();
+        assert_eq!(map.len(), reference.len());
+        assert!(map.iter().map(|(k, v)| (*k, *v)).eq(reference.iter().map(|(k, v)| (*k, *v))));
+        let sorted: ChunkMap<u64, u64> = reference.clone().into_iter().collect();
+        assert_eq!(sorted, map);
+        assert!(sorted.chunks.iter().all(|c| c.len() <= CHUNK), "laid out in chunks");
+    }
+
+    #[test]
+    fn retain_and_get_mut_copy_only_the_chunks_they_change() {
+        let map: ChunkMap<String, u64> = (0..1000u64).map(|i| (format!("k{i:04}"), i)).collect();
+        let mut changed = map.clone();
+        changed.retain(|_, v| *v != 500);
+        *changed.get_mut("k0010").expect("present") = 7;
+        assert_eq!(changed.len(), 999);
+        assert_eq!(changed.get("k0010"), Some(&7));
+        assert!(!changed.contains_key("k0500"));
+        assert_eq!(changed["k0999"], 999);
+        let mut seen = Vec::new();
+        map.diff(
+            &changed,
+            |a, b| a == b,
+            |k, _, _| {
+                seen.push(k.clone());
+                ControlFlow::Continue(())
+            },
+        );
+        assert_eq!(seen, ["k0010", "k0500"]);
+        let shared = map.chunks.iter().zip(&changed.chunks).filter(|(a, b)| Arc::ptr_eq(a, b)).count();
+        assert_eq!(shared, map.chunks.len() - 2, "the other chunks stay shared");
     }
 
     #[test]
