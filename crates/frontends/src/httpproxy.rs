@@ -184,7 +184,7 @@ pub fn translate_cached(snapshot: &Snapshot, options: &Options, cache: &mut Cach
     };
     let mut secure = Vec::new();
     let mut fallback_routes = Vec::new();
-    for group in claims.list.chunk_by_mut(|a, b| a.fqdn == b.fqdn) {
+    for group in claims.list.chunk_by_mut(|a, b| a.fqdn_hash == b.fqdn_hash && a.fqdn == b.fqdn) {
         if group.len() > 1 {
             let names: Vec<String> = group.iter().map(|c| c.key.to_string()).collect();
             for claim in group {
