@@ -86,11 +86,21 @@ fn cached_builds_equal_fresh_builds() {
 /// Builds `yaml` with the cached pipeline (sharing unchanged objects with `previous`, as the
 /// sources do) and from scratch; both must agree. Returns the new snapshot.
 fn cached_equals_fresh(pipeline: &mut Pipeline, previous: &Snapshot, yaml: &str, step: usize) -> Snapshot {
-    let options = Options::default();
+    cached_equals_fresh_with(pipeline, previous, yaml, step, &Options::default())
+}
+
+/// [`cached_equals_fresh`] with `options`.
+fn cached_equals_fresh_with(
+    pipeline: &mut Pipeline,
+    previous: &Snapshot,
+    yaml: &str,
+    step: usize,
+    options: &Options,
+) -> Snapshot {
     let mut next = snapshot(yaml);
     next.share_unchanged(previous);
-    let cached = pipeline.build(&next, &options);
-    let fresh = build(&next, &options);
+    let cached = pipeline.build(&next, options);
+    let fresh = build(&next, options);
     assert_eq!(cached.fleets, fresh.fleets, "step {step}");
     assert_eq!(cached.dag, fresh.dag, "step {step}");
     next
@@ -247,7 +257,7 @@ fn patched_route_tables_equal_fresh_builds() {
             })
         ),
     ];
-    patches_every_step(&format!("{head}{}", routes(&[], &plain)), &steps);
+    patches_every_step(&format!("{head}{}", routes(&[], &plain)), &steps, &Options::default());
 }
 
 /// The same with 70 root HTTPProxies: one comes, one goes, one's Service changes, two claim one
@@ -278,19 +288,27 @@ fn patched_httpproxy_tables_equal_fresh_builds() {
         apps(&[3], &|n| if n == 4 { plain(5) } else { plain(n) }),
         apps(&[3], &|n| if n == 4 { "moved.example.com".into() } else { plain(n) }),
     ];
-    patches_every_step(&apps(&[], &plain), &steps);
+    // Inline, then over VHDS: the compiler patches the 70-host route configuration too.
+    for vhds in [false, true] {
+        let mut options = Options::default();
+        options.compile.vhds = vhds;
+        let compiled = patches_every_step(&apps(&[], &plain), &steps, &options);
+        assert_eq!(compiled, steps.len() as u64, "every step patches the route configuration (vhds: {vhds})");
+    }
 }
 
 /// Builds `first`, then each step with the cached pipeline and fresh (they must agree), and
-/// checks that every step patched the large route table instead of building it whole.
-fn patches_every_step(first: &str, steps: &[String]) {
+/// checks that every step patched the large route table instead of building it whole. Returns
+/// how many route configurations the compiler patched.
+fn patches_every_step(first: &str, steps: &[String], options: &Options) -> u64 {
     let mut pipeline = Pipeline::default();
     let mut previous = snapshot(first);
-    let _ = pipeline.build(&previous, &Options::default());
+    let _ = pipeline.build(&previous, options);
     for (i, yaml) in steps.iter().enumerate() {
-        previous = cached_equals_fresh(&mut pipeline, &previous, yaml, i);
+        previous = cached_equals_fresh_with(&mut pipeline, &previous, yaml, i, options);
     }
     assert_eq!(pipeline.dag.patched_tables(), steps.len() as u64, "every step patches the table");
+    pipeline.compile.patched_route_configurations()
 }
 
 #[test]

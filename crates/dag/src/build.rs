@@ -373,11 +373,12 @@ impl Builder<'_> {
             self.merge(&host.uses, &host.diagnostics, out);
             built.push(host);
         }
-        // The virtual hosts' clusters join the fleet's at the end, at once.
-        add_clusters(built.iter().flat_map(|h| &h.uses.clusters), out);
         let virtual_hosts = built.iter().map(|h| Arc::clone(&h.vhost)).collect();
-        if let Some(key) = kept {
-            self.keep_table(key, listeners[0].1, built);
+        // The virtual hosts' clusters join the fleet's at the end, at once: a kept table's map
+        // itself, so the next build's patched map shares its chunks with this one.
+        match kept {
+            Some(key) => add_cluster_map(self.keep_table(key, listeners[0].1, built), out),
+            None => add_clusters(built.iter().flat_map(|h| &h.uses.clusters), out),
         }
         RouteTable { name, virtual_hosts, pre_routing: Vec::new() }
     }

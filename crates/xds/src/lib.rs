@@ -213,8 +213,8 @@ impl FleetResources {
     fn insert_forms(&mut self, forms: route::RouteForms) {
         self.insert(ResourceType::Route, forms.inline);
         self.insert(ResourceType::RouteVhds, forms.vhds);
-        for vh in forms.virtual_hosts {
-            self.insert(ResourceType::VirtualHost, vh);
+        for vh in forms.virtual_hosts.values() {
+            self.insert(ResourceType::VirtualHost, vh.clone());
         }
     }
 
@@ -350,6 +350,13 @@ struct CompiledClusters {
     used: u64,
 }
 
+impl Cache {
+    /// How many times a build patched a kept route configuration instead of encoding it whole.
+    pub fn patched_route_configurations(&self) -> u64 {
+        self.routes.patched
+    }
+}
+
 /// [`compile`], re-encoding only the routes, virtual hosts and clusters the DAG did not share
 /// with the previous build.
 pub fn compile_cached(dag: &dag::Dag, options: &CompileOptions, cache: &mut Cache) -> BTreeMap<String, FleetResources> {
@@ -435,23 +442,30 @@ fn compile_fleet(fleet: &dag::FleetDag, options: &CompileOptions, cache: &mut Ca
     for listener in listener::envoy_listeners(options, fleet.address) {
         out.insert(ResourceType::Listener, listener);
     }
-    // VHDS virtual hosts (10k at 10k hosts) go into their map at once, sorted, not one by one.
-    let mut virtual_hosts: Vec<Resource> = Vec::new();
+    // VHDS virtual hosts: a table's map as it comes (patched from the previous build's), or
+    // the tables' maps merged when several have some.
+    let mut virtual_hosts: Vec<Resources> = Vec::new();
     for l in &fleet.listeners {
         let (listeners, tables) = listener::listener(l, options, fleet);
         for listener in listeners {
             out.insert(ResourceType::Listener, listener);
         }
         for (table, vhds, alt_svc) in tables {
-            let forms = route::route_configuration(table, vhds && options.vhds, alt_svc, &mut cache.routes);
+            let forms = route::route_configuration(&fleet.id, table, vhds && options.vhds, alt_svc, &mut cache.routes);
             out.insert(ResourceType::Route, forms.inline);
             out.insert(ResourceType::RouteVhds, forms.vhds);
-            virtual_hosts.extend(forms.virtual_hosts);
+            if !forms.virtual_hosts.is_empty() {
+                virtual_hosts.push(forms.virtual_hosts);
+            }
         }
     }
-    if !virtual_hosts.is_empty() {
-        // `collect` sorts stably and keeps the last of a name, as inserting one by one would.
-        let map: Resources = virtual_hosts.into_iter().map(|r| (Arc::clone(&r.name), r)).collect();
+    let map = match virtual_hosts.len() {
+        0 => None,
+        1 => virtual_hosts.pop(),
+        // Of a name in several, the last table's, as inserting one by one would keep.
+        _ => Some(virtual_hosts.iter().flat_map(|m| m.iter().map(|(n, r)| (Arc::clone(n), r.clone()))).collect()),
+    };
+    if let Some(map) = map {
         out.by_type.insert(ResourceType::VirtualHost, Arc::new(map));
     }
     out

@@ -89,8 +89,14 @@ fn count(
 }
 
 impl Builder<'_> {
-    /// Keeps a table just built whole from `listener`'s routes, for the next build to patch.
-    pub(super) fn keep_table(&mut self, key: String, listener: &ir::Listener, hosts: Vec<Host>) {
+    /// Keeps a table just built whole from `listener`'s routes, for the next build to patch;
+    /// returns its clusters.
+    pub(super) fn keep_table(
+        &mut self,
+        key: String,
+        listener: &ir::Listener,
+        hosts: Vec<Host>,
+    ) -> &chunkmap::ChunkMap<String, Arc<Cluster>> {
         let generation = self.cache.generation;
         let routes = listener
             .http_routes
@@ -116,7 +122,7 @@ impl Builder<'_> {
             uses,
             used: generation,
         };
-        self.cache.tables.insert(key, kept);
+        &self.cache.tables.entry(key).insert_entry(kept).into_mut().clusters
     }
 
     /// Table `name` of `listener` patched from the kept one: `None` (and the kept table
