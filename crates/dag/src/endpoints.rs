@@ -1,7 +1,7 @@
 //! A cluster's endpoints from the EndpointSlices of its Service. Kept apart from the build so an
 //! endpoint-only change can skip it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -131,7 +131,7 @@ pub struct EndpointCache {
     seen: Option<Arc<objects::Objects<EndpointSlice>>>,
     /// The Services whose slices changed since then (`None`: not known, every fleet is
     /// computed whole).
-    changed: Option<ServiceSet>,
+    changed: Option<rustc_hash::FxHashSet<ServiceKey>>,
     /// Each Service's slices, by key.
     slices: rustc_hash::FxHashMap<ServiceKey, Vec<objects::ObjectKey>>,
     fleets: rustc_hash::FxHashMap<String, FleetState>,
@@ -186,9 +186,9 @@ impl EndpointCache {
     pub fn begin(&mut self, snapshot: &Snapshot) {
         let slices = &snapshot.endpoint_slices;
         self.changed = match &self.seen {
-            Some(seen) if Arc::ptr_eq(seen, slices) => Some(ServiceSet::default()),
+            Some(seen) if Arc::ptr_eq(seen, slices) => Some(Default::default()),
             Some(seen) => {
-                let mut changed = ServiceSet::default();
+                let mut changed = rustc_hash::FxHashSet::default();
                 let index = &mut self.slices;
                 seen.diff(
                     slices,
@@ -196,17 +196,19 @@ impl EndpointCache {
                     |key, before, after| {
                         for (slice, present) in [(before, false), (after, true)] {
                             let Some(service) = slice.and_then(|s| slice_service(s)) else { continue };
-                            changed.insert(&key.namespace, service);
-                            let keys = index.entry((key.namespace.clone(), service.to_string())).or_default();
+                            let service = (key.namespace.clone(), service.to_string());
+                            let keys = index.entry(service.clone()).or_default();
                             keys.retain(|k| k != key);
                             if present {
                                 keys.push(key.clone());
+                            } else if keys.is_empty() {
+                                index.remove(&service);
                             }
+                            changed.insert(service);
                         }
                         std::ops::ControlFlow::Continue(())
                     },
                 );
-                self.slices.retain(|_, keys| !keys.is_empty());
                 Some(changed)
             }
             None => {
@@ -229,11 +231,12 @@ impl EndpointCache {
         self.fleets.retain(|_, f| f.epoch == epoch);
     }
 
-    /// The slices of `services`, by the kept index.
-    fn index<'a>(&self, snapshot: &'a Snapshot, services: impl Iterator<Item = ServiceKey>) -> SliceIndex<'a> {
-        let mut by_service: HashMap<(&'a str, &'a str), Vec<&'a EndpointSlice>> = HashMap::new();
-        for service in services {
-            for key in self.slices.get(&service).into_iter().flatten() {
+    /// The endpoints of `clusters`, from the slices of their Services found by the kept index.
+    fn endpoints_of(&self, snapshot: &Snapshot, clusters: &[&Arc<Cluster>]) -> FleetEndpoints {
+        let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
+        for (service, _) in clusters.iter().flat_map(|c| c.services()) {
+            let key = (service.namespace.clone(), service.name.clone());
+            for key in self.slices.get(&key).into_iter().flatten() {
                 if let Some((k, slice)) = snapshot.endpoint_slices.get_key_value(key)
                     && let Some(name) = slice_service(slice)
                 {
@@ -241,7 +244,8 @@ impl EndpointCache {
                 }
             }
         }
-        SliceIndex { by_service }
+        let index = SliceIndex { by_service };
+        clusters.iter().map(|c| (c.name.clone(), index.endpoints(c).into())).collect()
     }
 }
 
@@ -263,15 +267,7 @@ pub fn fleet_endpoint_changes(
         for c in &clusters {
             state.add(c);
         }
-        let index = if clusters.len() <= 64 {
-            cache.index(
-                snapshot,
-                clusters.iter().flat_map(|c| c.services()).map(|(s, _)| (s.namespace.clone(), s.name.clone())),
-            )
-        } else {
-            SliceIndex::new(snapshot)
-        };
-        let endpoints = clusters.iter().map(|c| (c.name.clone(), index.endpoints(c).into())).collect();
+        let endpoints = cache.endpoints_of(snapshot, &clusters);
         cache.fleets.insert(fleet.id.clone(), state);
         return EndpointChanges { whole: true, endpoints, removed: Vec::new() };
     };
@@ -296,78 +292,16 @@ pub fn fleet_endpoint_changes(
         },
     );
     if let Some(changed) = &cache.changed {
-        for service in changed.iter() {
-            if let Some(names) = state.by_service.get(&service) {
+        for service in changed {
+            if let Some(names) = state.by_service.get(service) {
                 affected.extend(names.iter().cloned());
             }
         }
     }
     let clusters: Vec<&Arc<Cluster>> = affected.iter().filter_map(|name| fleet.clusters.get(name.as_str())).collect();
-    let index = cache.index(
-        snapshot,
-        clusters.iter().flat_map(|c| c.services()).map(|(s, _)| (s.namespace.clone(), s.name.clone())),
-    );
-    let endpoints = clusters.iter().map(|c| (c.name.clone(), index.endpoints(c).into())).collect();
+    let endpoints = cache.endpoints_of(snapshot, &clusters);
     state.clusters = fleet.clusters.clone();
     state.epoch = epoch;
     cache.fleets.insert(fleet.id.clone(), state);
     EndpointChanges { whole: false, endpoints, removed }
-}
-
-/// A set of Services (namespace, name), looked up without building owned keys: a few (a new
-/// app's one) compared in place, more through a map.
-#[derive(Debug, Default)]
-struct ServiceSet {
-    few: Vec<(String, String)>,
-    many: HashMap<String, HashSet<String>>,
-}
-
-/// Up to this many Services are compared one by one.
-const FEW: usize = 8;
-
-impl ServiceSet {
-    /// Whether the Service `namespace`/`name` is in the set.
-    fn contains(&self, namespace: &str, name: &str) -> bool {
-        self.few.iter().any(|(ns, n)| n == name && ns == namespace)
-            || (!self.many.is_empty() && self.many.get(namespace).is_some_and(|names| names.contains(name)))
-    }
-
-    /// Every Service of the set.
-    fn iter(&self) -> impl Iterator<Item = ServiceKey> + '_ {
-        self.few
-            .iter()
-            .cloned()
-            .chain(self.many.iter().flat_map(|(ns, names)| names.iter().map(move |n| (ns.clone(), n.clone()))))
-    }
-
-    fn insert(&mut self, namespace: &str, name: &str) {
-        if self.contains(namespace, name) {
-            return;
-        }
-        if self.few.len() < FEW && self.many.is_empty() {
-            self.few.push((namespace.to_string(), name.to_string()));
-            return;
-        }
-        for (ns, n) in self.few.drain(..) {
-            self.many.entry(ns).or_default().insert(n);
-        }
-        self.many.entry(namespace.to_string()).or_default().insert(name.to_string());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ServiceSet;
-
-    #[test]
-    fn changed_services_are_found_whether_few_or_many() {
-        let names: Vec<String> = (0..20).map(|i| format!("svc-{i}")).collect();
-        let mut set = ServiceSet::default();
-        for (i, name) in names.iter().enumerate() {
-            set.insert("apps", name);
-            assert!(names[..=i].iter().all(|n| set.contains("apps", n)), "after {i}");
-            assert!(!set.contains("other", name) && !set.contains("apps", "svc-99"));
-        }
-        assert!(set.few.is_empty(), "more than a few are kept in the map");
-    }
 }

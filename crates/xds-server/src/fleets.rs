@@ -304,6 +304,6 @@ fn same_versions(a: &FleetResources, b: &FleetResources) -> bool {
 }
 
 /// Whether two resources of a name carry the same content.
-fn same_version(a: &Resource, b: &Resource) -> bool {
+pub(crate) fn same_version(a: &Resource, b: &Resource) -> bool {
     Arc::ptr_eq(&a.version, &b.version) || a.version == b.version
 }

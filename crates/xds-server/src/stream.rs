@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use xds::{FleetResources, Resource, ResourceType, Resources};
 
+use crate::fleets::same_version;
+
 /// How a stream speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -518,7 +520,6 @@ fn added<'a>(old: &'a Resources, new: &'a Resources) -> impl Iterator<Item = &'a
 /// change at 50k clusters looks at one chunk.
 fn difference(sent: &Resources, want: &Resources, forced: &BTreeSet<Arc<str>>) -> (Vec<Resource>, Vec<Arc<str>>) {
     let (mut changed, mut removed) = (Vec::new(), Vec::new());
-    let same_version = |s: &Resource, r: &Resource| Arc::ptr_eq(&s.version, &r.version) || s.version == r.version;
     sent.diff(want, same_version, |name, _, now| {
         match now {
             Some(r) => changed.push(r.clone()),
