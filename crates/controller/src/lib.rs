@@ -351,6 +351,7 @@ impl Controller {
                 // Something else changed meanwhile: that needs a rebuild, below.
             }
             let first = Instant::now();
+            debug!("change noticed");
             if first.duration_since(last_change) >= self.options.holdoff_max {
                 quick = 0;
             }
@@ -375,6 +376,7 @@ impl Controller {
                 }
             }
             last_change = last;
+            debug!(waited_us = first.elapsed().as_micros() as u64, leading, "rebuilding");
             let snapshot = Arc::clone(&rx.borrow_and_update());
             if self.apply(snapshot) {
                 last_effective = Instant::now();

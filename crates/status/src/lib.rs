@@ -123,6 +123,13 @@ pub const UNSEEN_GRACE: Duration = Duration::from_secs(3);
 /// answered, one write says it all.
 pub const FIRST_VERDICT_WAIT: Duration = Duration::from_secs(60);
 
+/// How long a write after a rebuild may wait for the Envoys connected here to accept or reject
+/// it. Written at once, a Gateway would say Pending while its Envoy loads the change and
+/// Programmed again right after: two writes, and the Gateway's Programmed condition flapping on
+/// every change. At 50k routes Envoy takes about half a second to load a change, and the write
+/// taking CPU beside it made that longer.
+pub const VERDICT_WAIT: Duration = Duration::from_secs(1);
+
 /// Fleets whose configuration waits while no Envoy of theirs is connected here, since when;
 /// those taken as Programmed that way, until an Envoy connected here gives its verdict; and those
 /// this leader has judged before.
@@ -224,14 +231,16 @@ pub async fn run(
     let mut last_states: Option<(Arc<controller::Published>, BTreeMap<String, Programming>)> = None;
     let mut unseen = Unseen::default();
     let mut leading = false;
-    // Until the first write of this leadership: how long it may still wait for verdicts.
-    let mut first_write: Option<tokio::time::Instant> = None;
+    // Until when the next write may still wait for verdicts: the first write of a leadership,
+    // or the write after a rebuild while the Envoys connected here load it.
+    let mut verdict_due: Option<tokio::time::Instant> = None;
+    let mut first_write = false;
     // Route statuses as last computed: a pass computes only the routes that changed.
     let mut routes = frontends::gateway_api::status::RouteCache::default();
     loop {
         let mut only_feedback = false;
         let now = tokio::time::Instant::now();
-        let wake = unseen.next(now).into_iter().chain(first_write.filter(|d| *d > now)).min();
+        let wake = unseen.next(now).into_iter().chain(verdict_due.filter(|d| *d > now)).min();
         tokio::select! {
             changed = published.changed() => if changed.is_err() { return },
             changed = feedback.changed() => if changed.is_err() { return } else { only_feedback = true },
@@ -248,7 +257,8 @@ pub async fn run(
         if !leading {
             unseen.lead(leadership.took_over());
             leading = true;
-            first_write = Some(tokio::time::Instant::now() + FIRST_VERDICT_WAIT);
+            first_write = true;
+            verdict_due = Some(tokio::time::Instant::now() + FIRST_VERDICT_WAIT);
         }
         let Some(p) = published.borrow_and_update().clone() else { continue };
         feedback.borrow_and_update();
@@ -263,12 +273,17 @@ pub async fn run(
                 (fleet.to_string(), unseen.judge(fleet, xds.programming(fleet), xds.connected(fleet), now))
             })
             .collect();
-        if first_write.is_some_and(|due| tokio::time::Instant::now() < due)
-            && states.values().any(|s| *s == Programming::Pending)
-        {
+        // The first write waits for every fleet; later ones for fleets whose Envoys are here.
+        let awaited =
+            states.iter().any(|(fleet, s)| *s == Programming::Pending && (first_write || xds.connected(fleet) > 0));
+        if awaited && !only_feedback && verdict_due.is_none() {
+            verdict_due = Some(tokio::time::Instant::now() + VERDICT_WAIT);
+        }
+        if awaited && verdict_due.is_some_and(|due| tokio::time::Instant::now() < due) {
             continue;
         }
-        first_write = None;
+        verdict_due = None;
+        first_write = false;
         if only_feedback
             && last_states.as_ref().is_some_and(|(published, last)| Arc::ptr_eq(published, &p) && *last == states)
         {

@@ -179,9 +179,14 @@ impl KubernetesSource {
         }
         while let Some((stream, change)) = streams.next().await {
             let mut dirty = apply(&mut working, &scopes, &mut listing, &mut unsynced, stream, change);
+            let mut events = 1;
             // Take whatever else is ready, then publish once.
             while let Some(Some((stream, change))) = streams.next().now_or_never() {
                 dirty |= apply(&mut working, &scopes, &mut listing, &mut unsynced, stream, change);
+                events += 1;
+            }
+            if store.is_synced() {
+                debug!(events, dirty, "watch events taken in");
             }
             if dirty {
                 // Unchanged objects already share the published snapshot's `Arc`s (`upsert`).

@@ -77,9 +77,13 @@ struct TypeState {
     acked: Arc<Resources>,
     /// Bumped whenever `names` or `wildcard` change, for `want_cache`.
     names_generation: u64,
-    /// The last `want`: the served map it came from, the names generation, and the result. A
-    /// type whose served map and subscription did not change costs a pointer compare.
-    want_cache: Option<(Arc<Resources>, u64, Arc<Resources>)>,
+    /// The last `want`, to answer the next from: a type whose served map and subscription did
+    /// not change costs a pointer compare, and one that did costs a walk over what changed.
+    want_cache: Option<WantCache>,
+    /// The names subscribed (`true`) and unsubscribed since `want_cache`, each a real change;
+    /// `None` once the subscription changed in a way the log cannot replay (the wildcard,
+    /// State-of-the-World's whole lists).
+    names_log: Option<Vec<(String, bool)>>,
     in_flight: Option<InFlight>,
     latest_nonce: String,
     /// Versions Envoy rejected on this stream: not sent again. The fleet serves every stream the
@@ -89,6 +93,19 @@ struct TypeState {
     /// Names were subscribed that have not been answered yet. Envoy waits for an answer to each
     /// (a VHDS subscription holds its listener back until one comes), even an empty one.
     answer_owed: bool,
+}
+
+/// What [`StreamState::want`] answered last.
+#[derive(Debug)]
+struct WantCache {
+    /// The served map it was for.
+    from: Arc<Resources>,
+    /// The subscription it was for.
+    generation: u64,
+    /// The answer: `from` itself when every name of it is subscribed.
+    want: Arc<Resources>,
+    /// How many names of `from` are not subscribed.
+    unsubscribed: usize,
 }
 
 #[derive(Debug)]
@@ -197,6 +214,7 @@ impl StreamState {
                     ts.wildcard = wildcard;
                     ts.names = names;
                     ts.names_generation += 1;
+                    ts.names_log = None;
                 }
                 if !ts.wildcard && ts.sent.keys().any(|n| !ts.names.contains(&**n)) {
                     let names = &ts.names;
@@ -212,19 +230,25 @@ impl StreamState {
                     // VHDS subscribes with no names and filters the answer itself.
                     ts.wildcard = (t.is_wildcard() || t.is_namespaced()) && req.subscribe.is_empty();
                     ts.answer_owed |= t.is_namespaced();
+                    ts.names_log = None;
                 }
                 for name in &req.subscribe {
                     if name == "*" {
                         ts.wildcard = true;
-                    } else {
-                        ts.answer_owed |= ts.names.insert(name.clone()) && t.is_namespaced();
+                        ts.names_log = None;
+                    } else if ts.names.insert(name.clone()) {
+                        ts.answer_owed |= t.is_namespaced();
+                        ts.log_names(name, true);
                     }
                 }
                 for name in &req.unsubscribe {
                     if name == "*" {
                         ts.wildcard = false;
+                        ts.names_log = None;
                     }
-                    ts.names.remove(name);
+                    if ts.names.remove(name) {
+                        ts.log_names(name, false);
+                    }
                     if t.is_namespaced() {
                         Arc::make_mut(&mut ts.sent).retain(|n, _| namespace(n) != name);
                         Arc::make_mut(&mut ts.acked).retain(|n, _| namespace(n) != name);
@@ -369,63 +393,91 @@ impl StreamState {
         out
     }
 
-    /// The resources of a type this stream should have, before ordering concerns. Computed once
-    /// per served map and subscription: an unchanged type costs a pointer compare.
+    /// The resources of a type this stream should have, before ordering concerns. An unchanged
+    /// type and subscription cost a pointer compare; otherwise the last answer is patched with
+    /// what changed in the served map (a walk over the chunks the two maps do not share) and in
+    /// the subscription. A new cluster at 50k costs a few entries, not a filtered copy of every
+    /// load assignment.
     fn want(&mut self, t: ResourceType, served: &FleetResources) -> Arc<Resources> {
         let ts = self.types.get_mut(&t).expect("all types present");
-        let source = served.shared(t);
-        let cacheable = ts.rejected.is_empty();
-        if let (true, Some(source), Some((from, generation, want))) = (cacheable, source, &ts.want_cache)
-            && Arc::ptr_eq(source, from)
-            && *generation == ts.names_generation
-        {
-            return Arc::clone(want);
-        }
         let namespaced = t.is_namespaced();
-        let subscribed = |name: &str| ts.names.contains(if namespaced { namespace(name) } else { name });
-        // Subscribed to every name of the last map served, and to the names the new one adds:
-        // the new map is wanted whole. Envoy subscribes to every cluster's endpoints, so an
-        // endpoint change at 10k clusters costs a walk over the names, not a new 10k-entry map.
-        if let (true, Some(source), Some((from, generation, want))) = (cacheable, source, &ts.want_cache)
-            && *generation == ts.names_generation
-            && Arc::ptr_eq(from, want)
-            && added(from, source).all(subscribed)
+        let (Some(source), true) = (served.shared(t), ts.rejected.is_empty()) else {
+            ts.want_cache = None;
+            ts.names_log = None;
+            let ts = &self.types[&t];
+            let want = served
+                .of(t)
+                .iter()
+                .filter(|(name, _)| ts.wildcard || ts.names.contains(if namespaced { namespace(name) } else { name }))
+                .filter_map(|(n, r)| match ts.rejected.get(n) {
+                    // What Envoy refused stays what it has: the last accepted version, or nothing.
+                    Some(v) if *v == r.version => ts.acked.get(n).map(|a| (Arc::clone(n), a.clone())),
+                    _ => Some((Arc::clone(n), r.clone())),
+                })
+                .collect();
+            return Arc::new(want);
+        };
+        if let Some(c) = &ts.want_cache
+            && Arc::ptr_eq(&c.from, source)
+            && c.generation == ts.names_generation
         {
-            ts.want_cache = Some((Arc::clone(source), ts.names_generation, Arc::clone(source)));
-            return Arc::clone(source);
+            return Arc::clone(&c.want);
         }
-        let want = match source {
-            Some(source) if ts.wildcard && cacheable => Arc::clone(source),
-            // Subscribed to every name now (Envoy asked for a new cluster's endpoints): the served
-            // map whole, found by a walk over the names rather than by building a copy of it.
-            Some(source) if cacheable && source.keys().all(|n| subscribed(n)) => Arc::clone(source),
-            _ => Arc::new(
-                served
-                    .of(t)
-                    .iter()
-                    .filter(|(name, _)| {
-                        ts.wildcard || ts.names.contains(if namespaced { namespace(name) } else { name })
-                    })
-                    .filter_map(|(n, r)| match ts.rejected.get(n) {
-                        // What Envoy refused stays what it has: the last accepted version, or nothing.
-                        Some(v) if *v == r.version => ts.acked.get(n).map(|a| (Arc::clone(n), a.clone())),
-                        _ => Some((Arc::clone(n), r.clone())),
-                    })
-                    .collect(),
-            ),
-        };
-        ts.want_cache = match (cacheable, source) {
-            // Nothing filtered out: the served map itself, so the next call can tell by pointer.
-            (true, Some(source)) if want.len() == source.len() => {
-                Some((Arc::clone(source), ts.names_generation, Arc::clone(source)))
+        let names = &ts.names;
+        let subscribed = |name: &str| names.contains(if namespaced { namespace(name) } else { name });
+        let log = ts.names_log.take().filter(|log| log.is_empty() || !namespaced);
+        let (want, unsubscribed) = match (ts.wildcard, ts.want_cache.take(), log) {
+            (true, _, _) => (Arc::clone(source), 0),
+            (false, Some(c), Some(log)) => {
+                let mut want = Arc::unwrap_or_clone(c.want);
+                let mut unsubscribed = c.unsubscribed;
+                // The subscription's changes, on the map the last answer was for.
+                for (name, now) in log {
+                    if let Some((n, r)) = c.from.get_key_value(name.as_str()) {
+                        if now {
+                            unsubscribed -= 1;
+                            want.insert(Arc::clone(n), r.clone());
+                        } else {
+                            unsubscribed += 1;
+                            want.remove(name.as_str());
+                        }
+                    }
+                }
+                // Then the served map's changes.
+                c.from.diff(source, same_version, |name, before, now| {
+                    match (subscribed(name), now) {
+                        (true, Some(r)) => {
+                            want.insert(Arc::clone(name), r.clone());
+                        }
+                        (true, None) => {
+                            want.remove(name);
+                        }
+                        (false, Some(_)) if before.is_none() => unsubscribed += 1,
+                        (false, None) => unsubscribed -= 1,
+                        (false, Some(_)) => {}
+                    }
+                    ControlFlow::Continue(())
+                });
+                (Arc::new(want), unsubscribed)
             }
-            (true, Some(source)) => Some((Arc::clone(source), ts.names_generation, Arc::clone(&want))),
-            _ => None,
+            _ => {
+                let want: Resources =
+                    source.iter().filter(|(n, _)| subscribed(n)).map(|(n, r)| (Arc::clone(n), r.clone())).collect();
+                let unsubscribed = source.len() - want.len();
+                (Arc::new(want), unsubscribed)
+            }
         };
-        match &ts.want_cache {
-            Some((_, _, cached)) => Arc::clone(cached),
-            None => want,
-        }
+        // Nothing filtered out: the served map itself, so the next call and the diff against what
+        // was sent can tell unchanged chunks by pointer.
+        let want = if unsubscribed == 0 { Arc::clone(source) } else { want };
+        ts.want_cache = Some(WantCache {
+            from: Arc::clone(source),
+            generation: ts.names_generation,
+            want: Arc::clone(&want),
+            unsubscribed,
+        });
+        ts.names_log = Some(Vec::new());
+        want
     }
 
     /// Narrows a subscription to one namespace: a VHDS stream serves the route configuration its
@@ -435,6 +487,7 @@ impl StreamState {
         ts.wildcard = false;
         ts.names = BTreeSet::from([namespace.to_string()]);
         ts.names_generation += 1;
+        ts.names_log = None;
         ts.answer_owed = true;
     }
 
@@ -462,11 +515,32 @@ impl StreamState {
         }
         let want = self.want(t, served);
         let ts = &self.types[&t];
-        ts.in_flight.is_none()
-            && (Arc::ptr_eq(&ts.acked, &want)
-                || (ts.acked.len() == want.len()
-                    && want.iter().all(|(n, r)| ts.acked.get(n).is_some_and(|a| a.version == r.version))))
+        ts.in_flight.is_none() && (Arc::ptr_eq(&ts.acked, &want) || difference_empty(&ts.acked, &want))
     }
+}
+
+impl TypeState {
+    /// Notes a real change of the subscription for [`StreamState::want`]. A long log costs more
+    /// to replay than a walk: past a bound it is dropped.
+    fn log_names(&mut self, name: &str, subscribed: bool) {
+        if let Some(log) = &mut self.names_log {
+            if log.len() < 4096 {
+                log.push((name.to_string(), subscribed));
+            } else {
+                self.names_log = None;
+            }
+        }
+    }
+}
+
+/// Whether two maps hold the same names at the same versions, past the chunks they share.
+fn difference_empty(a: &Resources, b: &Resources) -> bool {
+    let mut same = true;
+    a.diff(b, same_version, |_, _, _| {
+        same = false;
+        ControlFlow::Break(())
+    });
+    same
 }
 
 /// The resources of a rejected response that Envoy most likely refused: those that changed, and
@@ -574,6 +648,68 @@ mod walks {
         assert_eq!(removed, [Arc::from("a"), Arc::from("f")]);
         let (changed, removed) = difference(&sent, &sent, &BTreeSet::new());
         assert!(changed.is_empty() && removed.is_empty());
+    }
+
+    /// Served map changes (a version, or `None` for gone), names subscribed, names unsubscribed.
+    type Step<'a> = (Vec<(&'a str, Option<&'a str>)>, Vec<&'a str>, Vec<&'a str>);
+
+    #[test]
+    fn a_patched_want_equals_one_computed_afresh() {
+        let eds = ResourceType::Endpoint;
+        let fleet = |m: &Resources| FleetResources { by_type: BTreeMap::from([(eds, Arc::new(m.clone()))]) };
+        let request = |subscribe: &[&str], unsubscribe: &[&str]| Incoming {
+            type_url: eds.type_url().into(),
+            subscribe: subscribe.iter().map(|s| s.to_string()).collect(),
+            unsubscribe: unsubscribe.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let mut stream = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
+        let names: Vec<String> = (0..300).map(|i| format!("c{i:03}")).collect();
+        let mut served = map(&names.iter().map(|n| (n.as_str(), "1")).collect::<Vec<_>>());
+        let every: Vec<&str> = names.iter().map(String::as_str).collect();
+        stream.on_request(&request(&every, &[])).unwrap();
+        // Each step changes the served map, the subscription, or both; each answer must equal
+        // the one a new stream with the same subscription computes.
+        let steps: Vec<Step> = vec![
+            (vec![], vec![], vec![]),
+            (vec![("c999", Some("1"))], vec![], vec![]),
+            (vec![], vec!["c999"], vec![]),
+            (vec![("c100", Some("2")), ("c200", None)], vec![], vec!["c050", "c060"]),
+            (vec![("c050", Some("3"))], vec!["c060", "absent"], vec!["c999"]),
+            (vec![("c999", None), ("c998", Some("1"))], vec!["c998", "c050"], vec![]),
+        ];
+        for (i, (changes, subscribe, unsubscribe)) in steps.into_iter().enumerate() {
+            for (name, version) in changes {
+                match version {
+                    Some(v) => {
+                        let r = Resource { name: name.into(), version: v.into(), body: Default::default() };
+                        served.insert(Arc::clone(&r.name), r);
+                    }
+                    None => {
+                        served.remove(name);
+                    }
+                }
+            }
+            stream.on_request(&request(&subscribe, &unsubscribe)).unwrap();
+            let f = fleet(&served);
+            let want = stream.want(eds, &f);
+            let mut fresh = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
+            let names: Vec<&str> = stream.types[&eds].names.iter().map(String::as_str).collect();
+            fresh.on_request(&request(&names, &[])).unwrap();
+            let expected = fresh.want(eds, &f);
+            assert_eq!(*want, *expected, "step {i}");
+            let all = served.keys().all(|n| stream.types[&eds].names.contains(&**n));
+            assert_eq!(
+                Arc::ptr_eq(&want, f.shared(eds).unwrap()),
+                all,
+                "step {i}: the served map itself when all is wanted"
+            );
+            assert_eq!(
+                stream.types[&eds].names_log.as_ref().map(Vec::len),
+                Some(0),
+                "step {i}: patched, then logged afresh"
+            );
+        }
     }
 
     #[test]

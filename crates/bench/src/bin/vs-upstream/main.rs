@@ -398,9 +398,12 @@ async fn measure(
             }
         }
         f.new_app_api.push(Some(t.elapsed()));
-        f.new_app.push(
-            wait_until(listener, &host(&name), args.change_timeout, |r| r.status == 200).await.map(|()| t.elapsed()),
-        );
+        let served =
+            wait_until(listener, &host(&name), args.change_timeout, |r| r.status == 200).await.map(|()| t.elapsed());
+        if args.logs.is_some() {
+            eprintln!("{name} served at {:?}", std::time::SystemTime::now());
+        }
+        f.new_app.push(served);
     }
     // A second more takes in the work the last change left behind (status writes, their watch events).
     tokio::time::sleep(Duration::from_secs(1)).await;
