@@ -230,6 +230,45 @@ async fn a_gateways_first_status_is_envoys_verdict_not_pending() -> anyhow::Resu
     h.assert_no_nacks().await
 }
 
+/// A change does not take a Gateway's Programmed condition through False: the write after a
+/// rebuild waits for the Envoy connected here to load it (here held back by a slow link) and says
+/// its verdict, rather than Pending and then Programmed again.
+#[tokio::test]
+async fn a_gateway_stays_programmed_while_its_envoy_loads_a_change() -> anyhow::Result<()> {
+    let api = ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    let client = api.client().await?;
+    let blue = NetnsBackend::start("blue").await?;
+    let port = testkit::free_port();
+    let route = |name: &str| {
+        http_route(
+            name,
+            &format!("  hostnames: [{name}.example.com]\n  rules: [{{backendRefs: [{{name: blue, port: 80}}]}}]"),
+        )
+    };
+    apply_yaml(&client, &[gateway(&http_listener("http", port)), service("blue", &[blue.addr]), route("a")].concat())
+        .await?;
+    let h = Harness::start_kubernetes_relayed(client.clone(), false).await?;
+    h.until(port, &Request::get("a.example.com", "/"), |r| r.status == 200).await?;
+    let programmed = |s: &Value| condition(&s["conditions"], "Programmed").is_some_and(|c| c["status"] == "True");
+    let before = status_until(&client, "Gateway", "gw", programmed).await?;
+    let since = |s: &Value| condition(&s["conditions"], "Programmed").map(|c| c["lastTransitionTime"].clone());
+    // Condition times have a resolution of a second: a flap now would show as a later time.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    // Envoy gets the change 600 ms late, past the status holdoff.
+    let relay = h.relay.as_ref().expect("a relay");
+    relay.pause();
+    apply_yaml(&client, &route("b")).await?;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    relay.resume();
+    h.until(port, &Request::get("b.example.com", "/"), |r| r.status == 200).await?;
+    let attached = |s: &Value| s["listeners"][0]["attachedRoutes"] == 2;
+    let after = status_until(&client, "Gateway", "gw", |s| attached(s) && programmed(s)).await?;
+    assert_eq!(since(&after), since(&before), "Programmed went False and back: {after:#}");
+    h.assert_no_nacks().await
+}
+
 #[tokio::test]
 async fn traffic_keeps_flowing_while_the_api_server_is_down_and_changes_resume_after() -> anyhow::Result<()> {
     let mut api = ApiServer::start().await?;
