@@ -77,6 +77,14 @@ pub struct EnvoySide {
     pub relay_blocked: bool,
 }
 
+/// A fresh API server with the Gateway API CRDs installed, and a client of it.
+pub async fn gateway_api_server() -> anyhow::Result<(testkit::ApiServer, kube::Client)> {
+    let api = testkit::ApiServer::start().await?;
+    api.install_gateway_api().await?;
+    let client = api.client().await?;
+    Ok((api, client))
+}
+
 /// Pipeline settings for the default fleet (HTTPProxy, Ingress) on loopback ports.
 pub fn default_fleet_options(http_port: u16, https_port: u16) -> controller::Options {
     controller::Options {

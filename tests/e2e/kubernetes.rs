@@ -6,7 +6,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use testkit::{ApiServer, NetnsBackend, Request, apply_yaml, delete_yaml, set_status, status_history, status_of};
 
-use crate::harness::{Harness, envoy_service_with_address, gateway, http_listener, http_route, service};
+use crate::harness::{
+    Harness, envoy_service_with_address, gateway, gateway_api_server, http_listener, http_route, service,
+};
 
 const V1: &str = "gateway.networking.k8s.io/v1";
 
@@ -45,9 +47,7 @@ pub(crate) async fn status_of_until(
 
 #[tokio::test]
 async fn objects_applied_through_the_api_reach_envoy_and_get_status() -> anyhow::Result<()> {
-    let api = ApiServer::start().await?;
-    api.install_gateway_api().await?;
-    let client = api.client().await?;
+    let (_api, client) = gateway_api_server().await?;
     let blue = NetnsBackend::start("blue").await?;
     let green = NetnsBackend::start("green").await?;
     let port = testkit::free_port();
@@ -201,9 +201,7 @@ spec:
 /// `True` a moment later.
 #[tokio::test]
 async fn a_gateways_first_status_is_envoys_verdict_not_pending() -> anyhow::Result<()> {
-    let api = ApiServer::start().await?;
-    api.install_gateway_api().await?;
-    let client = api.client().await?;
+    let (_api, client) = gateway_api_server().await?;
     let blue = NetnsBackend::start("blue").await?;
     let port = testkit::free_port();
     let programmed = |s: &Value| condition(&s["conditions"], "Programmed").map(|c| c["status"].clone());
@@ -235,9 +233,7 @@ async fn a_gateways_first_status_is_envoys_verdict_not_pending() -> anyhow::Resu
 /// its verdict, rather than Pending and then Programmed again.
 #[tokio::test]
 async fn a_gateway_stays_programmed_while_its_envoy_loads_a_change() -> anyhow::Result<()> {
-    let api = ApiServer::start().await?;
-    api.install_gateway_api().await?;
-    let client = api.client().await?;
+    let (_api, client) = gateway_api_server().await?;
     let blue = NetnsBackend::start("blue").await?;
     let port = testkit::free_port();
     let route = |name: &str| {
@@ -256,11 +252,11 @@ async fn a_gateway_stays_programmed_while_its_envoy_loads_a_change() -> anyhow::
     // Condition times have a resolution of a second: a flap now would show as a later time.
     tokio::time::sleep(Duration::from_millis(1100)).await;
 
-    // Envoy gets the change 600 ms late, past the status holdoff.
+    // Envoy gets the change 500 ms late, past the status holdoff (200 ms).
     let relay = h.relay.as_ref().expect("a relay");
     relay.pause();
     apply_yaml(&client, &route("b")).await?;
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     relay.resume();
     h.until(port, &Request::get("b.example.com", "/"), |r| r.status == 200).await?;
     let attached = |s: &Value| s["listeners"][0]["attachedRoutes"] == 2;
@@ -439,9 +435,7 @@ data: {settings: unrelated}
 
 #[tokio::test]
 async fn a_nack_shows_on_the_gateway_and_clears_when_envoy_accepts_again() -> anyhow::Result<()> {
-    let api = ApiServer::start().await?;
-    api.install_gateway_api().await?;
-    let client = api.client().await?;
+    let (_api, client) = gateway_api_server().await?;
     let web = NetnsBackend::start("web").await?;
     let port = testkit::free_port();
     let route = |host: &str| {
@@ -528,9 +522,7 @@ async fn contour_serve_takes_its_ports_from_a_contour_configuration() -> anyhow:
 
 #[tokio::test]
 async fn our_ingresses_get_the_envoy_service_address() -> anyhow::Result<()> {
-    let api = ApiServer::start().await?;
-    api.install_gateway_api().await?;
-    let client = api.client().await?;
+    let (_api, client) = gateway_api_server().await?;
     let yaml = r#"
 apiVersion: networking.k8s.io/v1
 kind: Ingress
@@ -572,9 +564,7 @@ spec: {defaultBackend: {service: {name: web, port: {number: 80}}}}
 
 #[tokio::test]
 async fn experimental_routes_are_watched_when_their_crds_exist() -> anyhow::Result<()> {
-    let api = ApiServer::start().await?;
-    api.install_gateway_api().await?;
-    let client = api.client().await?;
+    let (api, client) = gateway_api_server().await?;
     // Without the experimental CRDs, TCPRoute and UDPRoute are skipped and the rest syncs.
     let store = store::Store::new();
     let source = tokio::spawn(store::KubernetesSource::new(client.clone(), Vec::new()).run(store.clone()));

@@ -8,7 +8,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use testkit::{ApiServer, Request, apply_yaml, signal, status_of, workspace_binary};
 
-use crate::harness::{gateway, http_listener, http_route};
+use crate::harness::{gateway, gateway_api_server, http_listener, http_route};
 
 const LEASE: Duration = Duration::from_secs(3);
 
@@ -89,9 +89,7 @@ fn route(name: &str) -> String {
 
 #[tokio::test]
 async fn the_survivor_takes_over_status_and_a_paused_leader_stops_writing() -> anyhow::Result<()> {
-    let api = ApiServer::start().await?;
-    api.install_gateway_api().await?;
-    let client = api.client().await?;
+    let (api, client) = gateway_api_server().await?;
     apply_yaml(&client, &[gateway(&http_listener("http", testkit::free_port())), route("one")].concat()).await?;
 
     let mut a = Replica::start(&api, "a")?;

@@ -1,9 +1,9 @@
 //! TLS through Envoy: HTTPS termination with SNI-chosen certificates (421 for another Host), and
 //! TLS passthrough.
 
-use testkit::{ApiServer, Backend, Ca, Issued, NetnsBackend, Request, apply_yaml};
+use testkit::{Backend, Ca, Issued, NetnsBackend, Request, apply_yaml};
 
-use crate::harness::{Harness, gateway, http_listener, http_route, service};
+use crate::harness::{Harness, gateway, gateway_api_server, http_listener, http_route, service};
 
 pub(crate) fn tls_secret(name: &str, issued: &Issued) -> String {
     tls_secret_in("default", name, issued)
@@ -114,9 +114,7 @@ async fn backend_tls_policies_verify_with_a_ca_config_map_or_the_system_trust_st
 /// (A refused handshake leaves no connection behind, so the change shows on the next request.)
 #[tokio::test]
 async fn a_cluster_trust_bundle_from_the_api_server_verifies_backends() -> anyhow::Result<()> {
-    let api = ApiServer::start().await?;
-    api.install_gateway_api().await?;
-    let client = api.client().await?;
+    let (_api, client) = gateway_api_server().await?;
     let (ca, other) = (Ca::new()?, Ca::new()?);
     // The API server refuses loopback endpoints: the backend lives in a namespace of its own.
     let secure = NetnsBackend::start_tls("secure", &ca.issue(&["backend.internal"])?).await?;

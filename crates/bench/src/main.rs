@@ -60,6 +60,22 @@ struct Args {
     profile_changes: Option<usize>,
 }
 
+/// The system allocator, counting: what a change allocates is printed beside its time.
+#[global_allocator]
+static GLOBAL: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
+/// Allocations so far, for [`allocated_since`].
+fn allocated() -> stats_alloc::Stats {
+    GLOBAL.stats()
+}
+
+/// What was allocated since `from` (reallocations count as allocations), for a line of output.
+fn allocated_since(from: stats_alloc::Stats) -> String {
+    let d = GLOBAL.stats() - from;
+    let bytes = d.bytes_allocated + d.bytes_reallocated.max(0) as usize;
+    format!("{} allocations, {:.0} KiB", d.allocations + d.reallocations, bytes as f64 / 1024.0)
+}
+
 /// `--stages`, read where the stages are timed.
 static STAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -218,9 +234,11 @@ fn change(
     fleet_id: &str,
     what: &str,
 ) -> controller::Build {
+    let allocations = allocated();
     let started = Instant::now();
     let next = measured_change(pipeline, snapshot, options);
     let change_time = started.elapsed();
+    let allocations = allocated_since(allocations);
     if stages() {
         let t = next.timings;
         println!(
@@ -233,7 +251,7 @@ fn change(
     }
     let (sent, sent_bytes) = delta_change(&before.fleets[fleet_id], &next.fleets[fleet_id]);
     println!(
-        "  {what}: {:>7.2} ms rebuild; Delta with VHDS sends {sent} resource(s), {sent_bytes} bytes",
+        "  {what}: {:>7.2} ms rebuild ({allocations}); Delta with VHDS sends {sent} resource(s), {sent_bytes} bytes",
         ms(change_time)
     );
     next
@@ -263,6 +281,7 @@ fn endpoint_change(
     });
     settle(&mut stream, &before.fleets[fleet_id], &[]);
 
+    let allocations = allocated();
     let started = Instant::now();
     let mut working = snapshot.clone();
     working.upsert(objects::Object::EndpointSlice(slice));
@@ -275,9 +294,10 @@ fn endpoint_change(
     fleet.by_type.insert(ResourceType::Endpoint, std::sync::Arc::clone(&eds[fleet_id]));
     let (sent, bytes) = settle(&mut stream, &fleet, &[]);
     let total = started.elapsed();
+    let allocations = allocated_since(allocations);
     assert_eq!(kinds.len(), 1, "only EndpointSlices changed");
     println!(
-        "  EndpointSlice change: {:>7.2} ms (source {:.2}, changed kinds {:.2}, load assignments {:.2}, Delta {:.2}); sends {sent} resource(s), {bytes} bytes",
+        "  EndpointSlice change: {:>7.2} ms (source {:.2}, changed kinds {:.2}, load assignments {:.2}, Delta {:.2}; {allocations}); sends {sent} resource(s), {bytes} bytes",
         ms(total),
         ms(source),
         ms(compared - source),

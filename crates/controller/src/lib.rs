@@ -253,10 +253,21 @@ impl Controller {
     /// rebuild for objects nothing uses (a new app's Service before its route) does not start a
     /// burst, so the route that follows is not held back by the holdoff.
     pub fn apply(&mut self, snapshot: Arc<Snapshot>) -> bool {
+        match self.push(snapshot) {
+            Pushed::Done(changed) => changed,
+            Pushed::Built(built) => self.follow_up(*built),
+        }
+    }
+
+    /// The first half of [`Controller::apply`]: brings the xDS server up to date. What is left
+    /// (HTTPProxy statuses, the published build) is for [`Controller::follow_up`]; the loop
+    /// yields between the two, so the xDS streams this woke send before it goes on. (A task this
+    /// one wakes waits in this worker's next-task slot until this one yields.)
+    fn push(&mut self, snapshot: Arc<Snapshot>) -> Pushed {
         let changed = self.changed_kinds(&snapshot);
         if let (Some((_, dag)), Some(changed)) = (&self.last, changed) {
             if changed.is_empty() {
-                return false;
+                return Pushed::Done(false);
             }
             if changed == BTreeSet::from([Kind::EndpointSlice]) {
                 let started = std::time::Instant::now();
@@ -266,7 +277,7 @@ impl Controller {
                 debug!(elapsed_us = started.elapsed().as_micros() as u64, "endpoints updated");
                 self.counters.endpoint_updates.fetch_add(1, Ordering::Relaxed);
                 self.last = self.last.take().map(|(_, dag)| (snapshot, dag));
-                return false;
+                return Pushed::Done(false);
             }
         }
         let started = std::time::Instant::now();
@@ -299,18 +310,24 @@ impl Controller {
             publish_ms = publish.as_millis() as u64,
             "configuration rebuilt"
         );
-        // After the push: status is not on the path of Envoy's configuration.
+        Pushed::Built(Box::new(Built { snapshot, dag: build.dag, attached: build.attached, changed }))
+    }
+
+    /// The second half of [`Controller::apply`], after the push: status is not on the path of
+    /// Envoy's configuration. Returns whether Envoy's configuration changed.
+    fn follow_up(&mut self, built: Built) -> bool {
+        let Built { snapshot, dag, attached, changed } = built;
         let proxies = frontends::httpproxy::status::compute_cached(
             &snapshot,
             &self.options.httpproxy,
-            &build.dag.diagnostics,
+            &dag.diagnostics,
             &mut self.statuses,
         );
-        let dag = Arc::new(build.dag);
+        let dag = Arc::new(dag);
         let published = Published {
             snapshot: Arc::clone(&snapshot),
             dag: Arc::clone(&dag),
-            attached: Arc::new(build.attached),
+            attached: Arc::new(attached),
             proxies: Arc::new(proxies),
         };
         self.published.send_replace(Some(Arc::new(published)));
@@ -378,7 +395,14 @@ impl Controller {
             last_change = last;
             debug!(waited_us = first.elapsed().as_micros() as u64, leading, "rebuilding");
             let snapshot = Arc::clone(&rx.borrow_and_update());
-            if self.apply(snapshot) {
+            let changed = match self.push(snapshot) {
+                Pushed::Done(changed) => changed,
+                Pushed::Built(built) => {
+                    tokio::task::yield_now().await;
+                    self.follow_up(*built)
+                }
+            };
+            if changed {
                 last_effective = Instant::now();
                 quick = 0;
             } else if leading {
@@ -386,6 +410,22 @@ impl Controller {
             }
         }
     }
+}
+
+/// What [`Controller::push`] did.
+enum Pushed {
+    /// Nothing more to do; whether Envoy's configuration changed.
+    Done(bool),
+    /// A rebuild, pushed, with its follow-up owed.
+    Built(Box<Built>),
+}
+
+/// A rebuild pushed to the xDS server, for [`Controller::follow_up`].
+struct Built {
+    snapshot: Arc<Snapshot>,
+    dag: dag::Dag,
+    attached: BTreeMap<(String, String), u32>,
+    changed: bool,
 }
 
 /// How long an EndpointSlice-only change waits for more of its burst before it goes to EDS.
