@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use xds::{FleetResources, Resource, ResourceType, Resources};
 
+mod walks;
+
 use crate::fleets::same_version;
+use walks::{added, difference, difference_empty, set_version};
 
 /// How a stream speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -404,18 +407,7 @@ impl StreamState {
         let (Some(source), true) = (served.shared(t), ts.rejected.is_empty()) else {
             ts.want_cache = None;
             ts.names_log = None;
-            let ts = &self.types[&t];
-            let want = served
-                .of(t)
-                .iter()
-                .filter(|(name, _)| ts.wildcard || ts.names.contains(if namespaced { namespace(name) } else { name }))
-                .filter_map(|(n, r)| match ts.rejected.get(n) {
-                    // What Envoy refused stays what it has: the last accepted version, or nothing.
-                    Some(v) if *v == r.version => ts.acked.get(n).map(|a| (Arc::clone(n), a.clone())),
-                    _ => Some((Arc::clone(n), r.clone())),
-                })
-                .collect();
-            return Arc::new(want);
+            return Arc::new(ts.filter(served.of(t), namespaced));
         };
         if let Some(c) = &ts.want_cache
             && Arc::ptr_eq(&c.from, source)
@@ -461,8 +453,7 @@ impl StreamState {
                 (Arc::new(want), unsubscribed)
             }
             _ => {
-                let want: Resources =
-                    source.iter().filter(|(n, _)| subscribed(n)).map(|(n, r)| (Arc::clone(n), r.clone())).collect();
+                let want = ts.filter(source, namespaced);
                 let unsubscribed = source.len() - want.len();
                 (Arc::new(want), unsubscribed)
             }
@@ -520,6 +511,18 @@ impl StreamState {
 }
 
 impl TypeState {
+    /// What this subscription wants of `map`, by a walk over all of it. What Envoy refused stays
+    /// what it has: the last accepted version, or nothing.
+    fn filter(&self, map: &Resources, namespaced: bool) -> Resources {
+        map.iter()
+            .filter(|(name, _)| self.wildcard || self.names.contains(if namespaced { namespace(name) } else { name }))
+            .filter_map(|(n, r)| match self.rejected.get(n) {
+                Some(v) if *v == r.version => self.acked.get(n).map(|a| (Arc::clone(n), a.clone())),
+                _ => Some((Arc::clone(n), r.clone())),
+            })
+            .collect()
+    }
+
     /// Notes a real change of the subscription for [`StreamState::want`]. A long log costs more
     /// to replay than a walk: past a bound it is dropped.
     fn log_names(&mut self, name: &str, subscribed: bool) {
@@ -531,16 +534,6 @@ impl TypeState {
             }
         }
     }
-}
-
-/// Whether two maps hold the same names at the same versions, past the chunks they share.
-fn difference_empty(a: &Resources, b: &Resources) -> bool {
-    let mut same = true;
-    a.diff(b, same_version, |_, _, _| {
-        same = false;
-        ControlFlow::Break(())
-    });
-    same
 }
 
 /// The resources of a rejected response that Envoy most likely refused: those that changed, and
@@ -561,180 +554,5 @@ fn namespace(name: &str) -> &str {
     name.rfind('/').map_or("", |i| &name[..i])
 }
 
-fn set_version(resources: &Resources) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    for (n, r) in resources {
-        n.hash(&mut h);
-        r.version.hash(&mut h);
-    }
-    format!("{:016x}", h.finish())
-}
-
-/// The names `new` has and `old` does not, in key order: a walk over the chunks the two maps do
-/// not share.
-fn added<'a>(old: &'a Resources, new: &'a Resources) -> impl Iterator<Item = &'a str> + 'a {
-    let mut names = Vec::new();
-    old.diff(
-        new,
-        |_, _| true,
-        |name, before, _| {
-            if before.is_none() {
-                names.push(&**name);
-            }
-            ControlFlow::Continue(())
-        },
-    );
-    names.into_iter()
-}
-
-/// What a stream must send to go from `sent` to `want`: the resources that are new, of another
-/// version, or `forced`; and the names that went away, each in key order. A walk over the
-/// chunks the two maps do not share: a build patches the map it served before, so a one-route
-/// change at 50k clusters looks at one chunk.
-fn difference(sent: &Resources, want: &Resources, forced: &BTreeSet<Arc<str>>) -> (Vec<Resource>, Vec<Arc<str>>) {
-    let (mut changed, mut removed) = (Vec::new(), Vec::new());
-    sent.diff(want, same_version, |name, _, now| {
-        match now {
-            Some(r) => changed.push(r.clone()),
-            None => removed.push(Arc::clone(name)),
-        }
-        ControlFlow::Continue(())
-    });
-    let extra: Vec<Resource> = forced
-        .iter()
-        .filter_map(|name| want.get(name))
-        .filter(|r| sent.get(&r.name).is_some_and(|s| same_version(s, r)))
-        .cloned()
-        .collect();
-    if !extra.is_empty() {
-        changed.extend(extra);
-        changed.sort_by(|a, b| a.name.cmp(&b.name));
-    }
-    (changed, removed)
-}
-
 #[cfg(test)]
-mod walks {
-    use super::*;
-
-    fn map(entries: &[(&str, &str)]) -> Resources {
-        entries
-            .iter()
-            .map(|(n, v)| {
-                let r = Resource { name: (*n).into(), version: (*v).into(), body: Default::default() };
-                (Arc::clone(&r.name), r)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn added_names_are_those_only_the_new_map_has() {
-        let old = map(&[("b", "1"), ("d", "1")]);
-        let new = map(&[("a", "1"), ("b", "2"), ("c", "1"), ("e", "1")]);
-        assert_eq!(added(&old, &new).collect::<Vec<_>>(), ["a", "c", "e"]);
-        assert_eq!(added(&new, &old).collect::<Vec<_>>(), ["d"]);
-        assert_eq!(added(&old, &old).count(), 0);
-    }
-
-    #[test]
-    fn the_difference_is_what_changed_and_what_went_away() {
-        let sent = map(&[("a", "1"), ("b", "1"), ("c", "1"), ("f", "1")]);
-        let want = map(&[("b", "2"), ("c", "1"), ("d", "1"), ("e", "1")]);
-        let forced = BTreeSet::from([Arc::from("c")]);
-        let (changed, removed) = difference(&sent, &want, &forced);
-        let names: Vec<&str> = changed.iter().map(|r| &*r.name).collect();
-        assert_eq!(names, ["b", "c", "d", "e"]);
-        assert_eq!(removed, [Arc::from("a"), Arc::from("f")]);
-        let (changed, removed) = difference(&sent, &sent, &BTreeSet::new());
-        assert!(changed.is_empty() && removed.is_empty());
-    }
-
-    /// Served map changes (a version, or `None` for gone), names subscribed, names unsubscribed.
-    type Step<'a> = (Vec<(&'a str, Option<&'a str>)>, Vec<&'a str>, Vec<&'a str>);
-
-    #[test]
-    fn a_patched_want_equals_one_computed_afresh() {
-        let eds = ResourceType::Endpoint;
-        let fleet = |m: &Resources| FleetResources { by_type: BTreeMap::from([(eds, Arc::new(m.clone()))]) };
-        let request = |subscribe: &[&str], unsubscribe: &[&str]| Incoming {
-            type_url: eds.type_url().into(),
-            subscribe: subscribe.iter().map(|s| s.to_string()).collect(),
-            unsubscribe: unsubscribe.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        };
-        let mut stream = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
-        let names: Vec<String> = (0..300).map(|i| format!("c{i:03}")).collect();
-        let mut served = map(&names.iter().map(|n| (n.as_str(), "1")).collect::<Vec<_>>());
-        let every: Vec<&str> = names.iter().map(String::as_str).collect();
-        stream.on_request(&request(&every, &[])).unwrap();
-        // Each step changes the served map, the subscription, or both; each answer must equal
-        // the one a new stream with the same subscription computes.
-        let steps: Vec<Step> = vec![
-            (vec![], vec![], vec![]),
-            (vec![("c999", Some("1"))], vec![], vec![]),
-            (vec![], vec!["c999"], vec![]),
-            (vec![("c100", Some("2")), ("c200", None)], vec![], vec!["c050", "c060"]),
-            (vec![("c050", Some("3"))], vec!["c060", "absent"], vec!["c999"]),
-            (vec![("c999", None), ("c998", Some("1"))], vec!["c998", "c050"], vec![]),
-        ];
-        for (i, (changes, subscribe, unsubscribe)) in steps.into_iter().enumerate() {
-            for (name, version) in changes {
-                match version {
-                    Some(v) => {
-                        let r = Resource { name: name.into(), version: v.into(), body: Default::default() };
-                        served.insert(Arc::clone(&r.name), r);
-                    }
-                    None => {
-                        served.remove(name);
-                    }
-                }
-            }
-            stream.on_request(&request(&subscribe, &unsubscribe)).unwrap();
-            let f = fleet(&served);
-            let want = stream.want(eds, &f);
-            let mut fresh = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
-            let names: Vec<&str> = stream.types[&eds].names.iter().map(String::as_str).collect();
-            fresh.on_request(&request(&names, &[])).unwrap();
-            let expected = fresh.want(eds, &f);
-            assert_eq!(*want, *expected, "step {i}");
-            let all = served.keys().all(|n| stream.types[&eds].names.contains(&**n));
-            assert_eq!(
-                Arc::ptr_eq(&want, f.shared(eds).unwrap()),
-                all,
-                "step {i}: the served map itself when all is wanted"
-            );
-            assert_eq!(
-                stream.types[&eds].names_log.as_ref().map(Vec::len),
-                Some(0),
-                "step {i}: patched, then logged afresh"
-            );
-        }
-    }
-
-    #[test]
-    fn a_stream_subscribed_to_every_load_assignment_wants_the_served_map_itself() {
-        let fleet =
-            |versions| FleetResources { by_type: BTreeMap::from([(ResourceType::Endpoint, Arc::new(map(versions)))]) };
-        let mut stream = StreamState::new(Mode::Delta, None, Duration::from_secs(5));
-        let eds = ResourceType::Endpoint.type_url();
-        let names = vec!["a".to_string(), "b".to_string(), "c".to_string()];
-        stream.on_request(&Incoming { type_url: eds.into(), subscribe: names, ..Default::default() }).unwrap();
-        let before = fleet(&[("a", "1"), ("b", "1"), ("c", "1")]);
-        let out = stream.pump(&before, Instant::now());
-        assert_eq!(out.iter().map(|o| o.resources.len()).sum::<usize>(), 3);
-        let generation = stream.types[&ResourceType::Endpoint].names_generation;
-        for o in out {
-            let ack = Incoming { type_url: eds.into(), nonce: o.nonce, ..Default::default() };
-            stream.on_request(&ack).unwrap();
-        }
-        // An ACK subscribes to nothing new: what the stream wants stays cached.
-        assert_eq!(stream.types[&ResourceType::Endpoint].names_generation, generation);
-        let after = fleet(&[("a", "1"), ("b", "2"), ("c", "1")]);
-        let want = stream.want(ResourceType::Endpoint, &after);
-        assert!(Arc::ptr_eq(&want, after.shared(ResourceType::Endpoint).unwrap()));
-        let out = stream.pump(&after, Instant::now());
-        let sent: Vec<&str> = out.iter().flat_map(|o| o.resources.iter().map(|r| &*r.name)).collect();
-        assert_eq!(sent, ["b"]);
-    }
-}
+mod tests;
